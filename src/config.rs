@@ -1,0 +1,602 @@
+//! Configuration in two stages (as ripgrep does it): the command line is parsed by clap
+//! ([`Cli`], with `env =` on each flag), then [`Config::load`] layers it over the TOML file and
+//! the defaults and validates everything once into an immutable [`Config`].
+//!
+//! Precedence, lowest first: built-in defaults < TOML file (`--config`, else
+//! `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` environment < flags.
+//! An unknown key in the file is an error that names the key.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::definition::ToolFormat;
+use crate::registry::ToolFilter;
+use crate::workspace::DEFAULT_SECRET_PATTERNS;
+
+/// Default cap on text returned by one `read_file` call: 1 MiB is ~250k tokens, already more
+/// than most context windows; larger files are paged with `offset`/`limit`.
+pub const DEFAULT_READ_MAX_BYTES: u64 = 1024 * 1024;
+/// Largest `read_max_bytes` an operator may set: one call should never be able to flood a
+/// client with more than this.
+pub const MAX_READ_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Default cap on entries returned by one `list_directory` call.
+pub const DEFAULT_LIST_MAX_ENTRIES: usize = 1000;
+/// Largest `list_max_entries` an operator may set.
+pub const MAX_LIST_MAX_ENTRIES: usize = 100_000;
+/// Deepest recursion `list_directory` allows (its `depth` argument is clamped to this).
+pub const DEFAULT_LIST_MAX_DEPTH: usize = 10;
+/// Largest `list_max_depth` an operator may set.
+pub const MAX_LIST_MAX_DEPTH: usize = 64;
+
+const ABOUT: &str = "Serve AI tools (read_file, list_directory, path_info, …) to any MCP client.";
+
+const LONG_ABOUT: &str = "\
+toolport serves AI tools to MCP clients (Claude Desktop, VS Code, Cursor, Zed, the MCP Inspector,
+agent frameworks). With no subcommand it serves MCP over stdio, with the current directory as the
+workspace root: every path a tool touches must stay inside the roots.
+
+Examples:
+  toolport                                   serve stdio in the current directory
+  toolport --root ~/code/app --root /data    serve stdio with two roots
+  toolport tools --format openai             print tool definitions for the OpenAI API
+  toolport call read_file --args '{\"path\":\"README.md\"}'
+  toolport config                            show the effective configuration";
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(name = "toolport", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options shared by every subcommand.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+/// Options shared by every subcommand.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GlobalArgs {
+    /// A workspace root: tools may only touch paths inside the roots. Repeat for several; the
+    /// first one is where relative paths resolve. Default: the current directory.
+    /// [env: TOOLPORT_ROOTS, a path list like PATH]
+    #[arg(long = "root", value_name = "DIR", global = true)]
+    pub roots: Vec<PathBuf>,
+
+    /// TOML config file. Default: toolport.toml in the user config dir (~/.config/toolport/),
+    /// if it exists.
+    #[arg(long, value_name = "FILE", env = "TOOLPORT_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+
+    /// Log level or filter for the logs on stderr: error, warn, info, debug, trace, or a
+    /// tracing filter such as "toolport=debug". RUST_LOG is used when this is not set.
+    #[arg(long, value_name = "LEVEL", env = "TOOLPORT_LOG_LEVEL", global = true)]
+    pub log_level: Option<String>,
+
+    /// Most bytes of text one read_file call returns (default 1048576 = 1 MiB).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        env = "TOOLPORT_READ_MAX_BYTES",
+        global = true
+    )]
+    pub read_max_bytes: Option<u64>,
+
+    /// Most entries one list_directory call returns (default 1000).
+    #[arg(
+        long,
+        value_name = "N",
+        env = "TOOLPORT_LIST_MAX_ENTRIES",
+        global = true
+    )]
+    pub list_max_entries: Option<usize>,
+
+    /// Serve only these tools (comma-separated or repeated). Default: all.
+    #[arg(
+        long = "enable-tool",
+        value_name = "NAME",
+        value_delimiter = ',',
+        env = "TOOLPORT_ENABLED_TOOLS",
+        global = true
+    )]
+    pub enabled_tools: Vec<String>,
+
+    /// Never serve these tools (comma-separated or repeated).
+    #[arg(
+        long = "disable-tool",
+        value_name = "NAME",
+        value_delimiter = ',',
+        env = "TOOLPORT_DISABLED_TOOLS",
+        global = true
+    )]
+    pub disabled_tools: Vec<String>,
+}
+
+/// Subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio (the default when no subcommand is given).
+    Serve,
+    /// Print the tool definitions as JSON, for MCP or a model provider's API.
+    Tools(ToolsArgs),
+    /// Print every tool's prompt instructions (for a system prompt).
+    Instructions,
+    /// Run one tool locally and print its structured result as JSON.
+    Call(CallArgs),
+    /// Print the effective configuration (after file, environment and flags) as TOML.
+    Config,
+}
+
+/// `toolport tools`.
+#[derive(Debug, Clone, Args)]
+pub struct ToolsArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "mcp")]
+    pub format: ToolFormat,
+    /// Only tools with this tag (repeat: tools must have all of them).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Only tools in exactly this category (e.g. filesystem).
+    #[arg(long, value_name = "CATEGORY")]
+    pub category: Option<String>,
+    /// Only tools whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub name_pattern: Option<String>,
+}
+
+/// `toolport call`.
+#[derive(Debug, Clone, Args)]
+pub struct CallArgs {
+    /// The tool to run, e.g. read_file.
+    pub tool: String,
+    /// The arguments, as a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// Answer "yes" to any confirmation the tool asks for (there is nobody else to ask).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// The TOML file. Every section rejects unknown keys, so a typo is an error, not a no-op.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    roots: Option<Vec<PathBuf>>,
+    log_level: Option<String>,
+    #[serde(default)]
+    tools: FileTools,
+    #[serde(default)]
+    limits: FileLimits,
+    #[serde(default)]
+    workspace: FileWorkspace,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTools {
+    enabled: Option<Vec<String>>,
+    disabled: Option<Vec<String>>,
+    tags: Option<Vec<String>>,
+    category: Option<String>,
+    name_pattern: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLimits {
+    read_max_bytes: Option<u64>,
+    list_max_entries: Option<usize>,
+    list_max_depth: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileWorkspace {
+    secret_patterns: Option<Vec<String>>,
+}
+
+/// Why the configuration is unusable. Each message names the setting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file cannot be read.
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML or has an unknown key or a wrong type.
+    #[error("invalid config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, naming the key and position.
+        message: String,
+    },
+    /// A setting has a value outside what is allowed.
+    #[error("invalid setting {key}: {message}")]
+    Invalid {
+        /// The setting, as written in the file.
+        key: &'static str,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+}
+
+/// Which tools are served.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ToolSelection {
+    /// Only these tools (`None`: all).
+    pub enabled: Option<Vec<String>>,
+    /// Never these tools.
+    pub disabled: Vec<String>,
+    /// Only tools with all of these tags.
+    pub tags: Vec<String>,
+    /// Only tools in this category.
+    pub category: Option<String>,
+    /// Only tools whose name matches this regex.
+    pub name_pattern: Option<String>,
+    #[serde(skip)]
+    name_regex: Option<Regex>,
+}
+
+impl ToolSelection {
+    /// The tag/category/name part of the selection as a registry filter.
+    pub fn filter(&self) -> ToolFilter {
+        ToolFilter {
+            tags: self.tags.clone(),
+            category: self.category.clone(),
+            name_pattern: self.name_regex.clone(),
+        }
+    }
+}
+
+/// Size limits.
+#[derive(Debug, Clone, Serialize)]
+pub struct Limits {
+    /// Most bytes of text one `read_file` call returns.
+    pub read_max_bytes: u64,
+    /// Most entries one `list_directory` call returns.
+    pub list_max_entries: usize,
+    /// Deepest `list_directory` recursion.
+    pub list_max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            read_max_bytes: DEFAULT_READ_MAX_BYTES,
+            list_max_entries: DEFAULT_LIST_MAX_ENTRIES,
+            list_max_depth: DEFAULT_LIST_MAX_DEPTH,
+        }
+    }
+}
+
+/// Workspace settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceSettings {
+    /// Paths matching these patterns are never read.
+    pub secret_patterns: Vec<String>,
+}
+
+impl Default for WorkspaceSettings {
+    fn default() -> Self {
+        Self {
+            secret_patterns: DEFAULT_SECRET_PATTERNS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+}
+
+/// The effective, validated, immutable configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    /// Workspace roots (absolute), first one first.
+    pub roots: Vec<PathBuf>,
+    /// Log filter.
+    pub log_level: Option<String>,
+    /// Tool selection.
+    pub tools: ToolSelection,
+    /// Size limits.
+    pub limits: Limits,
+    /// Workspace settings.
+    pub workspace: WorkspaceSettings,
+    /// The config file that was read, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<PathBuf>,
+}
+
+impl Default for Config {
+    /// Defaults, with the current directory as the only root.
+    fn default() -> Self {
+        Self {
+            roots: vec![std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))],
+            log_level: None,
+            tools: ToolSelection::default(),
+            limits: Limits::default(),
+            workspace: WorkspaceSettings::default(),
+            config_file: None,
+        }
+    }
+}
+
+/// Where the config file is looked for when `--config` is not given.
+pub fn default_config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("toolport").join("toolport.toml"))
+}
+
+/// Make `path` absolute against `base`.
+fn absolute(base: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    }
+}
+
+impl Config {
+    /// Layer defaults < file < environment < flags and validate. `env` is read through the
+    /// given function so tests need not touch the process environment.
+    pub fn load(
+        args: &GlobalArgs,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let cwd = std::env::current_dir().map_err(|source| ConfigError::Read {
+            path: PathBuf::from("."),
+            source,
+        })?;
+        let explicit = args.config.clone();
+        let path = explicit
+            .clone()
+            .or_else(|| default_config_path().filter(|p| p.is_file()));
+        let (file, file_dir) = match &path {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                let file: FileConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                    path: path.clone(),
+                    message: e.to_string().trim_end().to_string(),
+                })?;
+                let dir = absolute(&cwd, path)
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| cwd.clone());
+                (file, dir)
+            }
+            None => (FileConfig::default(), cwd.clone()),
+        };
+
+        let mut config = Config::default();
+        config.config_file = path.map(|p| absolute(&cwd, &p));
+
+        // Roots: flags > TOOLPORT_ROOTS > file (relative to the file's folder) > cwd.
+        let env_roots: Vec<PathBuf> = env("TOOLPORT_ROOTS")
+            .map(|v| {
+                std::env::split_paths(&v)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        config.roots = if !args.roots.is_empty() {
+            args.roots.iter().map(|r| absolute(&cwd, r)).collect()
+        } else if !env_roots.is_empty() {
+            env_roots.iter().map(|r| absolute(&cwd, r)).collect()
+        } else if let Some(roots) = &file.roots {
+            roots.iter().map(|r| absolute(&file_dir, r)).collect()
+        } else {
+            vec![cwd.clone()]
+        };
+        if config.roots.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "roots",
+                message: "at least one root is needed".into(),
+            });
+        }
+
+        config.log_level = args.log_level.clone().or(file.log_level);
+
+        let tools = &file.tools;
+        config.tools.enabled = if args.enabled_tools.is_empty() {
+            tools.enabled.clone()
+        } else {
+            Some(args.enabled_tools.clone())
+        };
+        config.tools.disabled = if args.disabled_tools.is_empty() {
+            tools.disabled.clone().unwrap_or_default()
+        } else {
+            args.disabled_tools.clone()
+        };
+        config.tools.tags = tools.tags.clone().unwrap_or_default();
+        config.tools.category = tools.category.clone();
+        config.tools.name_pattern = tools.name_pattern.clone();
+        if let Some(pattern) = &config.tools.name_pattern {
+            config.tools.name_regex =
+                Some(Regex::new(pattern).map_err(|e| ConfigError::Invalid {
+                    key: "tools.name_pattern",
+                    message: format!("not a valid regular expression: {e}"),
+                })?);
+        }
+
+        let limits = &file.limits;
+        config.limits.read_max_bytes = args
+            .read_max_bytes
+            .or(limits.read_max_bytes)
+            .unwrap_or(DEFAULT_READ_MAX_BYTES);
+        if !(1024..=MAX_READ_MAX_BYTES).contains(&config.limits.read_max_bytes) {
+            return Err(ConfigError::Invalid {
+                key: "limits.read_max_bytes",
+                message: format!(
+                    "{} is out of range; allowed is 1024..={MAX_READ_MAX_BYTES}",
+                    config.limits.read_max_bytes
+                ),
+            });
+        }
+        config.limits.list_max_entries = args
+            .list_max_entries
+            .or(limits.list_max_entries)
+            .unwrap_or(DEFAULT_LIST_MAX_ENTRIES);
+        if !(1..=MAX_LIST_MAX_ENTRIES).contains(&config.limits.list_max_entries) {
+            return Err(ConfigError::Invalid {
+                key: "limits.list_max_entries",
+                message: format!(
+                    "{} is out of range; allowed is 1..={MAX_LIST_MAX_ENTRIES}",
+                    config.limits.list_max_entries
+                ),
+            });
+        }
+        config.limits.list_max_depth = limits.list_max_depth.unwrap_or(DEFAULT_LIST_MAX_DEPTH);
+        if !(1..=MAX_LIST_MAX_DEPTH).contains(&config.limits.list_max_depth) {
+            return Err(ConfigError::Invalid {
+                key: "limits.list_max_depth",
+                message: format!(
+                    "{} is out of range; allowed is 1..={MAX_LIST_MAX_DEPTH}",
+                    config.limits.list_max_depth
+                ),
+            });
+        }
+
+        if let Some(patterns) = file.workspace.secret_patterns {
+            config.workspace.secret_patterns = patterns;
+        }
+        Ok(config)
+    }
+
+    /// The effective configuration as TOML, for `toolport config`. There are no secrets in
+    /// this configuration yet; sections that gain them mask them here.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut argv = vec!["toolport"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::load(&cli.global, |k| env.get(k).cloned())
+    }
+
+    fn file(text: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolport.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path.display().to_string())
+    }
+
+    #[test]
+    fn defaults_use_the_current_directory() {
+        let (_d, path) = file("");
+        let c = load(&["--config", &path], &[]).unwrap();
+        assert_eq!(c.roots, vec![std::env::current_dir().unwrap()]);
+        assert_eq!(c.limits.read_max_bytes, DEFAULT_READ_MAX_BYTES);
+        assert_eq!(
+            c.workspace.secret_patterns.len(),
+            DEFAULT_SECRET_PATTERNS.len()
+        );
+    }
+
+    #[test]
+    fn layers_file_then_env_then_flags() {
+        let (dir, path) =
+            file("roots = [\"sub\"]\n[limits]\nread_max_bytes = 2048\nlist_max_entries = 7\n");
+        let c = load(&["--config", &path], &[]).unwrap();
+        assert_eq!(
+            c.roots,
+            vec![dir.path().join("sub")],
+            "file roots are relative to the file"
+        );
+        assert_eq!(
+            (c.limits.read_max_bytes, c.limits.list_max_entries),
+            (2048, 7)
+        );
+
+        let c = load(&["--config", &path], &[("TOOLPORT_ROOTS", "/a:/b")]).unwrap();
+        assert_eq!(c.roots, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+
+        let c = load(
+            &[
+                "--config",
+                &path,
+                "--root",
+                "/c",
+                "--read-max-bytes",
+                "4096",
+            ],
+            &[("TOOLPORT_ROOTS", "/a")],
+        )
+        .unwrap();
+        assert_eq!(c.roots, vec![PathBuf::from("/c")]);
+        assert_eq!(c.limits.read_max_bytes, 4096);
+        assert_eq!(c.limits.list_max_entries, 7);
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_naming_it() {
+        let (_d, path) = file("[limits]\nread_max_byte = 10\n");
+        let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+        assert!(err.contains("unknown field `read_max_byte`"), "{err}");
+        assert!(
+            err.contains("read_max_bytes"),
+            "the message lists the allowed keys: {err}"
+        );
+        let (_d, path) = file("colour = true\n");
+        let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+        assert!(err.contains("unknown field `colour`"), "{err}");
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_setting() {
+        let (_d, path) = file("[limits]\nread_max_bytes = 1\n");
+        let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("limits.read_max_bytes") && err.contains("1024..="),
+            "{err}"
+        );
+        let (_d, path) = file("[tools]\nname_pattern = \"(\"\n");
+        let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+        assert!(err.contains("tools.name_pattern"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_explicit_file_is_an_error() {
+        let err = load(&["--config", "/no/such/toolport.toml"], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/no/such/toolport.toml"), "{err}");
+    }
+
+    #[test]
+    fn tool_selection_from_flags() {
+        let (_d, path) = file("[tools]\nenabled = [\"read_file\"]\n");
+        let c = load(
+            &[
+                "--config",
+                &path,
+                "--enable-tool",
+                "path_info,list_directory",
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            c.tools.enabled,
+            Some(vec!["path_info".into(), "list_directory".into()])
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! toolport: one binary that serves AI tools to any MCP client.
+//!
+//! A [`registry::ToolRegistry`] of [`tool::AiTool`]s is the single source of truth; the
+//! [`server::ToolportServer`] maps it onto MCP `tools/list`, `tools/call` and prompts, and the
+//! transports in [`transport`] carry it. Every path a tool touches goes through
+//! [`workspace::Workspace`], the one place that turns a path into a file handle.
+//!
+//! Module map:
+//! - [`config`]: command line + TOML file + environment → one validated, immutable `Config`;
+//! - [`tool`]: the `AiTool` trait, `ToolContext`, `ToolOutput`, `ToolError`;
+//! - [`definition`]: `ToolDefinition` and its MCP/OpenAI/Anthropic/Ollama forms;
+//! - [`registry`]: register, filter, validate, execute;
+//! - [`server`]: the rmcp `ServerHandler`;
+//! - [`transport`]: stdio;
+//! - [`workspace`]: roots, confinement, secret rules;
+//! - [`tools`]: the built-in tools.
+
+pub mod config;
+pub mod definition;
+pub mod registry;
+pub mod server;
+pub mod tool;
+pub mod tools;
+pub mod transport;
+pub mod workspace;
+
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+
+use crate::config::Config;
+use crate::server::{Shared, ToolportServer};
+use crate::transport::stdio::StdioTransport;
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// A root cannot be used or a secret pattern is invalid.
+    #[error(transparent)]
+    Workspace(#[from] workspace::WorkspaceError),
+    /// The tool selection names an unknown tool.
+    #[error(transparent)]
+    Selection(#[from] tools::SelectionError),
+    /// The MCP session failed.
+    #[error("the MCP session failed: {0}")]
+    Serve(String),
+}
+
+/// Build everything a server shares across sessions, once: open the roots, compile the secret
+/// rules, register the enabled tools (compiling their validators).
+pub fn build(config: Config) -> Result<Shared, Error> {
+    let workspace = workspace::Workspace::new(&config.roots, &config.workspace.secret_patterns)?;
+    let registry = tools::builtin_registry(&config)?;
+    Ok(Shared {
+        registry: Arc::new(registry),
+        config: Arc::new(config),
+        workspace: Arc::new(workspace),
+    })
+}
+
+/// Serve one MCP session over a transport until the client disconnects.
+pub async fn serve<T, E, A>(shared: Arc<Shared>, transport: T) -> Result<(), Error>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let running = ToolportServer::new(shared)
+        .serve(transport)
+        .await
+        .map_err(|e| Error::Serve(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| Error::Serve(e.to_string()))?;
+    Ok(())
+}
+
+/// Serve MCP over stdin/stdout until stdin closes.
+pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), Error> {
+    serve(shared, StdioTransport::stdio()).await
+}

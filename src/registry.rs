@@ -1,0 +1,626 @@
+//! [`ToolRegistry`]: the single source of truth for which tools exist. Transports list and call
+//! tools only through it.
+//!
+//! Everything that can be done once per tool is done at registration: the definition is
+//! validated, the MCP form is built, and the input-schema validator is compiled. A call then
+//! costs a hash lookup plus one validation pass.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::FutureExt;
+use regex::Regex;
+use serde_json::Value;
+
+use crate::definition::{DefinitionError, ToolDefinition, ToolFormat};
+use crate::tool::{AiTool, JsonObject, ToolContext, ToolError, ToolOutput};
+
+/// Criteria for [`ToolRegistry::filter`]; all given criteria must hold (AND).
+#[derive(Debug, Clone, Default)]
+pub struct ToolFilter {
+    /// The tool must have every one of these tags.
+    pub tags: Vec<String>,
+    /// The tool's category must be exactly this.
+    pub category: Option<String>,
+    /// The tool's name must match this regex (unanchored, as `regex::Regex::is_match`).
+    pub name_pattern: Option<Regex>,
+}
+
+impl ToolFilter {
+    /// Whether a tool passes every criterion.
+    pub fn matches(&self, tool: &dyn AiTool) -> bool {
+        self.tags.iter().all(|t| tool.tags().contains(&t.as_str()))
+            && self
+                .category
+                .as_deref()
+                .is_none_or(|c| tool.category() == Some(c))
+            && self
+                .name_pattern
+                .as_ref()
+                .is_none_or(|re| re.is_match(tool.name()))
+    }
+}
+
+/// Why [`ToolRegistry::execute`] did not produce an output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecuteError {
+    /// No tool has this name: a protocol error (JSON-RPC -32602 over MCP).
+    #[error("unknown tool {name:?}; available tools: {available}")]
+    UnknownTool {
+        /// The requested name.
+        name: String,
+        /// The registered names, comma-separated.
+        available: String,
+    },
+    /// The tool (or the argument check before it) failed: an `isError` result over MCP.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+}
+
+/// A registered tool with everything precomputed for listing and calling it.
+struct Entry {
+    tool: Arc<dyn AiTool>,
+    definition: ToolDefinition,
+    mcp: rmcp::model::Tool,
+    validator: jsonschema::Validator,
+}
+
+/// The tool registry. Registration order is the listing order.
+#[derive(Default, Clone)]
+pub struct ToolRegistry {
+    entries: Vec<Arc<Entry>>,
+    index: HashMap<String, usize>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.index.keys()).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register a tool. A second tool with a name already taken is logged and skipped (the first
+    /// one wins): `Ok(false)`. A tool whose definition is invalid is refused with the reason.
+    pub fn register(&mut self, tool: Arc<dyn AiTool>) -> Result<bool, DefinitionError> {
+        let name = tool.name().to_string();
+        if self.index.contains_key(&name) {
+            tracing::warn!(tool = %name, "a tool with this name is already registered; keeping the first one");
+            return Ok(false);
+        }
+        let definition = ToolDefinition::new(
+            name.clone(),
+            tool.description(),
+            tool.input_schema(),
+            tool.output_schema(),
+        )?;
+        let validator = jsonschema::validator_for(&Value::Object(definition.input_schema.clone()))
+            .map_err(|e| DefinitionError::InvalidSchema {
+                name: name.clone(),
+                reason: e.to_string(),
+            })?;
+        let mcp = definition.to_mcp_with(tool.title(), tool.annotations());
+        self.index.insert(name, self.entries.len());
+        self.entries.push(Arc::new(Entry {
+            tool,
+            definition,
+            mcp,
+            validator,
+        }));
+        Ok(true)
+    }
+
+    /// The tool with this name.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn AiTool>> {
+        self.entry(name).map(|e| e.tool.clone())
+    }
+
+    fn entry(&self, name: &str) -> Option<&Arc<Entry>> {
+        self.index.get(name).map(|&i| &self.entries[i])
+    }
+
+    /// Every tool, in registration order.
+    pub fn all(&self) -> Vec<Arc<dyn AiTool>> {
+        self.entries.iter().map(|e| e.tool.clone()).collect()
+    }
+
+    /// The names of every tool, in registration order.
+    pub fn names(&self) -> Vec<&str> {
+        self.entries
+            .iter()
+            .map(|e| e.definition.name.as_str())
+            .collect()
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// A registry holding only the tools that match `filter`, in the same order. Compiled
+    /// validators are shared, not recompiled.
+    pub fn filter(&self, filter: &ToolFilter) -> ToolRegistry {
+        self.retain(|e| filter.matches(e.tool.as_ref()))
+    }
+
+    /// A registry holding only the tools for which `keep(name)` is true.
+    pub fn retain_names(&self, keep: impl Fn(&str) -> bool) -> ToolRegistry {
+        self.retain(|e| keep(&e.definition.name))
+    }
+
+    fn retain(&self, keep: impl Fn(&Entry) -> bool) -> ToolRegistry {
+        let mut out = ToolRegistry::new();
+        for entry in self.entries.iter().filter(|e| keep(e)) {
+            out.index
+                .insert(entry.definition.name.clone(), out.entries.len());
+            out.entries.push(entry.clone());
+        }
+        out
+    }
+
+    /// The neutral definition of a tool.
+    pub fn definition(&self, name: &str) -> Option<&ToolDefinition> {
+        self.entry(name).map(|e| &e.definition)
+    }
+
+    /// The MCP `tools/list` entries (with title, output schema and annotations).
+    pub fn mcp_tools(&self) -> Vec<rmcp::model::Tool> {
+        self.entries.iter().map(|e| e.mcp.clone()).collect()
+    }
+
+    /// The MCP entry of one tool.
+    pub fn mcp_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.entry(name).map(|e| e.mcp.clone())
+    }
+
+    /// Every tool's definition in a target format.
+    pub fn definitions(&self, format: ToolFormat) -> Vec<Value> {
+        self.entries
+            .iter()
+            .map(|e| match format {
+                ToolFormat::Mcp => serde_json::to_value(&e.mcp).unwrap_or(Value::Null),
+                ToolFormat::Openai => e.definition.to_openai(),
+                ToolFormat::Anthropic => e.definition.to_anthropic(),
+                ToolFormat::Ollama => e.definition.to_ollama(),
+            })
+            .collect()
+    }
+
+    /// Every tool's instructions, joined by blank lines.
+    pub fn instructions(&self) -> String {
+        self.entries
+            .iter()
+            .map(|e| e.tool.instructions())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// Check `args` against a tool's input schema. Every violation is listed with the field,
+    /// what was wrong, and what the tool accepts.
+    pub fn validate(&self, name: &str, args: &JsonObject) -> Result<(), ExecuteError> {
+        let entry = self.entry(name).ok_or_else(|| self.unknown(name))?;
+        check_arguments(entry, args).map_err(ExecuteError::Tool)
+    }
+
+    fn unknown(&self, name: &str) -> ExecuteError {
+        ExecuteError::UnknownTool {
+            name: name.to_string(),
+            available: self.names().join(", "),
+        }
+    }
+
+    /// Run a tool: validate the arguments, ask for confirmation if the tool wants it, execute
+    /// it, and turn a panic inside the tool into an error result instead of a lost request.
+    pub async fn execute(
+        &self,
+        name: &str,
+        args: JsonObject,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ExecuteError> {
+        let entry = self.entry(name).ok_or_else(|| self.unknown(name))?.clone();
+        check_arguments(&entry, &args)?;
+        if let Some(description) = entry.tool.confirmation(&args)
+            && !ctx.confirmer.confirm(&description).await?
+        {
+            return Err(ToolError::PermissionDenied(format!(
+                "the user declined this call ({description}); do not retry it unchanged"
+            ))
+            .into());
+        }
+        let started = Instant::now();
+        let outcome = AssertUnwindSafe(entry.tool.execute(args, ctx))
+            .catch_unwind()
+            .await;
+        let elapsed = started.elapsed();
+        match outcome {
+            Ok(Ok(output)) => {
+                tracing::debug!(tool = name, ?elapsed, "tool call succeeded");
+                Ok(output)
+            }
+            Ok(Err(error)) => {
+                tracing::debug!(tool = name, ?elapsed, %error, "tool call failed");
+                Err(error.into())
+            }
+            Err(panic) => {
+                let detail = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".into());
+                tracing::error!(tool = name, panic = %detail, "tool panicked");
+                Err(ToolError::ExecutionFailed(format!(
+                    "the tool {name} crashed with an internal error ({detail}); this is a bug in toolport, not in your arguments"
+                ))
+                .into())
+            }
+        }
+    }
+}
+
+/// Validate arguments against a tool's compiled schema and describe every violation.
+fn check_arguments(entry: &Entry, args: &JsonObject) -> Result<(), ToolError> {
+    // Validating a borrowed map would need it as a `Value`; build one only when the fast
+    // path says it is invalid, so valid calls do not pay for the copy twice.
+    let instance = Value::Object(args.clone());
+    if entry.validator.is_valid(&instance) {
+        return Ok(());
+    }
+    let schema = &entry.definition.input_schema;
+    let mut lines: Vec<String> = entry
+        .validator
+        .iter_errors(&instance)
+        .map(|error| {
+            let pointer = error.instance_path().to_string();
+            let field = if pointer.is_empty() {
+                "arguments".to_string()
+            } else {
+                format!("`{}`", pointer.trim_start_matches('/').replace('/', "."))
+            };
+            format!("- {field}: {error}")
+        })
+        .collect();
+    lines.dedup();
+    let allowed = describe_allowed(schema);
+    Err(ToolError::InvalidArguments(format!(
+        "the arguments for {} do not match its schema:\n{}\n{allowed}",
+        entry.definition.name,
+        lines.join("\n")
+    )))
+}
+
+/// "Allowed parameters: path (string, required), offset (integer) …" from a schema.
+fn describe_allowed(schema: &JsonObject) -> String {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(Value::Object(props)) = schema.get("properties") else {
+        return "This tool takes no parameters.".into();
+    };
+    let params: Vec<String> = props
+        .iter()
+        .map(|(name, prop)| {
+            let ty = match prop.get("type") {
+                Some(Value::String(t)) => t.clone(),
+                Some(Value::Array(ts)) => ts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter(|t| *t != "null")
+                    .collect::<Vec<_>>()
+                    .join("|"),
+                _ => "any".into(),
+            };
+            let req = if required.contains(&name.as_str()) {
+                ", required"
+            } else {
+                ""
+            };
+            format!("{name} ({ty}{req})")
+        })
+        .collect();
+    format!("Allowed parameters: {}.", params.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tool::{Annotations, NoConfirmer};
+    use crate::workspace::Workspace;
+    use async_trait::async_trait;
+    use serde_json::json;
+
+    struct Fake {
+        name: &'static str,
+        tags: &'static [&'static str],
+        category: Option<&'static str>,
+        marker: u32,
+    }
+
+    #[async_trait]
+    impl AiTool for Fake {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn description(&self) -> &str {
+            "A fake tool."
+        }
+        fn input_schema(&self) -> JsonObject {
+            json!({"type": "object", "properties": {
+                "path": {"type": "string"},
+                "count": {"type": "integer", "minimum": 1, "maximum": 10}
+            }, "required": ["path"], "additionalProperties": false})
+            .as_object()
+            .cloned()
+            .unwrap()
+        }
+        fn category(&self) -> Option<&str> {
+            self.category
+        }
+        fn tags(&self) -> &[&str] {
+            self.tags
+        }
+        fn annotations(&self) -> Annotations {
+            Annotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            }
+        }
+        fn confirmation(&self, args: &JsonObject) -> Option<String> {
+            (args.get("path") == Some(&json!("risky"))).then(|| "touch risky".to_string())
+        }
+        async fn execute(
+            &self,
+            args: JsonObject,
+            _ctx: &ToolContext,
+        ) -> Result<ToolOutput, ToolError> {
+            if args.get("path") == Some(&json!("boom")) {
+                panic!("kaboom");
+            }
+            Ok(ToolOutput::new(
+                json!({"marker": self.marker}),
+                format!("marker {}", self.marker),
+            ))
+        }
+    }
+
+    fn fake(
+        name: &'static str,
+        tags: &'static [&'static str],
+        category: Option<&'static str>,
+    ) -> Arc<dyn AiTool> {
+        Arc::new(Fake {
+            name,
+            tags,
+            category,
+            marker: 0,
+        })
+    }
+
+    fn registry() -> ToolRegistry {
+        let mut r = ToolRegistry::new();
+        r.register(fake("read_file", &["fs", "read"], Some("filesystem")))
+            .unwrap();
+        r.register(fake("list_directory", &["fs"], Some("filesystem")))
+            .unwrap();
+        r.register(fake("web_search", &["web", "read"], Some("web")))
+            .unwrap();
+        r
+    }
+
+    fn ctx() -> ToolContext {
+        let dir = std::env::temp_dir();
+        let ws = Workspace::new(&[dir], &[]).unwrap();
+        let mut ctx = ToolContext::local(Arc::new(ws), Arc::new(Config::default()));
+        ctx.confirmer = Arc::new(NoConfirmer {
+            reason: "nobody is there".into(),
+        });
+        ctx
+    }
+
+    #[test]
+    fn duplicate_names_keep_the_first_tool() {
+        let mut r = ToolRegistry::new();
+        assert!(
+            r.register(Arc::new(Fake {
+                name: "t",
+                tags: &[],
+                category: None,
+                marker: 1
+            }))
+            .unwrap()
+        );
+        assert!(
+            !r.register(Arc::new(Fake {
+                name: "t",
+                tags: &[],
+                category: None,
+                marker: 2
+            }))
+            .unwrap()
+        );
+        assert_eq!(r.len(), 1);
+        let out = futures::executor::block_on(r.execute(
+            "t",
+            json!({"path": "x"}).as_object().cloned().unwrap(),
+            &ctx(),
+        ))
+        .unwrap();
+        assert_eq!(out.structured, Some(json!({"marker": 1})));
+    }
+
+    #[test]
+    fn invalid_names_are_refused() {
+        let mut r = ToolRegistry::new();
+        let err = r.register(fake("bad-name", &[], None)).unwrap_err();
+        assert_eq!(err, DefinitionError::InvalidName("bad-name".into()));
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn all_keeps_registration_order() {
+        assert_eq!(
+            registry().names(),
+            ["read_file", "list_directory", "web_search"]
+        );
+        let all: Vec<String> = registry()
+            .all()
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect();
+        assert_eq!(all, ["read_file", "list_directory", "web_search"]);
+    }
+
+    #[test]
+    fn filter_combines_criteria_with_and() {
+        let r = registry();
+        let f = |tags: &[&str], category: Option<&str>, pattern: Option<&str>| {
+            r.filter(&ToolFilter {
+                tags: tags.iter().map(|t| t.to_string()).collect(),
+                category: category.map(str::to_string),
+                name_pattern: pattern.map(|p| Regex::new(p).unwrap()),
+            })
+            .names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            f(&[], None, None),
+            ["read_file", "list_directory", "web_search"]
+        );
+        assert_eq!(f(&["read"], None, None), ["read_file", "web_search"]);
+        assert_eq!(
+            f(&["fs", "read"], None, None),
+            ["read_file"],
+            "all tags must be present"
+        );
+        assert_eq!(f(&["nope"], None, None), Vec::<String>::new());
+        assert_eq!(
+            f(&[], Some("filesystem"), None),
+            ["read_file", "list_directory"]
+        );
+        assert_eq!(
+            f(&[], Some("file"), None),
+            Vec::<String>::new(),
+            "category is exact"
+        );
+        assert_eq!(
+            f(&[], None, Some("^(read|web)_")),
+            ["read_file", "web_search"]
+        );
+        assert_eq!(f(&["read"], Some("filesystem"), None), ["read_file"]);
+        assert_eq!(
+            f(&["read"], Some("web"), Some("file")),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            f(&["fs"], Some("filesystem"), Some("list")),
+            ["list_directory"]
+        );
+    }
+
+    #[test]
+    fn definitions_in_every_format() {
+        let r = registry();
+        let openai = r.definitions(ToolFormat::Openai);
+        assert_eq!(openai.len(), 3);
+        assert_eq!(openai[0]["type"], json!("function"));
+        assert_eq!(openai[0]["function"]["name"], json!("read_file"));
+        assert_eq!(openai[0]["function"]["parameters"]["type"], json!("object"));
+        let anthropic = r.definitions(ToolFormat::Anthropic);
+        assert_eq!(anthropic[1]["name"], json!("list_directory"));
+        assert_eq!(anthropic[1]["input_schema"]["required"], json!(["path"]));
+        assert_eq!(r.definitions(ToolFormat::Ollama), openai);
+        let mcp = r.definitions(ToolFormat::Mcp);
+        assert_eq!(mcp[2]["name"], json!("web_search"));
+        assert_eq!(mcp[2]["inputSchema"]["type"], json!("object"));
+        assert_eq!(mcp[2]["annotations"]["readOnlyHint"], json!(true));
+    }
+
+    #[test]
+    fn instructions_are_joined_by_blank_lines() {
+        let text = registry().instructions();
+        assert_eq!(text.matches("Tool: ").count(), 3);
+        assert!(text.contains("Example: {\"name\":\"read_file\",\"arguments\":{\"path\":\"...\"}}\n\nTool: list_directory"));
+    }
+
+    fn run(args: Value) -> Result<ToolOutput, ExecuteError> {
+        futures::executor::block_on(registry().execute(
+            "read_file",
+            args.as_object().cloned().unwrap(),
+            &ctx(),
+        ))
+    }
+
+    #[test]
+    fn arguments_are_validated_before_the_tool_runs() {
+        let err = run(json!({"count": "many", "extra": 1}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"path\" is a required property"), "{err}");
+        assert!(
+            err.contains("`count`: \"many\" is not of type \"integer\""),
+            "{err}"
+        );
+        assert!(err.contains("'extra' was unexpected"), "{err}");
+        assert!(
+            err.contains("Allowed parameters: path (string, required), count (integer)."),
+            "{err}"
+        );
+        let err = run(json!({"path": "x", "count": 11}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`count`: 11 is greater than the maximum of 10"),
+            "{err}"
+        );
+        assert!(run(json!({"path": "x", "count": 3})).is_ok());
+    }
+
+    #[test]
+    fn unknown_tools_are_a_distinct_error() {
+        let err =
+            futures::executor::block_on(registry().execute("nope", JsonObject::new(), &ctx()))
+                .unwrap_err();
+        assert_eq!(
+            err,
+            ExecuteError::UnknownTool {
+                name: "nope".into(),
+                available: "read_file, list_directory, web_search".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_panicking_tool_becomes_an_error() {
+        let err = run(json!({"path": "boom"})).unwrap_err();
+        assert!(
+            matches!(&err, ExecuteError::Tool(ToolError::ExecutionFailed(m)) if m.contains("kaboom")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn confirmation_is_asked_and_refusal_explained() {
+        let err = run(json!({"path": "risky"})).unwrap_err();
+        assert!(
+            matches!(&err, ExecuteError::Tool(ToolError::PermissionDenied(m)) if m.contains("touch risky") && m.contains("nobody is there")),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,323 @@
+//! The MCP server: an rmcp [`ServerHandler`] whose tools, prompts and instructions all come from
+//! the [`ToolRegistry`]. One [`ToolportServer`] serves one connection (session); the registry,
+//! config and operator workspace are shared.
+//!
+//! What it adds on top of rmcp:
+//! - tools/list and tools/call straight from the registry, with argument validation and panic
+//!   containment ([`ToolRegistry::execute`]); tool errors are `isError` results, an unknown tool
+//!   is JSON-RPC -32602;
+//! - `serverInfo` naming toolport (rmcp would otherwise report itself);
+//! - client roots: fetched after `initialize` and on `roots/list_changed`, and used to
+//!   *narrow* the operator's roots ([`Workspace::narrow`]);
+//! - progress notifications for tools that report progress, when the request has a token;
+//! - prompts: `tool_instructions` and one per tool.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptMessage, Role,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use tokio::sync::OnceCell;
+
+use crate::config::Config;
+use crate::registry::{ExecuteError, ToolRegistry};
+use crate::tool::{NoConfirmer, ProgressSink, ToolContext};
+use crate::workspace::{Workspace, client_root_path};
+
+/// How long to wait for the client's answer to `roots/list`. A client that declares roots but
+/// never answers must not stall tool calls; after this the operator's roots stay in force.
+const ROOTS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The name of the prompt that holds every tool's instructions.
+pub const ALL_INSTRUCTIONS_PROMPT: &str = "tool_instructions";
+
+/// What every session shares: built once at start-up.
+#[derive(Debug)]
+pub struct Shared {
+    /// The tools.
+    pub registry: Arc<ToolRegistry>,
+    /// The configuration.
+    pub config: Arc<Config>,
+    /// The operator's workspace (roots opened once).
+    pub workspace: Arc<Workspace>,
+}
+
+/// The handler for one MCP session.
+#[derive(Clone)]
+pub struct ToolportServer {
+    shared: Arc<Shared>,
+    /// The workspace this session's calls use: the operator's, narrowed by the client's roots.
+    workspace: Arc<RwLock<Arc<Workspace>>>,
+    /// The first `roots/list` round trip; tool calls wait for it (bounded by [`ROOTS_TIMEOUT`]).
+    initial_roots: Arc<OnceCell<()>>,
+}
+
+impl ToolportServer {
+    /// A handler for a new session.
+    pub fn new(shared: Arc<Shared>) -> Self {
+        let workspace = Arc::new(RwLock::new(shared.workspace.clone()));
+        Self {
+            shared,
+            workspace,
+            initial_roots: Arc::new(OnceCell::new()),
+        }
+    }
+
+    /// The workspace this session currently uses.
+    pub fn workspace(&self) -> Arc<Workspace> {
+        match self.workspace.read() {
+            Ok(ws) => ws.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_workspace(&self, ws: Arc<Workspace>) {
+        match self.workspace.write() {
+            Ok(mut slot) => *slot = ws,
+            Err(poisoned) => *poisoned.into_inner() = ws,
+        }
+    }
+
+    fn client_has_roots(peer: &Peer<RoleServer>) -> bool {
+        peer.peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some())
+    }
+
+    /// Ask the client for its roots and narrow this session's workspace to them. A client that
+    /// lists no roots (the MCP Inspector CLI does this) leaves the operator's roots in force.
+    #[allow(deprecated)] // roots are deprecated by SEP-2577 but every current client uses them
+    async fn refresh_roots(&self, peer: &Peer<RoleServer>) {
+        if !Self::client_has_roots(peer) {
+            return;
+        }
+        let listed = match tokio::time::timeout(ROOTS_TIMEOUT, peer.list_roots()).await {
+            Ok(Ok(result)) => result.roots,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "roots/list failed; keeping the server's roots");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "the client did not answer roots/list in time; keeping the server's roots"
+                );
+                return;
+            }
+        };
+        let operator = &self.shared.workspace;
+        if listed.is_empty() {
+            self.set_workspace(operator.clone());
+            return;
+        }
+        let paths: Vec<_> = listed
+            .iter()
+            .filter_map(|root| {
+                let path = client_root_path(&root.uri);
+                if path.is_none() {
+                    tracing::warn!(uri = %root.uri, "ignoring a client root that is not an existing file:// directory");
+                }
+                path
+            })
+            .collect();
+        let narrowed = operator.narrow(&paths);
+        tracing::info!(roots = %narrowed.describe_roots(), "using the client's roots (within the server's)");
+        self.set_workspace(Arc::new(narrowed));
+    }
+
+    async fn ensure_roots(&self, peer: &Peer<RoleServer>) {
+        if Self::client_has_roots(peer) {
+            self.initial_roots
+                .get_or_init(|| self.refresh_roots(peer))
+                .await;
+        }
+    }
+
+    /// The `instructions` sent at initialize: what is served and where paths may go.
+    pub fn summary(&self) -> String {
+        let registry = &self.shared.registry;
+        let tools: Vec<String> = registry
+            .all()
+            .iter()
+            .map(|t| match t.title() {
+                Some(title) => format!("{} ({title})", t.name()),
+                None => t.name().to_string(),
+            })
+            .collect();
+        let ws = &self.shared.workspace;
+        format!(
+            "toolport serves {} tools: {}. File paths must lie inside the workspace roots ({}); relative paths resolve against the first root. Secret files (.env, private keys, .ssh …) are never read. Every tool states its limits in its description; the prompt `{ALL_INSTRUCTIONS_PROMPT}` has detailed usage for all of them.",
+            tools.len(),
+            tools.join(", "),
+            ws.describe_roots()
+        )
+    }
+
+    fn prompt_text(&self, name: &str) -> Option<String> {
+        let registry = &self.shared.registry;
+        if name == ALL_INSTRUCTIONS_PROMPT {
+            return Some(registry.instructions());
+        }
+        registry.get(name).map(|t| t.instructions())
+    }
+}
+
+/// Progress over MCP: `notifications/progress` with the request's token.
+struct McpProgress {
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+}
+
+#[async_trait]
+impl ProgressSink for McpProgress {
+    async fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let mut param = ProgressNotificationParam::new(self.token.clone(), progress);
+        if let Some(total) = total {
+            param = param.with_total(total);
+        }
+        if let Some(message) = message {
+            param = param.with_message(message);
+        }
+        if let Err(error) = self.peer.notify_progress(param).await {
+            tracing::debug!(%error, "could not send a progress notification");
+        }
+    }
+}
+
+impl ServerHandler for ToolportServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("toolport", env!("CARGO_PKG_VERSION")).with_title("toolport"),
+        )
+        .with_instructions(self.summary())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.ensure_roots(&context.peer).await;
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.refresh_roots(&context.peer).await;
+        // The fresh list counts as the first one if no call has fetched roots yet.
+        let _ = self.initial_roots.set(());
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(
+            self.shared.registry.mcp_tools(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared.registry.mcp_tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        let registry = &self.shared.registry;
+        if registry.get(&name).is_none() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool {name:?}; available tools: {}",
+                    registry.names().join(", ")
+                ),
+                None,
+            ));
+        }
+        self.ensure_roots(&context.peer).await;
+        let progress: Arc<dyn ProgressSink> = match context.meta.get_progress_token() {
+            Some(token) => Arc::new(McpProgress {
+                peer: context.peer.clone(),
+                token,
+            }),
+            None => Arc::new(crate::tool::NoProgress),
+        };
+        let ctx = ToolContext {
+            cancel: context.ct.clone(),
+            progress,
+            workspace: self.workspace(),
+            config: self.shared.config.clone(),
+            confirmer: Arc::new(NoConfirmer {
+                reason: "this server cannot ask the user to confirm yet".into(),
+            }),
+        };
+        let args = request.arguments.unwrap_or_default();
+        let result = match registry.execute(&name, args, &ctx).await {
+            Ok(output) => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text(output.text)]);
+                result.structured_content = output.structured;
+                result
+            }
+            Err(ExecuteError::Tool(error)) => {
+                CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+            }
+            Err(unknown @ ExecuteError::UnknownTool { .. }) => {
+                return Err(McpError::invalid_params(unknown.to_string(), None));
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let mut prompts = vec![Prompt::new(
+            ALL_INSTRUCTIONS_PROMPT,
+            Some("Instructions for using every tool this server offers (for a system prompt)"),
+            None,
+        )];
+        for tool in self.shared.registry.all() {
+            if tool.name() != ALL_INSTRUCTIONS_PROMPT {
+                prompts.push(Prompt::new(
+                    tool.name(),
+                    Some(format!("Instructions for using the {} tool", tool.name())),
+                    None,
+                ));
+            }
+        }
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let text = self.prompt_text(&request.name).ok_or_else(|| {
+            McpError::invalid_params(
+                format!(
+                    "unknown prompt {:?}; available prompts: {ALL_INSTRUCTIONS_PROMPT}, {}",
+                    request.name,
+                    self.shared.registry.names().join(", ")
+                ),
+                None,
+            )
+        })?;
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(format!("Instructions: {}", request.name))
+                .into(),
+        )
+    }
+}

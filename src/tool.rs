@@ -1,0 +1,247 @@
+//! The tool model: the [`AiTool`] trait every tool implements, the [`ToolContext`] a call runs
+//! with, and the two things a call can produce ([`ToolOutput`] or [`ToolError`]).
+//!
+//! A tool is provider-neutral: it describes itself (name, schemas, annotations, instructions)
+//! and executes with JSON arguments that the registry has already validated against its input
+//! schema. Transports (MCP stdio/HTTP, the `call` subcommand) never talk to a tool directly;
+//! they go through [`crate::registry::ToolRegistry::execute`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::workspace::Workspace;
+
+/// A JSON object, the shape of every input schema and every argument set.
+pub type JsonObject = Map<String, Value>;
+
+/// MCP tool annotations: hints for the client about what a call does. They are hints, not a
+/// security boundary; the client may use them to decide when to ask the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotations {
+    /// The tool does not modify its environment.
+    pub read_only: bool,
+    /// The tool may perform destructive updates (only meaningful when not read-only).
+    pub destructive: bool,
+    /// Calling it again with the same arguments has no additional effect.
+    pub idempotent: bool,
+    /// The tool talks to an open world of external entities (the web), not a closed one.
+    pub open_world: bool,
+}
+
+impl Default for Annotations {
+    /// The MCP defaults: a tool that may write, destructively, is not idempotent, and is open
+    /// world. Tools opt into the safer hints explicitly.
+    fn default() -> Self {
+        Self {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        }
+    }
+}
+
+/// What a successful call returns: the structured result (matching the tool's output schema)
+/// and a text rendering written for a model to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The structured result; `None` only for tools without an output schema.
+    pub structured: Option<Value>,
+    /// Readable text. Not a JSON dump of `structured`: a model reads this.
+    pub text: String,
+}
+
+impl ToolOutput {
+    /// A result with both a structured value and its text rendering.
+    pub fn new(structured: Value, text: impl Into<String>) -> Self {
+        Self {
+            structured: Some(structured),
+            text: text.into(),
+        }
+    }
+
+    /// A text-only result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            structured: None,
+            text: text.into(),
+        }
+    }
+}
+
+/// Why a tool call failed. Each message is written for a model to act on: what was wrong and
+/// what is allowed. These become `isError: true` results, never JSON-RPC errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments are wrong (beyond what the schema can express, or the schema check itself).
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The thing the call refers to does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// Policy, confinement or the operating system refused the call.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// The tool ran and failed.
+    #[error("execution failed: {0}")]
+    ExecutionFailed(String),
+    /// The call exceeded its time limit.
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// The client cancelled the call.
+    #[error("cancelled: {0}")]
+    Cancelled(String),
+    /// A dependency (e.g. a search provider) is unavailable right now.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Reports progress of a long-running call. Over MCP this becomes `notifications/progress`
+/// when (and only when) the request carried a progress token.
+#[async_trait]
+pub trait ProgressSink: Send + Sync {
+    /// Report `progress` (monotonically increasing) out of an optional `total`, with a message.
+    async fn report(&self, progress: f64, total: Option<f64>, message: Option<String>);
+}
+
+/// A progress sink that drops every report (no progress token, or a local run).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+#[async_trait]
+impl ProgressSink for NoProgress {
+    async fn report(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
+}
+
+/// Asks the human to confirm a risky call (see [`AiTool::confirmation`]).
+#[async_trait]
+pub trait Confirmer: Send + Sync {
+    /// Ask the user about `description`. `Ok(true)` means go ahead, `Ok(false)` means the user
+    /// declined; `Err` means the user could not be asked (with the reason and the way out).
+    async fn confirm(&self, description: &str) -> Result<bool, ToolError>;
+}
+
+/// A confirmer for contexts with nobody to ask: every confirmation is refused with an
+/// explanation, so a risky call never runs unconfirmed.
+#[derive(Debug, Clone)]
+pub struct NoConfirmer {
+    /// Why nobody can be asked here, shown to the model.
+    pub reason: String,
+}
+
+#[async_trait]
+impl Confirmer for NoConfirmer {
+    async fn confirm(&self, description: &str) -> Result<bool, ToolError> {
+        Err(ToolError::PermissionDenied(format!(
+            "this call needs the user's confirmation ({description}), but {}",
+            self.reason
+        )))
+    }
+}
+
+/// A confirmer that accepts everything: for an operator who said so explicitly
+/// (`toolport call --yes`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AlwaysConfirm;
+
+#[async_trait]
+impl Confirmer for AlwaysConfirm {
+    async fn confirm(&self, _description: &str) -> Result<bool, ToolError> {
+        Ok(true)
+    }
+}
+
+/// Everything a call runs with. Cheap to clone (all `Arc`s).
+#[derive(Clone)]
+pub struct ToolContext {
+    /// Fires when the client cancels the request or the server shuts down.
+    pub cancel: CancellationToken,
+    /// Where progress goes.
+    pub progress: Arc<dyn ProgressSink>,
+    /// The roots this call may touch (the operator's, possibly narrowed by the client's).
+    pub workspace: Arc<Workspace>,
+    /// The effective, immutable configuration.
+    pub config: Arc<Config>,
+    /// Who confirms risky calls.
+    pub confirmer: Arc<dyn Confirmer>,
+}
+
+impl ToolContext {
+    /// A context for a local run: no progress, nobody to confirm, a fresh cancellation token.
+    pub fn local(workspace: Arc<Workspace>, config: Arc<Config>) -> Self {
+        Self {
+            cancel: CancellationToken::new(),
+            progress: Arc::new(NoProgress),
+            workspace,
+            config,
+            confirmer: Arc::new(NoConfirmer {
+                reason: "there is no user to ask in this context".into(),
+            }),
+        }
+    }
+}
+
+/// One tool. Object safe: the registry holds `Arc<dyn AiTool>`.
+#[async_trait]
+pub trait AiTool: Send + Sync + 'static {
+    /// Unique name, `[A-Za-z0-9_]{1,64}`: valid for MCP, OpenAI/OpenRouter, Anthropic and Ollama.
+    fn name(&self) -> &str;
+
+    /// A short human-readable title.
+    fn title(&self) -> Option<&str> {
+        None
+    }
+
+    /// What the tool does, stating its limits and defaults plainly.
+    fn description(&self) -> &str;
+
+    /// JSON Schema of the arguments; `type: "object"` at the top.
+    fn input_schema(&self) -> JsonObject;
+
+    /// JSON Schema of the structured result, if the tool returns one.
+    fn output_schema(&self) -> Option<JsonObject> {
+        None
+    }
+
+    /// A category for filtering (exact match), e.g. `"filesystem"`.
+    fn category(&self) -> Option<&str> {
+        None
+    }
+
+    /// Tags for filtering (a filter matches tools that have all requested tags).
+    fn tags(&self) -> &[&str] {
+        &[]
+    }
+
+    /// MCP behaviour hints.
+    fn annotations(&self) -> Annotations {
+        Annotations::default()
+    }
+
+    /// Prompt text teaching a model to use the tool, in the recommended shape (Tool,
+    /// Description, Purpose, Parameters, Expected Output, Example). The default generates it
+    /// from the name, description and schemas.
+    fn instructions(&self) -> String {
+        crate::definition::render_instructions(
+            self.name(),
+            self.description(),
+            None,
+            &self.input_schema(),
+            self.output_schema().as_ref(),
+            None,
+        )
+    }
+
+    /// A human-readable description of this call if it is risky enough to need the user's
+    /// confirmation first; `None` (the default) runs it without asking.
+    fn confirmation(&self, _args: &JsonObject) -> Option<String> {
+        None
+    }
+
+    /// Run the call. `args` has already been validated against [`AiTool::input_schema`].
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}

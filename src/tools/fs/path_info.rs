@@ -1,0 +1,222 @@
+//! `path_info`: whether a path exists inside the roots, and its metadata. A missing path is a
+//! normal result (`exists: false`), not an error; a path outside the roots is an error (saying
+//! "does not exist" there would leak what lies outside).
+
+use std::io;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{ANNOTATIONS, CATEGORY, params, to_value};
+use crate::definition::{render_instructions, schema_for};
+use crate::tool::{AiTool, Annotations, JsonObject, ToolContext, ToolError, ToolOutput};
+
+const DESCRIPTION: &str = "Check whether a path exists inside the workspace roots and get its metadata: type (file, directory, symlink, fifo, socket, block_device, char_device), size in bytes, last modification time (RFC 3339, UTC), permissions, whether it is read-only, and for a symlink its target. A missing path returns exists=false, not an error. Cheap: reads no file content.";
+
+/// Arguments of `path_info`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    /// The path: relative to the first workspace root, or absolute inside a root.
+    path: String,
+}
+
+/// The structured result of `path_info`.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+struct PathInfoResult {
+    /// Absolute path.
+    path: String,
+    /// Whether anything (even a dangling symlink) exists at the path.
+    exists: bool,
+    /// "file", "directory", "symlink", "fifo", "socket", "block_device", "char_device" or "other".
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// Size in bytes (for a symlink: of its target, when that is inside the roots).
+    size: Option<u64>,
+    /// Last modification time, RFC 3339 in UTC.
+    modified: Option<String>,
+    /// Unix permission bits in ls style, e.g. "rw-r--r--".
+    permissions: Option<String>,
+    /// Unix permission bits in octal, e.g. "0644".
+    mode: Option<String>,
+    /// For a symlink: its target as written (not resolved).
+    symlink_target: Option<String>,
+    /// For a symlink: what the target is ("file", "directory", …, "missing", or "outside_roots").
+    target_type: Option<String>,
+    /// True when no write permission bit is set.
+    readonly: Option<bool>,
+}
+
+/// The `path_info` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PathInfo;
+
+fn kind_of(t: &cap_std::fs::FileType) -> &'static str {
+    use cap_std::fs::FileTypeExt;
+    if t.is_symlink() {
+        "symlink"
+    } else if t.is_dir() {
+        "directory"
+    } else if t.is_file() {
+        "file"
+    } else if t.is_fifo() {
+        "fifo"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_block_device() {
+        "block_device"
+    } else if t.is_char_device() {
+        "char_device"
+    } else {
+        "other"
+    }
+}
+
+fn ls_mode(mode: u32) -> String {
+    let bits = [
+        (0o400, 'r'),
+        (0o200, 'w'),
+        (0o100, 'x'),
+        (0o040, 'r'),
+        (0o020, 'w'),
+        (0o010, 'x'),
+        (0o004, 'r'),
+        (0o002, 'w'),
+        (0o001, 'x'),
+    ];
+    bits.iter()
+        .map(|&(bit, c)| if mode & bit != 0 { c } else { '-' })
+        .collect()
+}
+
+fn fill(result: &mut PathInfoResult, meta: &cap_std::fs::Metadata) {
+    use cap_std::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o7777;
+    result.size = Some(meta.len());
+    result.modified = meta
+        .modified()
+        .ok()
+        .map(|t| humantime::format_rfc3339_seconds(t.into_std()).to_string());
+    result.permissions = Some(ls_mode(mode));
+    result.mode = Some(format!("{mode:04o}"));
+    result.readonly = Some(meta.permissions().readonly());
+}
+
+#[async_trait]
+impl AiTool for PathInfo {
+    fn name(&self) -> &str {
+        "path_info"
+    }
+    fn title(&self) -> Option<&str> {
+        Some("Path info")
+    }
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+    fn input_schema(&self) -> JsonObject {
+        schema_for::<Params>()
+    }
+    fn output_schema(&self) -> Option<JsonObject> {
+        Some(schema_for::<PathInfoResult>())
+    }
+    fn category(&self) -> Option<&str> {
+        Some(CATEGORY)
+    }
+    fn tags(&self) -> &[&str] {
+        &["filesystem", "read", "metadata", "exists"]
+    }
+    fn annotations(&self) -> Annotations {
+        ANNOTATIONS
+    }
+    fn instructions(&self) -> String {
+        render_instructions(
+            self.name(),
+            DESCRIPTION,
+            Some(
+                "Check that a file or folder exists, or how big or how recent it is, before reading or listing it.",
+            ),
+            &self.input_schema(),
+            self.output_schema().as_ref(),
+            Some(&json!({"path": "Cargo.toml"})),
+        )
+    }
+
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let p: Params = params(args)?;
+        let ws = &ctx.workspace;
+        let target = ws.target(&p.path)?;
+        let mut result = PathInfoResult {
+            path: target.display().display().to_string(),
+            ..Default::default()
+        };
+        match ws.symlink_metadata(&target) {
+            Ok(meta) => {
+                result.exists = true;
+                let kind = kind_of(&meta.file_type());
+                result.kind = Some(kind.into());
+                fill(&mut result, &meta);
+                if kind == "symlink" {
+                    result.symlink_target =
+                        ws.read_link(&target).ok().map(|t| t.display().to_string());
+                    match ws.metadata(&target) {
+                        Ok(followed) => {
+                            result.target_type = Some(kind_of(&followed.file_type()).into());
+                            fill(&mut result, &followed);
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                            result.target_type = Some("missing".into())
+                        }
+                        Err(e) => match ws.io_error(&target, e) {
+                            ToolError::PermissionDenied(m)
+                                if m.contains("outside the allowed roots") =>
+                            {
+                                result.target_type = Some("outside_roots".into())
+                            }
+                            _ => result.target_type = Some("unreadable".into()),
+                        },
+                    }
+                }
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    || e.kind() == io::ErrorKind::NotADirectory => {}
+            Err(e) => return Err(ws.io_error(&target, e)),
+        }
+        let text = render(&result);
+        Ok(ToolOutput::new(to_value(&result), text))
+    }
+}
+
+fn render(r: &PathInfoResult) -> String {
+    if !r.exists {
+        return format!("{} does not exist", r.path);
+    }
+    let mut lines = vec![format!(
+        "{}: {}",
+        r.path,
+        r.kind.as_deref().unwrap_or("other")
+    )];
+    if let Some(target) = &r.symlink_target {
+        lines.push(format!(
+            "target: {target} ({})",
+            r.target_type.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if let Some(size) = r.size {
+        lines.push(format!("size: {size} bytes"));
+    }
+    if let Some(modified) = &r.modified {
+        lines.push(format!("modified: {modified}"));
+    }
+    if let (Some(perms), Some(mode)) = (&r.permissions, &r.mode) {
+        let ro = if r.readonly == Some(true) {
+            ", read-only"
+        } else {
+            ""
+        };
+        lines.push(format!("permissions: {perms} ({mode}){ro}"));
+    }
+    lines.join("\n")
+}

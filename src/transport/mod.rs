@@ -1,0 +1,3 @@
+//! Transports: how MCP messages reach the [`crate::server::ToolportServer`].
+
+pub mod stdio;

@@ -1,0 +1,298 @@
+//! The stdio transport: newline-delimited JSON-RPC on stdin/stdout.
+//!
+//! Written here rather than taken from rmcp because rmcp's line transport silently drops bad
+//! input: a malformed line gets no reply and the client waits forever. This one answers
+//! - a line that is not JSON with `-32700 Parse error` (`id: null`),
+//! - JSON that is not a valid message with `-32600 Invalid Request` (with the request's id
+//!   when it can be read, else `null`),
+//! - a line over [`MAX_LINE_BYTES`] with `-32600` (the line is discarded as it streams in,
+//!   never buffered whole),
+//!
+//! and keeps serving. Stdout carries only JSON-RPC: one writer task owns it, and every
+//! message (rmcp's and ours) goes through that task. On stdin EOF `receive` returns `None`,
+//! rmcp drains in-flight responses, and `close` flushes the writer before the process exits.
+
+use std::io;
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Longest accepted line (one message). Tool arguments can be large (a file to write, a long
+/// stdin for a command); 64 MiB is well above any sane message and bounds memory per line.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Outgoing messages queued for the writer. Bounded so a client that stops reading stdout
+/// slows the server down instead of growing its memory without limit.
+const OUTGOING_QUEUE: usize = 256;
+
+/// JSON-RPC parse error.
+const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC invalid request.
+const INVALID_REQUEST: i64 = -32600;
+
+enum Outgoing {
+    Message(Box<ServerJsonRpcMessage>),
+    /// A preformatted line (our own error replies, which rmcp's types cannot express with
+    /// `id: null`).
+    Raw(String),
+}
+
+/// One line read from the input.
+enum Line {
+    Data(Vec<u8>),
+    TooLong(usize),
+    Eof,
+}
+
+/// Newline-delimited JSON-RPC over any reader/writer pair (stdin/stdout in production, an
+/// in-memory pipe in tests).
+pub struct StdioTransport<R> {
+    reader: BufReader<R>,
+    tx: Option<mpsc::Sender<Outgoing>>,
+    writer: Option<JoinHandle<()>>,
+    max_line: usize,
+}
+
+impl StdioTransport<tokio::io::Stdin> {
+    /// The transport on the process's stdin and stdout.
+    pub fn stdio() -> Self {
+        Self::new(tokio::io::stdin(), tokio::io::stdout())
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
+    /// The transport over a reader and a writer.
+    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(reader: R, writer: W) -> Self {
+        let (tx, rx) = mpsc::channel(OUTGOING_QUEUE);
+        let writer = tokio::spawn(write_loop(BufWriter::new(writer), rx));
+        Self {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            tx: Some(tx),
+            writer: Some(writer),
+            max_line: MAX_LINE_BYTES,
+        }
+    }
+
+    /// Change the line limit (tests use a small one).
+    pub fn with_max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line;
+        self
+    }
+}
+
+/// Queue an error reply with a raw id (which may be `null`).
+async fn reply_error(tx: Option<mpsc::Sender<Outgoing>>, id: Value, code: i64, message: String) {
+    let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    if let Some(tx) = tx {
+        let _ = tx.send(Outgoing::Raw(line.to_string())).await;
+    }
+}
+
+/// Answer a line that is not a valid message; log and drop what must not be answered.
+async fn reject(tx: Option<mpsc::Sender<Outgoing>>, line: &[u8], error: serde_json::Error) {
+    {
+        let value: Value = match serde_json::from_slice(line) {
+            Ok(value) => value,
+            Err(parse) => {
+                tracing::warn!(%parse, "received a line that is not JSON");
+                reply_error(
+                    tx,
+                    Value::Null,
+                    PARSE_ERROR,
+                    format!("Parse error: the line is not valid JSON ({parse}); send one JSON-RPC message per line"),
+                )
+                .await;
+                return;
+            }
+        };
+        let id = value
+            .get("id")
+            .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+            .cloned()
+            .unwrap_or(Value::Null);
+        if value.is_object()
+            && value.get("method").is_none()
+            && (value.get("result").is_some() || value.get("error").is_some())
+        {
+            // A malformed response: JSON-RPC forbids replying to responses.
+            tracing::warn!(%error, "dropping a malformed response from the client");
+            return;
+        }
+        let message = if value.is_array() {
+            "Invalid Request: batches are not supported; send one JSON-RPC message per line"
+                .to_string()
+        } else {
+            format!("Invalid Request: not a valid JSON-RPC 2.0 message for this server ({error})")
+        };
+        tracing::warn!(%error, "received an invalid JSON-RPC message");
+        reply_error(tx, id, INVALID_REQUEST, message).await;
+    }
+}
+
+/// Read one line, up to `max` bytes. A longer line is consumed and discarded without
+/// buffering it.
+async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> io::Result<Line> {
+    let mut line = Vec::new();
+    let mut total = 0usize;
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if too_long {
+                Line::TooLong(total)
+            } else if line.is_empty() {
+                Line::Eof
+            } else {
+                Line::Data(line)
+            });
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], Some(i + 1)),
+            None => (available, None),
+        };
+        total += chunk.len();
+        if !too_long {
+            if total > max {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let consumed = done.unwrap_or(available.len());
+        reader.consume(consumed);
+        if done.is_some() {
+            return Ok(if too_long {
+                Line::TooLong(total)
+            } else {
+                Line::Data(line)
+            });
+        }
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut out: BufWriter<W>,
+    mut rx: mpsc::Receiver<Outgoing>,
+) {
+    while let Some(message) = rx.recv().await {
+        let mut bytes = match message {
+            Outgoing::Message(message) => match serde_json::to_vec(&message) {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    tracing::error!(%error, "cannot serialize an outgoing message; dropping it");
+                    continue;
+                }
+            },
+            Outgoing::Raw(line) => line.into_bytes(),
+        };
+        bytes.push(b'\n');
+        if let Err(error) = out.write_all(&bytes).await {
+            tracing::debug!(%error, "stdout is closed");
+            return;
+        }
+        // Flush when nothing else is queued: one syscall per burst, no message left waiting.
+        if rx.is_empty()
+            && let Err(error) = out.flush().await
+        {
+            tracing::debug!(%error, "stdout is closed");
+            return;
+        }
+    }
+    let _ = out.flush().await;
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTransport<R> {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let tx = self.tx.clone();
+        async move {
+            let tx =
+                tx.ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "transport closed"))?;
+            tx.send(Outgoing::Message(Box::new(item)))
+                .await
+                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let line = match read_line(&mut self.reader, self.max_line).await {
+                Ok(Line::Data(line)) => line,
+                Ok(Line::Eof) => return None,
+                Ok(Line::TooLong(len)) => {
+                    tracing::warn!(len, "received a line longer than the limit");
+                    let max = self.max_line;
+                    reply_error(
+                        self.tx.clone(),
+                        Value::Null,
+                        INVALID_REQUEST,
+                        format!("Invalid Request: the message is {len} bytes, over the limit of {max} bytes per line"),
+                    )
+                    .await;
+                    continue;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "stdin failed; closing");
+                    return None;
+                }
+            };
+            let trimmed = line.trim_ascii();
+            if trimmed.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<ClientJsonRpcMessage>(trimmed) {
+                Ok(message) => return Some(message),
+                Err(error) => reject(self.tx.clone(), trimmed, error).await,
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.tx = None;
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.await;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut reader = BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut reader, max).await.unwrap() {
+                Line::Data(l) => out.push(String::from_utf8(l).unwrap()),
+                Line::TooLong(n) => out.push(format!("<too long: {n}>")),
+                Line::Eof => return out,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn splits_lines_and_discards_overlong_ones() {
+        assert_eq!(
+            lines(b"ab\ncdefgh\nij", 5).await,
+            ["ab", "<too long: 6>", "ij"]
+        );
+        assert_eq!(lines(b"abcde\n\n", 5).await, ["abcde", ""]);
+        assert_eq!(lines(b"", 5).await, Vec::<String>::new());
+        assert_eq!(lines(b"abcdefgh", 5).await, ["<too long: 8>"]);
+    }
+}

@@ -1,0 +1,556 @@
+//! Workspace roots and path confinement: the only place a tool's path becomes a file handle.
+//!
+//! # The rules
+//! - The operator names the roots (`--root`, default: the current directory). Each root is
+//!   canonicalised and opened **once**, as a directory handle, when the server starts.
+//! - A relative path resolves against the first root; an absolute path must lie (lexically,
+//!   component by component, so `/w/proj2` is not inside `/w/proj`) under one of the roots.
+//! - The file itself is opened *relative to the root handle* with `cap-std`, which uses
+//!   `openat2(RESOLVE_BENEATH)` on Linux (and an equivalent component-by-component walk
+//!   elsewhere). `..`, symlinks (absolute or relative, chained, dangling) and a symlink swapped
+//!   in between two calls are resolved by the kernel *beneath* the root: nothing is checked by
+//!   name and then reopened, so there is no check-then-use race.
+//! - Secrets (`.env*`, keys, `.ssh/` …) are refused by pattern, checked on the path as given
+//!   and on the real path of the opened handle (so a symlink named `notes.txt` that points at
+//!   `.env` is refused too). Listings and `path_info` may show that such a file exists; its
+//!   content is never returned.
+//! - A client's MCP roots can only narrow the operator's roots ([`Workspace::narrow`]).
+//!
+//! # What is not a boundary
+//! Hard links: a hard link inside a root to a file elsewhere *is* that file, and is readable.
+//! The operator decides what lives inside the roots.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, Metadata, OpenOptions};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::tool::ToolError;
+
+/// Secret files denied by default: environment files, private keys and credential stores.
+/// Patterns without `/` match any single path component; patterns with `/` match the whole
+/// path relative to a root.
+pub const DEFAULT_SECRET_PATTERNS: &[&str] = &[
+    ".env*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa*",
+    "id_ed25519*",
+    "id_ecdsa*",
+    "id_dsa*",
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+];
+
+/// The message cap-std gives when a lookup would leave the root (`EXDEV` from `openat2`, or its
+/// own walk). It is the only way to tell an escape from an ordinary permission error.
+const CAP_STD_ESCAPE: &str = "a path led outside of the filesystem";
+
+/// Why the workspace could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// A root does not exist or cannot be opened.
+    #[error("cannot use {path} as a workspace root: {source}")]
+    Root {
+        /// The root as given.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A secret pattern is not a valid glob.
+    #[error("invalid secret pattern {pattern:?}: {reason}")]
+    Pattern {
+        /// The pattern.
+        pattern: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One root: its canonical path and an open handle that every lookup starts from.
+#[derive(Debug, Clone)]
+pub struct Root {
+    path: PathBuf,
+    /// The root as the operator spelled it (made absolute), when that differs from the
+    /// canonical path, e.g. through a symlinked parent: absolute paths may use either.
+    alias: Option<PathBuf>,
+    dir: Arc<Dir>,
+}
+
+impl Root {
+    /// The canonical path of the root.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Which patterns make a path a secret.
+#[derive(Debug, Clone)]
+struct SecretRules {
+    patterns: Vec<String>,
+    component: GlobSet,
+    component_patterns: Vec<String>,
+    whole: GlobSet,
+    whole_patterns: Vec<String>,
+}
+
+impl SecretRules {
+    fn new(patterns: &[String]) -> Result<Self, WorkspaceError> {
+        let mut component = GlobSetBuilder::new();
+        let mut whole = GlobSetBuilder::new();
+        let (mut component_patterns, mut whole_patterns) = (Vec::new(), Vec::new());
+        for pattern in patterns {
+            let trimmed = pattern.trim_end_matches('/');
+            let err = |e: globset::Error| WorkspaceError::Pattern {
+                pattern: pattern.clone(),
+                reason: e.kind().to_string(),
+            };
+            if trimmed.contains('/') {
+                let glob = format!("**/{}", trimmed.trim_start_matches('/'));
+                whole.add(Glob::new(&glob).map_err(err)?);
+                whole_patterns.push(pattern.clone());
+            } else {
+                component.add(Glob::new(trimmed).map_err(err)?);
+                component_patterns.push(pattern.clone());
+            }
+        }
+        let build = |b: GlobSetBuilder| {
+            b.build().map_err(|e| WorkspaceError::Pattern {
+                pattern: patterns.join(", "),
+                reason: e.to_string(),
+            })
+        };
+        Ok(Self {
+            patterns: patterns.to_vec(),
+            component: build(component)?,
+            component_patterns,
+            whole: build(whole)?,
+            whole_patterns,
+        })
+    }
+
+    /// The pattern that makes `rel` (a path relative to a root) a secret, if any.
+    fn matching(&self, rel: &Path) -> Option<&str> {
+        for part in rel.components() {
+            if let Component::Normal(name) = part
+                && let Some(&i) = self.component.matches(Path::new(name)).first()
+            {
+                return Some(&self.component_patterns[i]);
+            }
+        }
+        self.whole
+            .matches(rel)
+            .first()
+            .map(|&i| self.whole_patterns[i].as_str())
+    }
+}
+
+/// A path resolved to a root: where lookups start, the path relative to it, and the absolute
+/// path to show the user.
+#[derive(Debug, Clone)]
+pub struct Target<'w> {
+    root: &'w Root,
+    /// As given (relative to the root); lookups use this, so the kernel resolves `..` and
+    /// symlinks in their real order.
+    rel: PathBuf,
+    /// Lexically normalised, for display and the secret rules.
+    normal: PathBuf,
+    display: PathBuf,
+}
+
+impl Target<'_> {
+    /// The absolute path (root joined with the lexically normalised relative path).
+    pub fn display(&self) -> &Path {
+        &self.display
+    }
+
+    /// The path relative to its root (`.` for the root itself).
+    pub fn rel(&self) -> &Path {
+        &self.rel
+    }
+
+    /// The canonical path of the root this target is in.
+    pub fn root_path(&self) -> &Path {
+        &self.root.path
+    }
+}
+
+/// A file opened for reading inside the roots.
+#[derive(Debug)]
+pub struct OpenFile {
+    /// The handle (opened non-blocking, so a FIFO never hangs the open; see [`Workspace::open_file`]).
+    pub file: std::fs::File,
+    /// Its metadata, from the handle itself.
+    pub metadata: std::fs::Metadata,
+    /// The absolute path to show the user.
+    pub display: PathBuf,
+}
+
+/// The set of roots a call may touch, plus the secret rules.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    roots: Vec<Root>,
+    secrets: SecretRules,
+}
+
+impl Workspace {
+    /// Canonicalise and open every root once; compile the secret patterns.
+    pub fn new(roots: &[PathBuf], secret_patterns: &[String]) -> Result<Self, WorkspaceError> {
+        let mut opened: Vec<Root> = Vec::new();
+        for given in roots {
+            let path = std::fs::canonicalize(given).map_err(|source| WorkspaceError::Root {
+                path: given.clone(),
+                source,
+            })?;
+            let dir = Dir::open_ambient_dir(&path, ambient_authority()).map_err(|source| {
+                WorkspaceError::Root {
+                    path: given.clone(),
+                    source,
+                }
+            })?;
+            let alias = std::path::absolute(given).ok().filter(|a| *a != path);
+            if !opened.iter().any(|r| r.path == path) {
+                opened.push(Root {
+                    path,
+                    alias,
+                    dir: Arc::new(dir),
+                });
+            }
+        }
+        Ok(Self {
+            roots: opened,
+            secrets: SecretRules::new(secret_patterns)?,
+        })
+    }
+
+    /// The roots, first one first.
+    pub fn roots(&self) -> &[Root] {
+        &self.roots
+    }
+
+    /// The secret patterns in force.
+    pub fn secret_patterns(&self) -> &[String] {
+        &self.secrets.patterns
+    }
+
+    /// The roots, for messages: `/a, /b`.
+    pub fn describe_roots(&self) -> String {
+        if self.roots.is_empty() {
+            return "none (the client's roots do not overlap the server's)".into();
+        }
+        self.roots
+            .iter()
+            .map(|r| r.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The workspace seen by a client that declared `client_roots` (already canonical absolute
+    /// paths): each client root inside an operator root becomes a root (opened through the
+    /// operator root's handle, so it cannot escape); each operator root inside a client root
+    /// stays. Nothing outside the operator's roots is ever added.
+    pub fn narrow(&self, client_roots: &[PathBuf]) -> Workspace {
+        let mut roots: Vec<Root> = Vec::new();
+        let mut add = |root: Root| {
+            if !roots.iter().any(|r| r.path == root.path) {
+                roots.push(root);
+            }
+        };
+        for client in client_roots {
+            for op in &self.roots {
+                if let Ok(rel) = client.strip_prefix(&op.path) {
+                    let opened = if rel.as_os_str().is_empty() {
+                        Ok(op.clone())
+                    } else {
+                        op.dir.open_dir(rel).map(|dir| Root {
+                            path: client.clone(),
+                            alias: None,
+                            dir: Arc::new(dir),
+                        })
+                    };
+                    match opened {
+                        Ok(root) => add(root),
+                        Err(error) => {
+                            tracing::warn!(root = %client.display(), %error, "ignoring a client root that cannot be opened inside the server's roots")
+                        }
+                    }
+                } else if op.path.starts_with(client) {
+                    add(op.clone());
+                }
+            }
+        }
+        Workspace {
+            roots,
+            secrets: self.secrets.clone(),
+        }
+    }
+
+    /// Resolve a user-supplied path to a root and a relative path, without touching the disk.
+    pub fn target(&self, user: &str) -> Result<Target<'_>, ToolError> {
+        if user.is_empty() {
+            return Err(ToolError::InvalidArguments(format!(
+                "the path is empty; give a path relative to {} or an absolute path inside the allowed roots ({})",
+                self.first_root_name(),
+                self.describe_roots()
+            )));
+        }
+        if user.contains('\0') {
+            return Err(ToolError::InvalidArguments(
+                "the path contains a NUL byte, which no file name can contain".into(),
+            ));
+        }
+        let path = Path::new(user);
+        let (root, rel) = if path.is_absolute() {
+            self.roots
+                .iter()
+                .find_map(|r| {
+                    let rel = path
+                        .strip_prefix(&r.path)
+                        .ok()
+                        .or_else(|| r.alias.as_ref().and_then(|a| path.strip_prefix(a).ok()));
+                    rel.map(|rel| (r, rel))
+                })
+                .ok_or_else(|| self.outside(user))?
+        } else {
+            let root = self.roots.first().ok_or_else(|| self.outside(user))?;
+            (root, path)
+        };
+        // Lexical normalisation for display and for an early, clear error; the real
+        // resolution (symlinks included) is done by the kernel beneath the root handle.
+        let mut normal = PathBuf::new();
+        for part in rel.components() {
+            match part {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if !normal.pop() {
+                        return Err(self.outside(user));
+                    }
+                }
+                Component::Normal(name) => normal.push(name),
+                Component::RootDir | Component::Prefix(_) => return Err(self.outside(user)),
+            }
+        }
+        let display = root.path.join(&normal);
+        let rel = if rel.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            rel.to_path_buf()
+        };
+        Ok(Target {
+            root,
+            rel,
+            normal,
+            display,
+        })
+    }
+
+    fn first_root_name(&self) -> String {
+        self.roots
+            .first()
+            .map(|r| r.path.display().to_string())
+            .unwrap_or_else(|| "the first root".into())
+    }
+
+    fn outside(&self, user: &str) -> ToolError {
+        ToolError::PermissionDenied(format!(
+            "{user} is outside the allowed roots; allowed roots are: {}. Relative paths resolve against {}",
+            self.describe_roots(),
+            self.first_root_name()
+        ))
+    }
+
+    /// Map an I/O error from a confined lookup to an actionable tool error.
+    pub fn io_error(&self, target: &Target<'_>, error: io::Error) -> ToolError {
+        let shown = target.display.display();
+        if error.kind() == io::ErrorKind::PermissionDenied
+            && error.to_string().contains(CAP_STD_ESCAPE)
+        {
+            return ToolError::PermissionDenied(format!(
+                "{shown} resolves outside the allowed roots (through `..` or a symbolic link, or a link with an absolute target); allowed roots are: {}",
+                self.describe_roots()
+            ));
+        }
+        match error.kind() {
+            io::ErrorKind::NotFound => ToolError::NotFound(format!(
+                "{shown} does not exist (relative paths resolve against {})",
+                self.first_root_name()
+            )),
+            io::ErrorKind::PermissionDenied => ToolError::PermissionDenied(format!(
+                "the operating system denied access to {shown}"
+            )),
+            io::ErrorKind::NotADirectory => ToolError::NotFound(format!(
+                "{shown}: a component of the path is a file, not a directory"
+            )),
+            io::ErrorKind::IsADirectory => ToolError::InvalidArguments(format!(
+                "{shown} is a directory; use list_directory to see its entries"
+            )),
+            _ if error.raw_os_error() == Some(ELOOP) => ToolError::PermissionDenied(format!(
+                "{shown}: too many levels of symbolic links (a link loop)"
+            )),
+            _ => ToolError::ExecutionFailed(format!("cannot access {shown}: {error}")),
+        }
+    }
+
+    /// Refuse `rel` if it matches a secret pattern.
+    fn check_secret(&self, target: &Target<'_>, rel: &Path) -> Result<(), ToolError> {
+        match self.secrets.matching(rel) {
+            Some(pattern) => Err(ToolError::PermissionDenied(format!(
+                "{} is a protected secret (matches the deny rule {pattern:?}); its content is never returned. The operator can change the rules with `workspace.secret_patterns` in the config file",
+                target.display.display()
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a path relative to a root matches a secret pattern (for listings).
+    pub fn is_secret(&self, rel: &Path) -> bool {
+        self.secrets.matching(rel).is_some()
+    }
+
+    /// Open a file for reading, confined beneath its root. The open is non-blocking, so a FIFO
+    /// or device returns at once; anything but a regular file is refused. Secrets are refused
+    /// by the path as given and by the real path of the opened handle.
+    pub fn open_file(&self, user: &str) -> Result<OpenFile, ToolError> {
+        let target = self.target(user)?;
+        self.check_secret(&target, &target.normal)?;
+        let mut options = OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use cap_std::fs::OpenOptionsExt;
+            // Non-blocking, so opening a FIFO with no writer returns at once instead of hanging
+            // (it is then refused as not a regular file); no controlling terminal from a tty.
+            options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+        }
+        let file = target
+            .root
+            .dir
+            .open_with(&target.rel, &options)
+            .map_err(|e| self.io_error(&target, e))?
+            .into_std();
+        let metadata = file.metadata().map_err(|e| self.io_error(&target, e))?;
+        if metadata.is_dir() {
+            return Err(self.io_error(&target, io::Error::from(io::ErrorKind::IsADirectory)));
+        }
+        if !metadata.is_file() {
+            return Err(ToolError::InvalidArguments(format!(
+                "{} is not a regular file (it is a {}); only regular files can be read",
+                target.display.display(),
+                special_kind(&metadata)
+            )));
+        }
+        if let Some(real) = real_path(&file, &target)
+            && let Ok(rel) = real.strip_prefix(&target.root.path)
+        {
+            self.check_secret(&target, rel)?;
+        }
+        Ok(OpenFile {
+            file,
+            metadata,
+            display: target.display.clone(),
+        })
+    }
+
+    /// Open a directory, confined beneath its root.
+    pub fn open_dir(&self, user: &str) -> Result<(Dir, Target<'_>), ToolError> {
+        let target = self.target(user)?;
+        let dir = target
+            .root
+            .dir
+            .open_dir(&target.rel)
+            .map_err(|e| self.io_error(&target, e))?;
+        Ok((dir, target))
+    }
+
+    /// Metadata of the path itself (a symlink is not followed), confined beneath its root.
+    pub fn symlink_metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
+        if target.rel == Path::new(".") {
+            return target.root.dir.dir_metadata();
+        }
+        target.root.dir.symlink_metadata(&target.rel)
+    }
+
+    /// Metadata of what the path points to (symlinks followed, but only beneath the root).
+    pub fn metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
+        if target.rel == Path::new(".") {
+            return target.root.dir.dir_metadata();
+        }
+        target.root.dir.metadata(&target.rel)
+    }
+
+    /// The text of a symlink (not resolved; it may point anywhere).
+    pub fn read_link(&self, target: &Target<'_>) -> io::Result<PathBuf> {
+        target.root.dir.read_link_contents(&target.rel)
+    }
+}
+
+/// `ELOOP` on Linux and the BSDs/macOS alike (40 on Linux, 62 on BSD): std has no stable
+/// `ErrorKind` for it on every toolchain we support.
+#[cfg(target_os = "linux")]
+const ELOOP: i32 = 40;
+#[cfg(not(target_os = "linux"))]
+const ELOOP: i32 = 62;
+
+/// The real path of an open handle: `/proc/self/fd` on Linux (race-free: it names what was
+/// opened), a confined canonicalisation elsewhere.
+fn real_path(file: &std::fs::File, target: &Target<'_>) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let _ = target;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        target
+            .root
+            .dir
+            .canonicalize(&target.rel)
+            .ok()
+            .map(|rel| target.root.path.join(rel))
+    }
+}
+
+/// "fifo", "socket", "block device" … for a non-regular file.
+pub fn special_kind(metadata: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = metadata.file_type();
+        if t.is_fifo() {
+            return "named pipe (FIFO)";
+        }
+        if t.is_socket() {
+            return "socket";
+        }
+        if t.is_block_device() {
+            return "block device";
+        }
+        if t.is_char_device() {
+            return "character device";
+        }
+    }
+    let _ = metadata;
+    "special file"
+}
+
+/// Parse a client root URI (`file:///home/me/proj`) into a canonical absolute path.
+pub fn client_root_path(uri: &str) -> Option<PathBuf> {
+    let url = url::Url::parse(uri).ok()?;
+    if url.scheme() != "file" {
+        return None;
+    }
+    let path = url.to_file_path().ok()?;
+    std::fs::canonicalize(path).ok()
+}
