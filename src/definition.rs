@@ -218,7 +218,10 @@ pub fn schema_for<T: JsonSchema>() -> JsonObject {
         Value::Object(map) => map,
         _ => JsonObject::new(),
     };
+    // The root title and description come from the Rust type's name and doc comment, which
+    // are for developers; the tool's own description is what a model reads.
     object.remove("title");
+    object.remove("description");
     object.remove("$schema");
     if !object.contains_key("type") {
         object.insert("type".into(), Value::String("object".into()));

@@ -340,7 +340,11 @@ impl Workspace {
                 Component::RootDir | Component::Prefix(_) => return Err(self.outside(user)),
             }
         }
-        let display = root.path.join(&normal);
+        let display = if normal.as_os_str().is_empty() {
+            root.path.clone()
+        } else {
+            root.path.join(&normal)
+        };
         let rel = if rel.as_os_str().is_empty() {
             PathBuf::from(".")
         } else {
