@@ -226,7 +226,38 @@ pub fn schema_for<T: JsonSchema>() -> JsonObject {
     if !object.contains_key("type") {
         object.insert("type".into(), Value::String("object".into()));
     }
+    for value in object.values_mut() {
+        unwrap_descriptions(value);
+    }
     object
+}
+
+/// Doc comments are wrapped at ~100 columns; a model should see each description as one
+/// paragraph. Single newlines become spaces; blank lines (paragraph breaks) stay.
+fn unwrap_descriptions(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map.iter_mut() {
+                match inner {
+                    Value::String(text) if key == "description" => {
+                        *text = text
+                            .split("\n\n")
+                            .map(|para| {
+                                para.split('\n')
+                                    .map(str::trim)
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n\n");
+                    }
+                    _ => unwrap_descriptions(inner),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(unwrap_descriptions),
+        _ => {}
+    }
 }
 
 /// A schema's type as one word for prose ("string", "integer", "array of string" …), ignoring
@@ -485,7 +516,8 @@ mod tests {
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct Params {
-        /// What to look for.
+        /// What to look
+        /// for.
         query: String,
         /// How many.
         #[serde(default = "five")]

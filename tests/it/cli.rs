@@ -1,0 +1,227 @@
+//! The command line: tools (every format and filter), instructions, call, config, help.
+
+use std::fs;
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+async fn run(root: &std::path::Path, args: &[&str]) -> Output {
+    let mut cmd = command(root, args);
+    let out = within(cmd.output()).await.unwrap();
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+async fn json_of(root: &std::path::Path, args: &[&str]) -> Value {
+    let out = run(root, args).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+fn names(defs: &Value, pointer: &str) -> Vec<String> {
+    defs.as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.pointer(pointer).unwrap().as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn tools_prints_definitions_in_every_format() {
+    let (_d, root) = tempdir();
+    let mcp = json_of(&root, &["tools"]).await;
+    assert_eq!(
+        names(&mcp, "/name"),
+        ["read_file", "list_directory", "path_info"]
+    );
+    assert_eq!(mcp[0]["annotations"]["readOnlyHint"], json!(true));
+    assert!(mcp[0]["outputSchema"].is_object());
+    let openai = json_of(&root, &["tools", "--format", "openai"]).await;
+    insta::assert_json_snapshot!("tools_openai", openai);
+    let anthropic = json_of(&root, &["tools", "--format", "anthropic"]).await;
+    assert_eq!(
+        names(&anthropic, "/name"),
+        ["read_file", "list_directory", "path_info"]
+    );
+    assert_eq!(
+        anthropic[0]["input_schema"],
+        openai[0]["function"]["parameters"]
+    );
+    assert_eq!(
+        anthropic[0].as_object().unwrap().len(),
+        3,
+        "only name, description, input_schema"
+    );
+    let ollama = json_of(&root, &["tools", "--format", "ollama"]).await;
+    assert_eq!(ollama, openai);
+}
+
+#[tokio::test]
+async fn tools_filters_by_tag_category_and_name() {
+    let (_d, root) = tempdir();
+    let by_tag = json_of(
+        &root,
+        &["tools", "--tag", "filesystem", "--tag", "metadata"],
+    )
+    .await;
+    assert_eq!(names(&by_tag, "/name"), ["path_info"]);
+    let by_category = json_of(
+        &root,
+        &["tools", "--category", "filesystem", "--format", "anthropic"],
+    )
+    .await;
+    assert_eq!(by_category.as_array().unwrap().len(), 3);
+    let none = json_of(&root, &["tools", "--category", "web"]).await;
+    assert_eq!(none, json!([]));
+    let by_name = json_of(
+        &root,
+        &[
+            "tools",
+            "--name-pattern",
+            "^(read|path)_",
+            "--format",
+            "openai",
+        ],
+    )
+    .await;
+    assert_eq!(
+        names(&by_name, "/function/name"),
+        ["read_file", "path_info"]
+    );
+    let bad = run(&root, &["tools", "--name-pattern", "("]).await;
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("--name-pattern"), "{}", bad.stderr);
+}
+
+#[tokio::test]
+async fn instructions_prints_every_tools_instructions() {
+    let (_d, root) = tempdir();
+    let out = run(&root, &["instructions"]).await;
+    assert_eq!(out.code, 0);
+    assert_eq!(out.stdout.matches("Tool: ").count(), 3);
+    assert!(
+        out.stdout.starts_with("Tool: read_file\nDescription: "),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("\n\nTool: list_directory\n"));
+}
+
+#[tokio::test]
+async fn call_runs_a_tool_and_prints_its_structured_result() {
+    let (_d, root) = tempdir();
+    fs::write(root.join("README.md"), "# readme\n").unwrap();
+    let out = json_of(
+        &root,
+        &["call", "read_file", "--args", r#"{"path":"README.md"}"#],
+    )
+    .await;
+    assert_eq!(out["content"], json!("# readme\n"));
+    let failed = run(
+        &root,
+        &["call", "read_file", "--args", r#"{"path":"../x"}"#],
+    )
+    .await;
+    assert_eq!(failed.code, 1);
+    assert!(
+        failed.stderr.contains("outside the allowed roots"),
+        "{}",
+        failed.stderr
+    );
+    assert_eq!(failed.stdout, "");
+    let unknown = run(&root, &["call", "nope"]).await;
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("unknown tool"),
+        "{}",
+        unknown.stderr
+    );
+    let not_object = run(&root, &["call", "read_file", "--args", "[1]"]).await;
+    assert_eq!(not_object.code, 2);
+    assert!(
+        not_object.stderr.contains("JSON object"),
+        "{}",
+        not_object.stderr
+    );
+}
+
+#[tokio::test]
+async fn tool_selection_applies_to_every_command() {
+    let (_d, root) = tempdir();
+    let defs = json_of(&root, &["--disable-tool", "read_file", "tools"]).await;
+    assert_eq!(names(&defs, "/name"), ["list_directory", "path_info"]);
+    let defs = json_of(&root, &["--enable-tool", "path_info", "tools"]).await;
+    assert_eq!(names(&defs, "/name"), ["path_info"]);
+    let bad = run(&root, &["--enable-tool", "nope", "tools"]).await;
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr
+            .contains("unknown tool \"nope\" in tools.enabled")
+            && bad.stderr.contains("read_file"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[tokio::test]
+async fn config_prints_the_effective_configuration_and_rejects_unknown_keys() {
+    let (_d, root) = tempdir();
+    fs::write(
+        root.join("toolport.toml"),
+        "[limits]\nread_max_bytes = 4096\n",
+    )
+    .unwrap();
+    let out = run(&root, &["--config", "toolport.toml", "config"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("read_max_bytes = 4096"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&root.display().to_string()),
+        "{}",
+        out.stdout
+    );
+    fs::write(root.join("bad.toml"), "[limits]\nread_max = 1\n").unwrap();
+    let bad = run(&root, &["--config", "bad.toml", "config"]).await;
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("unknown field `read_max`"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[tokio::test]
+async fn help_explains_the_commands() {
+    let (_d, root) = tempdir();
+    let out = run(&root, &["--help"]).await;
+    assert_eq!(out.code, 0);
+    for needle in [
+        "serve",
+        "tools",
+        "instructions",
+        "call",
+        "--root",
+        "--config",
+        "--log-level",
+        "Examples:",
+    ] {
+        assert!(
+            out.stdout.contains(needle),
+            "--help lacks {needle}: {}",
+            out.stdout
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! Shared test helpers: start the real binary as a child process and talk MCP to it through
+//! rmcp's client, with every await under a timeout.
+
+// Roots are deprecated by SEP-2577, but every current client still uses them.
+#![allow(dead_code, deprecated)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ListRootsResult, ProgressNotificationParam, Root,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::process::Command;
+use tokio::sync::mpsc;
+
+/// Generous: CI machines are shared and slow; a hang still fails the test.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Await `f`, failing the test if it takes longer than [`TIMEOUT`].
+pub async fn within<F: Future>(f: F) -> F::Output {
+    match tokio::time::timeout(TIMEOUT, f).await {
+        Ok(out) => out,
+        Err(_) => panic!("timed out after {TIMEOUT:?}"),
+    }
+}
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_toolport")
+}
+
+/// A command for the binary, isolated from the developer's own config and environment.
+pub fn command(root: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("--root").arg(root).args(args);
+    isolate(&mut cmd, root);
+    cmd
+}
+
+/// Remove any TOOLPORT_* settings and point the config dir somewhere empty.
+pub fn isolate(cmd: &mut Command, dir: &Path) {
+    for (key, _) in std::env::vars() {
+        if key.starts_with("TOOLPORT_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("XDG_CONFIG_HOME", dir.join(".no-config"))
+        .env("RUST_LOG", "warn")
+        .current_dir(dir);
+}
+
+/// A test client: declares roots only when given some, and forwards progress notifications
+/// to a channel the test can await.
+#[derive(Clone)]
+pub struct TestClient {
+    pub roots: Option<Arc<Mutex<Vec<String>>>>,
+    progress_tx: mpsc::UnboundedSender<ProgressNotificationParam>,
+    progress_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<ProgressNotificationParam>>>>,
+}
+
+impl Default for TestClient {
+    fn default() -> Self {
+        let (progress_tx, rx) = mpsc::unbounded_channel();
+        Self {
+            roots: None,
+            progress_tx,
+            progress_rx: Arc::new(Mutex::new(Some(rx))),
+        }
+    }
+}
+
+impl TestClient {
+    /// A client that declares the roots capability and lists these root URIs.
+    pub fn with_roots(uris: &[String]) -> Self {
+        Self {
+            roots: Some(Arc::new(Mutex::new(uris.to_vec()))),
+            ..Default::default()
+        }
+    }
+
+    /// The progress notifications this client receives (can be taken once).
+    pub fn progress(&self) -> mpsc::UnboundedReceiver<ProgressNotificationParam> {
+        self.progress_rx
+            .lock()
+            .unwrap()
+            .take()
+            .expect("progress receiver already taken")
+    }
+}
+
+impl ClientHandler for TestClient {
+    #[allow(deprecated)]
+    fn get_info(&self) -> ClientConfig {
+        let caps = if self.roots.is_some() {
+            ClientCapabilities::builder()
+                .enable_roots()
+                .enable_roots_list_changed()
+                .build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(caps, Implementation::new("toolport-tests", "0.0.1"))
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let uris = self
+            .roots
+            .as_ref()
+            .map(|r| r.lock().unwrap().clone())
+            .unwrap_or_default();
+        Ok(ListRootsResult::new(
+            uris.into_iter().map(Root::new).collect(),
+        ))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress_tx.send(params);
+    }
+}
+
+pub type Client = RunningService<RoleClient, TestClient>;
+
+/// Start the binary serving `root` and connect a default client.
+pub async fn connect(root: &Path) -> Client {
+    connect_with(root, &[], TestClient::default()).await
+}
+
+/// Start the binary with extra arguments and connect `client`.
+pub async fn connect_with(root: &Path, args: &[&str], client: TestClient) -> Client {
+    let mut cmd = command(root, args);
+    cmd.stderr(Stdio::null());
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn toolport");
+    within(client.serve(transport)).await.expect("initialize")
+}
+
+/// Call a tool and return the result (tool errors are results too).
+pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let args = args
+        .as_object()
+        .cloned()
+        .expect("arguments must be an object");
+    within(client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args)))
+        .await
+        .expect("tools/call answered")
+}
+
+/// The text of a result's first content block.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default()
+}
+
+/// Assert a successful result and return its structured content.
+pub fn ok(result: &CallToolResult) -> Value {
+    assert_ne!(
+        result.is_error,
+        Some(true),
+        "expected success, got: {}",
+        text(result)
+    );
+    result
+        .structured_content
+        .clone()
+        .expect("structured content")
+}
+
+/// Assert an error result and return its message.
+pub fn err(result: &CallToolResult) -> String {
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "expected an error, got: {result:?}"
+    );
+    assert!(result.structured_content.is_none());
+    text(result)
+}
+
+/// A temp dir whose path is canonical (so expected absolute paths compare equal).
+pub fn tempdir() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = std::fs::canonicalize(dir.path()).unwrap();
+    (dir, path)
+}
+
+/// `file://` URI of a path.
+pub fn uri(path: &Path) -> String {
+    url_from(path)
+}
+
+fn url_from(path: &Path) -> String {
+    format!("file://{}", path.display())
+}

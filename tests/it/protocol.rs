@@ -1,0 +1,268 @@
+//! The MCP surface of the real binary: initialize, tools/list, prompts, errors, and the stdio
+//! wire behaviour (bad lines answered, EOF exits, stdout carries only JSON-RPC).
+
+use std::process::Stdio;
+
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::common::*;
+
+#[tokio::test]
+async fn initialize_reports_toolport_and_its_capabilities() {
+    let (_d, root) = tempdir();
+    let client = connect(&root).await;
+    let info = client.peer_info().unwrap();
+    let server = info.server_info.clone().unwrap();
+    assert_eq!(server.name, "toolport");
+    assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
+    assert!(info.capabilities.tools.is_some());
+    assert!(info.capabilities.prompts.is_some());
+    let instructions = info.instructions.clone().unwrap();
+    assert!(
+        instructions.contains("read_file (Read file)"),
+        "{instructions}"
+    );
+    assert!(
+        instructions.contains(&root.display().to_string()),
+        "{instructions}"
+    );
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn tools_list_matches_the_snapshot() {
+    let (_d, root) = tempdir();
+    let client = connect(&root).await;
+    let tools = within(client.list_all_tools()).await.unwrap();
+    insta::assert_json_snapshot!("tools_list", tools);
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_json_rpc_invalid_params_error() {
+    let (_d, root) = tempdir();
+    let client = connect(&root).await;
+    let error = within(client.call_tool(CallToolRequestParams::new("no_such_tool")))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("-32602"), "{error}");
+    assert!(
+        error.contains("no_such_tool") && error.contains("read_file"),
+        "{error}"
+    );
+    // The session is still usable.
+    let tools = within(client.list_all_tools()).await.unwrap();
+    assert_eq!(tools.len(), 3);
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn prompts_hold_every_tools_instructions() {
+    let (_d, root) = tempdir();
+    let client = connect(&root).await;
+    let prompts = within(client.list_all_prompts()).await.unwrap();
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "tool_instructions",
+            "read_file",
+            "list_directory",
+            "path_info"
+        ]
+    );
+    let all = within(client.get_prompt(GetPromptRequestParams::new("tool_instructions")))
+        .await
+        .unwrap();
+    let text = all.messages[0].content.as_text().unwrap().text.clone();
+    assert_eq!(text.matches("Tool: ").count(), 3, "{text}");
+    for section in [
+        "Description:",
+        "Purpose:",
+        "Parameters:",
+        "Expected Output:",
+        "Example:",
+    ] {
+        assert!(text.contains(section), "missing {section}: {text}");
+    }
+    let one = within(client.get_prompt(GetPromptRequestParams::new("path_info")))
+        .await
+        .unwrap();
+    let text = one.messages[0].content.as_text().unwrap().text.clone();
+    assert!(text.starts_with("Tool: path_info\n"), "{text}");
+    let error = within(client.get_prompt(GetPromptRequestParams::new("nope")))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("unknown prompt"), "{error}");
+    within(client.cancel()).await.unwrap();
+}
+
+/// A raw JSON-RPC session over the binary's stdin/stdout, for wire-level checks.
+struct Raw {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    stdout: BufReader<tokio::process::ChildStdout>,
+}
+
+impl Raw {
+    fn start(root: &std::path::Path) -> Self {
+        let mut cmd = command(root, &[]);
+        // Logs at info prove that logging never reaches stdout.
+        cmd.env("RUST_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            child,
+            stdin: Some(stdin),
+            stdout,
+        }
+    }
+
+    async fn send(&mut self, line: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        within(stdin.write_all(line)).await.unwrap();
+        within(stdin.write_all(b"\n")).await.unwrap();
+        within(stdin.flush()).await.unwrap();
+    }
+
+    /// The next line on stdout, which must be JSON.
+    async fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        within(self.stdout.read_line(&mut line)).await.unwrap();
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"))
+    }
+
+    async fn initialize(&mut self) {
+        self.send(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#).await;
+        let reply = self.recv().await;
+        assert_eq!(reply["id"], json!(0));
+        assert_eq!(reply["result"]["serverInfo"]["name"], json!("toolport"));
+        self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_line_gets_a_parse_error_and_the_server_keeps_serving() {
+    let (_d, root) = tempdir();
+    let mut raw = Raw::start(&root);
+    raw.send(b"{this is not json").await;
+    let reply = raw.recv().await;
+    assert_eq!(reply["jsonrpc"], json!("2.0"));
+    assert_eq!(reply["id"], Value::Null);
+    assert_eq!(reply["error"]["code"], json!(-32700));
+    raw.initialize().await;
+    raw.send(b"also not json").await;
+    assert_eq!(raw.recv().await["error"]["code"], json!(-32700));
+    raw.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .await;
+    let reply = raw.recv().await;
+    assert_eq!(reply["id"], json!(1));
+    assert_eq!(reply["result"]["tools"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_well_formed_object_that_is_not_a_message_gets_invalid_request() {
+    let (_d, root) = tempdir();
+    let mut raw = Raw::start(&root);
+    raw.initialize().await;
+    raw.send(br#"{"jsonrpc":"2.0","id":7,"method":5}"#).await;
+    let reply = raw.recv().await;
+    assert_eq!(
+        (reply["id"].clone(), reply["error"]["code"].clone()),
+        (json!(7), json!(-32600))
+    );
+    raw.send(br#"{"hello":"world"}"#).await;
+    let reply = raw.recv().await;
+    assert_eq!(
+        (reply["id"].clone(), reply["error"]["code"].clone()),
+        (Value::Null, json!(-32600))
+    );
+    raw.send(br#"[{"jsonrpc":"2.0","id":8,"method":"tools/list"}]"#)
+        .await;
+    let reply = raw.recv().await;
+    assert_eq!(reply["error"]["code"], json!(-32600));
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("batch")
+    );
+    raw.send(br#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#)
+        .await;
+    assert_eq!(raw.recv().await["id"], json!(9));
+}
+
+#[tokio::test]
+async fn an_unknown_method_gets_method_not_found() {
+    let (_d, root) = tempdir();
+    let mut raw = Raw::start(&root);
+    raw.initialize().await;
+    raw.send(br#"{"jsonrpc":"2.0","id":3,"method":"no/such/method"}"#)
+        .await;
+    let reply = raw.recv().await;
+    assert_eq!(
+        (reply["id"].clone(), reply["error"]["code"].clone()),
+        (json!(3), json!(-32601))
+    );
+}
+
+#[tokio::test]
+async fn large_lines_are_accepted_and_oversized_lines_answered() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("f.txt"), "ok\n").unwrap();
+    let mut raw = Raw::start(&root);
+    raw.initialize().await;
+    // 20 MiB: over rmcp's own 16 MiB limit, under ours.
+    let padding = "x".repeat(20 * 1024 * 1024);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"path_info","arguments":{{"path":"f.txt"}},"_meta":{{"pad":"{padding}"}}}}}}"#
+    );
+    raw.send(big.as_bytes()).await;
+    let reply = raw.recv().await;
+    assert_eq!(reply["id"], json!(4));
+    assert_eq!(reply["result"]["structuredContent"]["exists"], json!(true));
+    // Over 64 MiB: answered, discarded, and the server goes on.
+    let huge = vec![b'a'; 64 * 1024 * 1024 + 10];
+    raw.send(&huge).await;
+    let reply = raw.recv().await;
+    assert_eq!(
+        (reply["id"].clone(), reply["error"]["code"].clone()),
+        (Value::Null, json!(-32600))
+    );
+    raw.send(br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#)
+        .await;
+    assert_eq!(raw.recv().await["id"], json!(5));
+}
+
+#[tokio::test]
+async fn stdin_eof_makes_the_server_exit_cleanly() {
+    let (_d, root) = tempdir();
+    let mut raw = Raw::start(&root);
+    raw.initialize().await;
+    raw.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .await;
+    drop(raw.stdin.take());
+    // The in-flight reply is still delivered before the exit.
+    assert_eq!(raw.recv().await["id"], json!(1));
+    let status = within(raw.child.wait()).await.unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut rest = String::new();
+    within(tokio::io::AsyncReadExt::read_to_string(
+        &mut raw.stdout,
+        &mut rest,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(rest, "", "nothing after the last reply");
+}
