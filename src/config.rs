@@ -374,8 +374,10 @@ impl Config {
             None => (FileConfig::default(), cwd.clone()),
         };
 
-        let mut config = Config::default();
-        config.config_file = path.map(|p| absolute(&cwd, &p));
+        let mut config = Config {
+            config_file: path.map(|p| absolute(&cwd, &p)),
+            ..Config::default()
+        };
 
         // Roots: flags > TOOLPORT_ROOTS > file (relative to the file's folder) > cwd.
         let env_roots: Vec<PathBuf> = env("TOOLPORT_ROOTS")

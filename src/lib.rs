@@ -11,7 +11,7 @@
 //! - [`definition`]: `ToolDefinition` and its MCP/OpenAI/Anthropic/Ollama forms;
 //! - [`registry`]: register, filter, validate, execute;
 //! - [`server`]: the rmcp `ServerHandler`;
-//! - [`transport`]: stdio;
+//! - [`transport`]: the stdio transport;
 //! - [`workspace`]: roots, confinement, secret rules;
 //! - [`tools`]: the built-in tools.
 

@@ -10,4 +10,6 @@ mod common;
 mod confinement;
 mod fs_tools;
 mod in_process;
+mod mcp_config;
 mod protocol;
+mod readme;

@@ -37,11 +37,20 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_toolport")
 }
 
-/// A command for the binary, isolated from the developer's own config and environment.
+/// A command for the binary serving `root`, isolated from the developer's own config and
+/// environment.
 pub fn command(root: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
     cmd.arg("--root").arg(root).args(args);
     isolate(&mut cmd, root);
+    cmd
+}
+
+/// A command for the binary with exactly `args`, run in `cwd`.
+pub fn bare_command(cwd: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(args);
+    isolate(&mut cmd, cwd);
     cmd
 }
 
@@ -142,7 +151,11 @@ pub async fn connect(root: &Path) -> Client {
 
 /// Start the binary with extra arguments and connect `client`.
 pub async fn connect_with(root: &Path, args: &[&str], client: TestClient) -> Client {
-    let mut cmd = command(root, args);
+    connect_command(command(root, args), client).await
+}
+
+/// Start a prepared command and connect `client`.
+pub async fn connect_command(mut cmd: Command, client: TestClient) -> Client {
     cmd.stderr(Stdio::null());
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())

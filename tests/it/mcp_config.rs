@@ -1,0 +1,121 @@
+//! The ready-made client configs in `mcp-config/`: each must parse, name the toolport binary
+//! (installed, or through `cargo run`), and its arguments must start a working server. Each is
+//! launched for real, with the placeholder project path replaced by a temp dir.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// Placeholders a user replaces (or the client expands) with their project folder.
+const PROJECT_PLACEHOLDERS: &[&str] = &["/path/to/your/project", "${workspaceFolder}", "."];
+
+fn config_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-config");
+    let mut files = Vec::new();
+    for client in std::fs::read_dir(&dir).unwrap() {
+        for file in std::fs::read_dir(client.unwrap().path()).unwrap() {
+            files.push(file.unwrap().path());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The `toolport` entry of a client config, whatever the client calls its server map.
+fn server_entry(config: &Value) -> &Value {
+    ["mcpServers", "servers", "context_servers"]
+        .iter()
+        .find_map(|key| config.get(key))
+        .and_then(|servers| servers.get("toolport"))
+        .expect("a `toolport` entry under mcpServers, servers or context_servers")
+}
+
+/// The arguments toolport itself receives, after checking how it is launched.
+fn toolport_args(file: &Path, entry: &Value) -> Vec<String> {
+    let command = entry["command"].as_str().unwrap();
+    let args: Vec<String> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    if let Some(kind) = entry.get("type") {
+        assert_eq!(kind, &json!("stdio"), "{}", file.display());
+    }
+    match command {
+        "toolport" => args,
+        "cargo" => {
+            let split = args
+                .iter()
+                .position(|a| a == "--")
+                .expect("cargo args end with `--`");
+            let cargo = &args[..split];
+            assert_eq!(
+                cargo[..3],
+                ["run", "--release", "--quiet"],
+                "{}",
+                file.display()
+            );
+            match &cargo[3..] {
+                [] => {}
+                [flag, path] if flag == "--manifest-path" => {
+                    assert!(path.ends_with("/Cargo.toml"), "{path}")
+                }
+                other => panic!("{}: unexpected cargo arguments {other:?}", file.display()),
+            }
+            args[split + 1..].to_vec()
+        }
+        other => panic!("{}: launches {other:?}, not toolport", file.display()),
+    }
+}
+
+#[tokio::test]
+async fn every_client_config_launches_a_working_toolport() {
+    let files = config_files();
+    let clients: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    for client in ["claude-desktop", "cursor", "inspector", "vscode", "zed"] {
+        assert_eq!(
+            clients.iter().filter(|c| *c == client).count(),
+            2,
+            "{client}: an installed and a cargo-run variant"
+        );
+    }
+    for file in files {
+        let config: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let args = toolport_args(&file, server_entry(&config));
+        let (_d, project) = tempdir();
+        std::fs::write(project.join("hello.txt"), "hi\n").unwrap();
+        let args: Vec<String> = args
+            .into_iter()
+            .map(|a| {
+                if PROJECT_PLACEHOLDERS.contains(&a.as_str()) {
+                    project.display().to_string()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // Started elsewhere, so only the config's own --root can make hello.txt readable.
+        let (_e, elsewhere) = tempdir();
+        let client = connect_command(bare_command(&elsewhere, &args), TestClient::default()).await;
+        let tools = within(client.list_all_tools()).await.unwrap();
+        assert_eq!(tools.len(), 3, "{}", file.display());
+        let read = ok(&call(&client, "read_file", json!({"path": "hello.txt"})).await);
+        assert_eq!(read["content"], json!("hi\n"), "{}", file.display());
+        within(client.cancel()).await.unwrap();
+    }
+}
