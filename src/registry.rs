@@ -210,7 +210,7 @@ impl ToolRegistry {
     /// what was wrong, and what the tool accepts.
     pub fn validate(&self, name: &str, args: &JsonObject) -> Result<(), ExecuteError> {
         let entry = self.entry(name).ok_or_else(|| self.unknown(name))?;
-        check_arguments(entry, args).map_err(ExecuteError::Tool)
+        check_arguments(entry, &Value::Object(args.clone())).map_err(ExecuteError::Tool)
     }
 
     fn unknown(&self, name: &str) -> ExecuteError {
@@ -229,7 +229,14 @@ impl ToolRegistry {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ExecuteError> {
         let entry = self.entry(name).ok_or_else(|| self.unknown(name))?.clone();
-        check_arguments(&entry, &args)?;
+        // The validator takes a `Value`; wrap the map (a move, not a copy) and unwrap it again.
+        let instance = Value::Object(args);
+        check_arguments(&entry, &instance)?;
+        let Value::Object(args) = instance else {
+            return Err(
+                ToolError::InvalidArguments("the arguments must be a JSON object".into()).into(),
+            );
+        };
         if let Some(description) = entry.tool.confirmation(&args)
             && !ctx.confirmer.confirm(&description).await?
         {
@@ -269,17 +276,14 @@ impl ToolRegistry {
 }
 
 /// Validate arguments against a tool's compiled schema and describe every violation.
-fn check_arguments(entry: &Entry, args: &JsonObject) -> Result<(), ToolError> {
-    // Validating a borrowed map would need it as a `Value`; build one only when the fast
-    // path says it is invalid, so valid calls do not pay for the copy twice.
-    let instance = Value::Object(args.clone());
-    if entry.validator.is_valid(&instance) {
+fn check_arguments(entry: &Entry, instance: &Value) -> Result<(), ToolError> {
+    if entry.validator.is_valid(instance) {
         return Ok(());
     }
     let schema = &entry.definition.input_schema;
     let mut lines: Vec<String> = entry
         .validator
-        .iter_errors(&instance)
+        .iter_errors(instance)
         .map(|error| {
             let pointer = error.instance_path().to_string();
             let field = if pointer.is_empty() {

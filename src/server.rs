@@ -57,6 +57,9 @@ pub struct ToolportServer {
     workspace: Arc<RwLock<Arc<Workspace>>>,
     /// The first `roots/list` round trip; tool calls wait for it (bounded by [`ROOTS_TIMEOUT`]).
     initial_roots: Arc<OnceCell<()>>,
+    /// Held while roots are being refreshed, so a call that arrives meanwhile waits for the
+    /// new roots instead of racing with them.
+    refreshing: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl ToolportServer {
@@ -67,6 +70,7 @@ impl ToolportServer {
             shared,
             workspace,
             initial_roots: Arc::new(OnceCell::new()),
+            refreshing: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -97,6 +101,7 @@ impl ToolportServer {
         if !Self::client_has_roots(peer) {
             return;
         }
+        let _refreshing = self.refreshing.lock().await;
         let listed = match tokio::time::timeout(ROOTS_TIMEOUT, peer.list_roots()).await {
             Ok(Ok(result)) => result.roots,
             Ok(Err(error)) => {
@@ -244,6 +249,7 @@ impl ServerHandler for ToolportServer {
             ));
         }
         self.ensure_roots(&context.peer).await;
+        drop(self.refreshing.lock().await);
         let progress: Arc<dyn ProgressSink> = match context.meta.get_progress_token() {
             Some(token) => Arc::new(McpProgress {
                 peer: context.peer.clone(),

@@ -368,6 +368,40 @@ async fn client_roots_narrow_the_operator_roots() {
 }
 
 #[tokio::test]
+async fn changed_client_roots_take_effect_after_roots_list_changed() {
+    let l = layout();
+    fs::create_dir(l.root.join("a")).unwrap();
+    fs::create_dir(l.root.join("b")).unwrap();
+    fs::write(l.root.join("a/in_a.txt"), "a\n").unwrap();
+    fs::write(l.root.join("b/in_b.txt"), "b\n").unwrap();
+    let test_client = TestClient::with_roots(&[uri(&l.root.join("a"))]);
+    let mut asked = test_client.roots_asked();
+    let client = connect_with(&l.root, &[], test_client.clone()).await;
+    assert_eq!(
+        ok(&call(&client, "read_file", json!({"path": "in_a.txt"})).await)["content"],
+        json!("a\n")
+    );
+    within(asked.recv()).await.unwrap();
+
+    test_client.set_roots(&[uri(&l.root.join("b"))]);
+    within(client.notify_roots_list_changed()).await.unwrap();
+    // Once the server has asked, calls wait for the new roots to be applied.
+    within(asked.recv()).await.unwrap();
+    assert_eq!(
+        ok(&call(&client, "read_file", json!({"path": "in_b.txt"})).await)["content"],
+        json!("b\n")
+    );
+    let old = err(&call(
+        &client,
+        "read_file",
+        json!({"path": l.root.join("a/in_a.txt").display().to_string()}),
+    )
+    .await);
+    assert!(old.contains("outside the allowed roots"), "{old}");
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
 async fn client_roots_never_widen_the_operator_roots() {
     let l = layout();
     let client = connect_with(

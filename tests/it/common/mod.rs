@@ -71,6 +71,8 @@ pub fn isolate(cmd: &mut Command, dir: &Path) {
 #[derive(Clone)]
 pub struct TestClient {
     pub roots: Option<Arc<Mutex<Vec<String>>>>,
+    roots_asked_tx: mpsc::UnboundedSender<()>,
+    roots_asked_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<()>>>>,
     progress_tx: mpsc::UnboundedSender<ProgressNotificationParam>,
     progress_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<ProgressNotificationParam>>>>,
 }
@@ -78,8 +80,11 @@ pub struct TestClient {
 impl Default for TestClient {
     fn default() -> Self {
         let (progress_tx, rx) = mpsc::unbounded_channel();
+        let (roots_asked_tx, roots_asked_rx) = mpsc::unbounded_channel();
         Self {
             roots: None,
+            roots_asked_tx,
+            roots_asked_rx: Arc::new(Mutex::new(Some(roots_asked_rx))),
             progress_tx,
             progress_rx: Arc::new(Mutex::new(Some(rx))),
         }
@@ -93,6 +98,25 @@ impl TestClient {
             roots: Some(Arc::new(Mutex::new(uris.to_vec()))),
             ..Default::default()
         }
+    }
+
+    /// One message each time the server asks for roots (can be taken once).
+    pub fn roots_asked(&self) -> mpsc::UnboundedReceiver<()> {
+        self.roots_asked_rx
+            .lock()
+            .unwrap()
+            .take()
+            .expect("receiver already taken")
+    }
+
+    /// Replace the roots this client lists.
+    pub fn set_roots(&self, uris: &[String]) {
+        *self
+            .roots
+            .as_ref()
+            .expect("a client with roots")
+            .lock()
+            .unwrap() = uris.to_vec();
     }
 
     /// The progress notifications this client receives (can be taken once).
@@ -123,6 +147,7 @@ impl ClientHandler for TestClient {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
+        let _ = self.roots_asked_tx.send(());
         let uris = self
             .roots
             .as_ref()
