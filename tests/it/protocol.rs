@@ -266,3 +266,56 @@ async fn stdin_eof_makes_the_server_exit_cleanly() {
     .unwrap();
     assert_eq!(rest, "", "nothing after the last reply");
 }
+
+#[tokio::test]
+async fn every_protocol_version_can_list_and_call_tools() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("f.txt"), "v\n").unwrap();
+    // The stateless 2026-07-28 revision: no initialize, metadata on every request.
+    let mut cmd = command(&root, &[]);
+    cmd.stderr(Stdio::null());
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let client = within(().serve_with_lifecycle(
+        transport,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    ))
+    .await
+    .unwrap();
+    assert_eq!(within(client.list_all_tools()).await.unwrap().len(), 3);
+    let result = within(
+        client.call_tool(
+            CallToolRequestParams::new("read_file")
+                .with_arguments(json!({"path": "f.txt"}).as_object().cloned().unwrap()),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.structured_content.unwrap()["content"], json!("v\n"));
+    within(client.cancel()).await.unwrap();
+
+    // Every version negotiated with initialize.
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let mut raw = Raw::start(&root);
+        let init = format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{}},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
+        );
+        raw.send(init.as_bytes()).await;
+        assert_eq!(
+            raw.recv().await["result"]["protocolVersion"],
+            json!(version)
+        );
+        raw.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        raw.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"f.txt"}}}"#).await;
+        let reply = raw.recv().await;
+        assert_eq!(
+            reply["result"]["structuredContent"]["content"],
+            json!("v\n"),
+            "{version}: {reply}"
+        );
+    }
+}
