@@ -260,9 +260,18 @@ fn unwrap_descriptions(value: &mut Value) {
     }
 }
 
-/// A schema's type as one word for prose ("string", "integer", "array of string" …), ignoring
+/// The names of a schema's required properties.
+pub fn required_fields(schema: &JsonObject) -> Vec<&str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// A schema's type as words for prose ("string", "integer", "array of string" …), ignoring
 /// `null` (which only marks the field optional).
-fn type_word(schema: &Value) -> String {
+pub fn type_name(schema: &Value) -> String {
     let base = match schema.get("type") {
         Some(Value::String(t)) => t.clone(),
         Some(Value::Array(types)) => types
@@ -277,25 +286,21 @@ fn type_word(schema: &Value) -> String {
     if base == "array"
         && let Some(items) = schema.get("items")
     {
-        return format!("array of {}", type_word(items));
+        return format!("array of {}", type_name(items));
     }
     base
 }
 
 /// One line per property: `- name (type, required|optional, default …): description`.
 fn describe_properties(schema: &JsonObject, with_required: bool) -> Vec<String> {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required_fields(schema);
     let Some(Value::Object(props)) = schema.get("properties") else {
         return Vec::new();
     };
     props
         .iter()
         .map(|(name, prop)| {
-            let mut facts = vec![type_word(prop)];
+            let mut facts = vec![type_name(prop)];
             if with_required {
                 facts.push(if required.contains(&name.as_str()) {
                     "required".into()
@@ -342,7 +347,7 @@ fn example_value(prop: &Value) -> Value {
     if let Some(default) = prop.get("default").filter(|d| !d.is_null()) {
         return default.clone();
     }
-    match type_word(prop).as_str() {
+    match type_name(prop).as_str() {
         "integer" | "number" => json!(1),
         "boolean" => json!(true),
         t if t.starts_with("array") => json!([]),
@@ -381,11 +386,7 @@ pub fn render_instructions(
         None => "Readable text.".into(),
     };
     let example = example.cloned().unwrap_or_else(|| {
-        let required: Vec<&str> = input_schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = required_fields(input_schema);
         let mut args = JsonObject::new();
         if let Some(Value::Object(props)) = input_schema.get("properties") {
             for (key, prop) in props {

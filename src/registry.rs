@@ -14,7 +14,7 @@ use futures::FutureExt;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::definition::{DefinitionError, ToolDefinition, ToolFormat};
+use crate::definition::{DefinitionError, ToolDefinition, ToolFormat, required_fields, type_name};
 use crate::tool::{AiTool, JsonObject, ToolContext, ToolError, ToolOutput};
 
 /// Criteria for [`ToolRegistry::filter`]; all given criteria must hold (AND).
@@ -305,33 +305,19 @@ fn check_arguments(entry: &Entry, instance: &Value) -> Result<(), ToolError> {
 
 /// "Allowed parameters: path (string, required), offset (integer) …" from a schema.
 fn describe_allowed(schema: &JsonObject) -> String {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required_fields(schema);
     let Some(Value::Object(props)) = schema.get("properties") else {
         return "This tool takes no parameters.".into();
     };
     let params: Vec<String> = props
         .iter()
         .map(|(name, prop)| {
-            let ty = match prop.get("type") {
-                Some(Value::String(t)) => t.clone(),
-                Some(Value::Array(ts)) => ts
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .filter(|t| *t != "null")
-                    .collect::<Vec<_>>()
-                    .join("|"),
-                _ => "any".into(),
-            };
             let req = if required.contains(&name.as_str()) {
                 ", required"
             } else {
                 ""
             };
-            format!("{name} ({ty}{req})")
+            format!("{name} ({}{req})", type_name(prop))
         })
         .collect();
     format!("Allowed parameters: {}.", params.join(", "))

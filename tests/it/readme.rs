@@ -5,25 +5,13 @@ use std::path::Path;
 
 use serde_json::Value;
 use toolport::config::Config;
+use toolport::definition::{required_fields, type_name};
 
 const START: &str = "<!-- tool-reference:start (generated from the registry by tests/it/readme.rs; UPDATE_README=1 cargo test rewrites it) -->";
 const END: &str = "<!-- tool-reference:end -->";
 
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
-}
-
-fn type_of(schema: &Value) -> String {
-    match schema.get("type") {
-        Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|t| *t != "null")
-            .collect::<Vec<_>>()
-            .join(" or "),
-        _ => "any".into(),
-    }
 }
 
 fn reference() -> String {
@@ -61,7 +49,7 @@ fn reference() -> String {
             for (name, prop) in props {
                 out.push_str(&format!(
                     "| `{name}` | {} | {} | {} | {} |\n",
-                    type_of(prop),
+                    type_name(prop),
                     if required.contains(&name.as_str()) {
                         "yes"
                     } else {
