@@ -39,12 +39,7 @@ fn reference() -> String {
             tool.tags().iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "),
             hints.join(", "),
         ));
-        let required: Vec<&str> = def
-            .input_schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = required_fields(&def.input_schema);
         if let Some(Value::Object(props)) = def.input_schema.get("properties") {
             for (name, prop) in props {
                 out.push_str(&format!(
