@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Check the MCP Inspector CLI's `--format json` output for the .ci/run end-to-end step.
+
+Each check reads one JSON file the Inspector wrote on stdout ({"result": ...}) and
+exits non-zero with a clear message when the result is not what toolport must answer.
+
+  e2e_check.py tools-list   OUT.json                  tools/list has read_file, list_directory, path_info
+  e2e_check.py read-file    OUT.json EXPECTED_FILE    read_file returned EXPECTED_FILE's exact text, not isError
+  e2e_check.py list-dir     OUT.json NAME             list_directory listed an entry NAME, not isError
+  e2e_check.py tool-error   OUT.json                  the tool call was refused (isError: true)
+"""
+
+import json
+import sys
+
+REQUIRED_TOOLS = ("read_file", "list_directory", "path_info")
+
+
+def fail(msg: str) -> None:
+    print(f"E2E FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def load_result(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = f.read()
+    except OSError as e:
+        fail(f"cannot read the Inspector's output {path}: {e}")
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as e:
+        fail(f"the Inspector's output {path} is not JSON ({e}): {raw[:500]!r}")
+    if not isinstance(doc, dict) or not isinstance(doc.get("result"), dict):
+        fail(f"the Inspector's output {path} has no 'result' object: {raw[:500]!r}")
+    return doc["result"]
+
+
+def tools_list(out: str) -> None:
+    result = load_result(out)
+    tools = result.get("tools")
+    if not isinstance(tools, list):
+        fail(f"tools/list result has no 'tools' array: {json.dumps(result)[:500]}")
+    names = [t.get("name") for t in tools if isinstance(t, dict)]
+    missing = [n for n in REQUIRED_TOOLS if n not in names]
+    if missing:
+        fail(f"tools/list is missing {missing}; it listed {names}")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        fail(f"tools/list lists some tools more than once: {dupes}")
+    for t in tools:
+        schema = t.get("inputSchema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            fail(f"tool {t.get('name')!r} has no object inputSchema: {schema!r}")
+    print(f"ok: tools/list -> {names}")
+
+
+def read_file(out: str, expected_file: str) -> None:
+    result = load_result(out)
+    with open(expected_file, encoding="utf-8", newline="") as f:
+        expected = f.read()
+    if result.get("isError") is not False:
+        fail(f"read_file returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
+    sc = result.get("structuredContent")
+    if not isinstance(sc, dict):
+        fail(f"read_file returned no structuredContent: {json.dumps(result)[:500]}")
+    got = sc.get("content")
+    if got != expected:
+        fail(f"read_file structuredContent.content differs from the file.\n  expected: {expected!r}\n  got:      {got!r}")
+    print(f"ok: read_file -> {len(expected.encode('utf-8'))} bytes, exact content, isError=false")
+
+
+def list_dir(out: str, name: str) -> None:
+    result = load_result(out)
+    if result.get("isError") is not False:
+        fail(f"list_directory returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
+    sc = result.get("structuredContent")
+    entries = sc.get("entries") if isinstance(sc, dict) else None
+    if not isinstance(entries, list):
+        fail(f"list_directory returned no structuredContent.entries: {json.dumps(result)[:500]}")
+    paths = [e.get("path") for e in entries if isinstance(e, dict)]
+    if name not in paths:
+        fail(f"list_directory did not list {name!r}; it listed {paths}")
+    print(f"ok: list_directory -> {paths}")
+
+
+def tool_error(out: str) -> None:
+    result = load_result(out)
+    if result.get("isError") is not True:
+        fail(f"expected the tool call to be refused (isError: true), got: {json.dumps(result)[:500]}")
+    print("ok: refused with isError=true")
+
+
+def main(argv: list[str]) -> None:
+    checks = {
+        "tools-list": (tools_list, 1),
+        "read-file": (read_file, 2),
+        "list-dir": (list_dir, 2),
+        "tool-error": (tool_error, 1),
+    }
+    if len(argv) < 2 or argv[1] not in checks or len(argv) - 2 != checks[argv[1]][1]:
+        fail(f"usage: see the docstring of {argv[0]}; got {argv[1:]}")
+    fn, _ = checks[argv[1]]
+    fn(*argv[2:])
+
+
+if __name__ == "__main__":
+    main(sys.argv)
