@@ -39,16 +39,24 @@ fn main() -> ExitCode {
     runtime.block_on(run(cli.command.unwrap_or(Command::Serve), config))
 }
 
+/// The default log filter: toolport's own notices, and only warnings from its libraries (rmcp
+/// logs every message at info, which would drown what matters).
+const DEFAULT_LOG_FILTER: &str = "warn,toolport=info";
+
 /// Logs go to stderr only. `--log-level` / `TOOLPORT_LOG_LEVEL` / the file's `log_level` win;
-/// otherwise `RUST_LOG`; otherwise `info`.
+/// otherwise `RUST_LOG`; otherwise [`DEFAULT_LOG_FILTER`].
 fn init_logging(level: Option<&str>) {
     use tracing_subscriber::EnvFilter;
     let filter = match level {
         Some(level) => EnvFilter::try_new(level).unwrap_or_else(|error| {
-            eprintln!("toolport: invalid log level {level:?} ({error}); using info");
-            EnvFilter::new("info")
+            eprintln!(
+                "toolport: invalid log level {level:?} ({error}); using {DEFAULT_LOG_FILTER}"
+            );
+            EnvFilter::new(DEFAULT_LOG_FILTER)
         }),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        None => {
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER))
+        }
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

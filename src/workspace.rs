@@ -12,8 +12,8 @@
 //!   name and then reopened, so there is no check-then-use race.
 //! - Secrets (`.env*`, keys, `.ssh/` …) are refused by pattern, checked on the path as given
 //!   and on the real path of the opened handle (so a symlink named `notes.txt` that points at
-//!   `.env` is refused too). Listings and `path_info` may show that such a file exists; its
-//!   content is never returned.
+//!   `.env` is refused too). A secret directory is not listed; a listing of its parent and
+//!   `path_info` may show that a secret exists, but its content is never returned.
 //! - A client's MCP roots can only narrow the operator's roots ([`Workspace::narrow`]).
 //!
 //! # What is not a boundary
@@ -21,6 +21,7 @@
 //! The operator decides what lives inside the roots.
 
 use std::io;
+use std::os::fd::AsFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -453,11 +454,7 @@ impl Workspace {
                 special_kind(&metadata)
             )));
         }
-        if let Some(real) = real_path(&file, &target)
-            && let Ok(rel) = real.strip_prefix(&target.root.path)
-        {
-            self.check_secret(&target, rel)?;
-        }
+        self.check_real_path(&file, &target)?;
         Ok(OpenFile {
             file,
             metadata,
@@ -465,14 +462,29 @@ impl Workspace {
         })
     }
 
-    /// Open a directory, confined beneath its root.
+    /// Refuse an opened handle whose real path (what was actually opened, after symlinks) is
+    /// a secret.
+    fn check_real_path(&self, handle: &impl AsFd, target: &Target<'_>) -> Result<(), ToolError> {
+        match real_path(handle, target) {
+            Some(real) => match real.strip_prefix(&target.root.path) {
+                Ok(rel) => self.check_secret(target, rel),
+                Err(_) => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+
+    /// Open a directory, confined beneath its root. Secret directories (`.ssh` …) are refused
+    /// like secret files: their entries are not listed.
     pub fn open_dir(&self, user: &str) -> Result<(Dir, Target<'_>), ToolError> {
         let target = self.target(user)?;
+        self.check_secret(&target, &target.normal)?;
         let dir = target
             .root
             .dir
             .open_dir(&target.rel)
             .map_err(|e| self.io_error(&target, e))?;
+        self.check_real_path(&dir, &target)?;
         Ok((dir, target))
     }
 
@@ -507,16 +519,16 @@ const ELOOP: i32 = 62;
 
 /// The real path of an open handle: `/proc/self/fd` on Linux (race-free: it names what was
 /// opened), a confined canonicalisation elsewhere.
-fn real_path(file: &std::fs::File, target: &Target<'_>) -> Option<PathBuf> {
+fn real_path(handle: &impl AsFd, target: &Target<'_>) -> Option<PathBuf> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
         let _ = target;
-        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+        std::fs::read_link(format!("/proc/self/fd/{}", handle.as_fd().as_raw_fd())).ok()
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = file;
+        let _ = handle;
         target
             .root
             .dir

@@ -269,6 +269,26 @@ async fn secrets_are_denied_by_default_and_name_the_rule() {
             "{path}: {message}"
         );
     }
+    // Secret directories are not listed, not even through a symlink, nor in a recursive walk.
+    symlink(".ssh", r.join("keys_link")).unwrap();
+    for dir in [".ssh", "keys_link"] {
+        let message = err(&call(&client, "list_directory", json!({"path": dir})).await);
+        assert!(
+            message.contains("protected secret") && message.contains("\".ssh\""),
+            "{dir}: {message}"
+        );
+    }
+    let walk = ok(&call(
+        &client,
+        "list_directory",
+        json!({"depth": 3, "include_hidden": true}),
+    )
+    .await);
+    let walk = walk.to_string();
+    assert!(
+        walk.contains("\".ssh\"") && !walk.contains("id_rsa"),
+        "{walk}"
+    );
     within(client.cancel()).await.unwrap();
 }
 
