@@ -31,6 +31,19 @@ pub const DEFAULT_LIST_MAX_DEPTH: usize = 10;
 /// Largest `list_max_depth` an operator may set.
 pub const MAX_LIST_MAX_DEPTH: usize = 64;
 
+/// Default `execute_command` timeout when the call gives none, in seconds.
+pub const DEFAULT_EXEC_TIMEOUT_SECS: u64 = 60;
+/// Default server maximum for an `execute_command` timeout: about the ~2 minutes most MCP
+/// clients wait for a response before giving up themselves.
+pub const DEFAULT_EXEC_TIMEOUT_MAX_SECS: u64 = 120;
+/// Highest server maximum an operator may configure.
+pub const MAX_EXEC_TIMEOUT_MAX_SECS: u64 = 300;
+/// Default bytes kept per output stream (head and tail): enough for a test run's summary and
+/// its failures, small enough not to flood a model's context.
+pub const DEFAULT_EXEC_MAX_OUTPUT_BYTES: usize = 100 * 1024;
+/// Default number of commands that may run at once; further calls queue.
+pub const DEFAULT_EXEC_MAX_CONCURRENT: usize = 4;
+
 const ABOUT: &str = "Serve AI tools (read_file, list_directory, path_info, …) to any MCP client.";
 
 const LONG_ABOUT: &str = "\
@@ -104,6 +117,11 @@ pub struct GlobalArgs {
     )]
     pub enabled_tools: Vec<String>,
 
+    /// Confine execute_command with a kernel sandbox: "landlock" (Linux) or "none".
+    /// With landlock, commands are refused when the kernel cannot enforce it.
+    #[arg(long, value_name = "KIND", env = "TOOLPORT_SANDBOX", global = true)]
+    pub sandbox: Option<SandboxKind>,
+
     /// Never serve these tools (comma-separated or repeated).
     #[arg(
         long = "disable-tool",
@@ -172,6 +190,8 @@ struct FileConfig {
     limits: FileLimits,
     #[serde(default)]
     workspace: FileWorkspace,
+    #[serde(default)]
+    exec: FileExec,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -190,6 +210,22 @@ struct FileLimits {
     read_max_bytes: Option<u64>,
     list_max_entries: Option<usize>,
     list_max_depth: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileExec {
+    timeout_max: Option<u64>,
+    max_output_bytes: Option<usize>,
+    max_concurrent: Option<usize>,
+    env_allowlist: Option<Vec<String>>,
+    allow: Option<Vec<String>>,
+    deny: Option<Vec<String>>,
+    confirm_rules: Option<Vec<String>>,
+    allow_shells: Option<bool>,
+    confirm: Option<ConfirmFallback>,
+    sandbox: Option<SandboxKind>,
+    sandbox_network: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -294,6 +330,76 @@ impl Default for WorkspaceSettings {
     }
 }
 
+/// What happens to a call that needs the user's confirmation when the client cannot ask
+/// (it has no elicitation support, or there is no client, as with `toolport call`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfirmFallback {
+    /// Refuse the call, explaining how to allow it (the default).
+    #[default]
+    Deny,
+    /// Run it without asking: for headless use where the operator accepts the risk.
+    Allow,
+}
+
+/// Kernel confinement for executed commands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxKind {
+    /// No kernel confinement (the default): commands can touch anything the server's user can.
+    #[default]
+    None,
+    /// Landlock (Linux 5.13+): writes only inside the roots and the temp dir; refused if the
+    /// kernel cannot enforce it.
+    Landlock,
+}
+
+/// `execute_command` settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecSettings {
+    /// Largest timeout a call may ask for, in seconds; larger requests are clamped.
+    pub timeout_max: u64,
+    /// Bytes kept per output stream (head + tail).
+    pub max_output_bytes: usize,
+    /// Commands that may run at once.
+    pub max_concurrent: usize,
+    /// Names of server environment variables passed through to commands (beyond PATH, HOME,
+    /// LANG).
+    pub env_allowlist: Vec<String>,
+    /// Policy: only commands matching these rules may run (empty: no allowlist).
+    pub allow: Vec<String>,
+    /// Policy: commands matching these rules never run.
+    pub deny: Vec<String>,
+    /// Policy: extra rules needing confirmation, on top of the built-in set.
+    pub confirm_rules: Vec<String>,
+    /// Shells running a command string (`bash -c`) run without confirmation.
+    pub allow_shells: bool,
+    /// What to do when confirmation is needed but nobody can be asked.
+    pub confirm: ConfirmFallback,
+    /// Kernel confinement.
+    pub sandbox: SandboxKind,
+    /// With a sandbox: whether commands may use the network (TCP).
+    pub sandbox_network: bool,
+}
+
+impl Default for ExecSettings {
+    fn default() -> Self {
+        Self {
+            timeout_max: DEFAULT_EXEC_TIMEOUT_MAX_SECS,
+            max_output_bytes: DEFAULT_EXEC_MAX_OUTPUT_BYTES,
+            max_concurrent: DEFAULT_EXEC_MAX_CONCURRENT,
+            env_allowlist: Vec::new(),
+            allow: Vec::new(),
+            deny: Vec::new(),
+            confirm_rules: Vec::new(),
+            allow_shells: false,
+            confirm: ConfirmFallback::Deny,
+            sandbox: SandboxKind::None,
+            sandbox_network: true,
+        }
+    }
+}
+
 /// The effective, validated, immutable configuration.
 #[derive(Debug, Clone, Serialize)]
 pub struct Config {
@@ -307,6 +413,8 @@ pub struct Config {
     pub limits: Limits,
     /// Workspace settings.
     pub workspace: WorkspaceSettings,
+    /// `execute_command` settings.
+    pub exec: ExecSettings,
     /// The config file that was read, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_file: Option<PathBuf>,
@@ -321,6 +429,7 @@ impl Default for Config {
             tools: ToolSelection::default(),
             limits: Limits::default(),
             workspace: WorkspaceSettings::default(),
+            exec: ExecSettings::default(),
             config_file: None,
         }
     }
@@ -468,6 +577,46 @@ impl Config {
         if let Some(patterns) = file.workspace.secret_patterns {
             config.workspace.secret_patterns = patterns;
         }
+
+        let exec = file.exec;
+        let e = &mut config.exec;
+        e.timeout_max = exec.timeout_max.unwrap_or(DEFAULT_EXEC_TIMEOUT_MAX_SECS);
+        if !(1..=MAX_EXEC_TIMEOUT_MAX_SECS).contains(&e.timeout_max) {
+            return Err(ConfigError::Invalid {
+                key: "exec.timeout_max",
+                message: format!(
+                    "{} is out of range; allowed is 1..={MAX_EXEC_TIMEOUT_MAX_SECS} seconds",
+                    e.timeout_max
+                ),
+            });
+        }
+        e.max_output_bytes = exec
+            .max_output_bytes
+            .unwrap_or(DEFAULT_EXEC_MAX_OUTPUT_BYTES);
+        if !(1024..=64 * 1024 * 1024).contains(&e.max_output_bytes) {
+            return Err(ConfigError::Invalid {
+                key: "exec.max_output_bytes",
+                message: format!(
+                    "{} is out of range; allowed is 1024..=67108864",
+                    e.max_output_bytes
+                ),
+            });
+        }
+        e.max_concurrent = exec.max_concurrent.unwrap_or(DEFAULT_EXEC_MAX_CONCURRENT);
+        if !(1..=256).contains(&e.max_concurrent) {
+            return Err(ConfigError::Invalid {
+                key: "exec.max_concurrent",
+                message: format!("{} is out of range; allowed is 1..=256", e.max_concurrent),
+            });
+        }
+        e.env_allowlist = exec.env_allowlist.unwrap_or_default();
+        e.allow = exec.allow.unwrap_or_default();
+        e.deny = exec.deny.unwrap_or_default();
+        e.confirm_rules = exec.confirm_rules.unwrap_or_default();
+        e.allow_shells = exec.allow_shells.unwrap_or(false);
+        e.confirm = exec.confirm.unwrap_or_default();
+        e.sandbox = args.sandbox.or(exec.sandbox).unwrap_or_default();
+        e.sandbox_network = exec.sandbox_network.unwrap_or(true);
         Ok(config)
     }
 

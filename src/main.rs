@@ -168,7 +168,7 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
             eprintln!("toolport: {error}");
             ExitCode::from(2)
         }
-        Err(ExecuteError::Tool(error)) => {
+        Err(error @ (ExecuteError::Tool(_) | ExecuteError::ConfirmationRequired { .. })) => {
             eprintln!("toolport: {error}");
             ExitCode::FAILURE
         }

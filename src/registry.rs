@@ -15,7 +15,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::definition::{DefinitionError, ToolDefinition, ToolFormat, required_fields, type_name};
-use crate::tool::{AiTool, JsonObject, ToolContext, ToolError, ToolOutput};
+use crate::tool::{AiTool, Confirmation, JsonObject, ToolContext, ToolError, ToolOutput};
 
 /// Criteria for [`ToolRegistry::filter`]; all given criteria must hold (AND).
 #[derive(Debug, Clone, Default)]
@@ -53,6 +53,13 @@ pub enum ExecuteError {
         name: String,
         /// The registered names, comma-separated.
         available: String,
+    },
+    /// The call needs the user's confirmation and the client must ask (2026-07-28
+    /// `InputRequiredResult`); the client retries the call with the answer.
+    #[error("the user must confirm: {description}")]
+    ConfirmationRequired {
+        /// What the user is asked to confirm.
+        description: String,
     },
     /// The tool (or the argument check before it) failed: an `isError` result over MCP.
     #[error(transparent)]
@@ -237,13 +244,22 @@ impl ToolRegistry {
                 ToolError::InvalidArguments("the arguments must be a JSON object".into()).into(),
             );
         };
-        if let Some(description) = entry.tool.confirmation(&args)
-            && !ctx.confirmer.confirm(&description).await?
-        {
-            return Err(ToolError::PermissionDenied(format!(
-                "the user declined this call ({description}); do not retry it unchanged"
-            ))
-            .into());
+        if let Some(description) = entry.tool.confirmation(&args) {
+            match ctx.confirmer.confirm(&description).await {
+                Confirmation::Accepted => {}
+                Confirmation::Declined => {
+                    return Err(ToolError::PermissionDenied(format!(
+                        "the user declined this call ({description}); do not retry it unchanged"
+                    ))
+                    .into());
+                }
+                Confirmation::Unavailable(message) => {
+                    return Err(ToolError::PermissionDenied(message).into());
+                }
+                Confirmation::AskClient => {
+                    return Err(ExecuteError::ConfirmationRequired { description });
+                }
+            }
         }
         let started = Instant::now();
         let outcome = AssertUnwindSafe(entry.tool.execute(args, ctx))
@@ -418,6 +434,7 @@ mod tests {
         let mut ctx = ToolContext::local(Arc::new(ws), Arc::new(Config::default()));
         ctx.confirmer = Arc::new(NoConfirmer {
             reason: "nobody is there".into(),
+            fallback: crate::config::ConfirmFallback::Deny,
         });
         ctx
     }

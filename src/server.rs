@@ -17,23 +17,32 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptMessage, Role,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InputRequest,
+    InputRequests, InputRequiredResult, ListPromptsResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, Prompt, PromptMessage, ProtocolVersion, Role,
     ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::OnceCell;
 
-use crate::config::Config;
+use crate::config::{Config, ConfirmFallback};
 use crate::registry::{ExecuteError, ToolRegistry};
-use crate::tool::{NoConfirmer, ProgressSink, ToolContext};
+use crate::tool::{Confirmation, Confirmer, NoConfirmer, ProgressSink, ToolContext};
 use crate::workspace::{Workspace, client_root_path};
 
 /// How long to wait for the client's answer to `roots/list`. A client that declares roots but
 /// never answers must not stall tool calls; after this the operator's roots stay in force.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long the user has to answer a confirmation dialog. Generous (a human reads the
+/// command), but bounded so an abandoned dialog does not hold a call forever.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The key of the confirmation question in a 2026-07-28 `InputRequiredResult`.
+const CONFIRM_KEY: &str = "confirm";
 
 /// The name of the prompt that holds every tool's instructions.
 pub const ALL_INSTRUCTIONS_PROMPT: &str = "tool_instructions";
@@ -194,6 +203,93 @@ impl ProgressSink for McpProgress {
     }
 }
 
+/// Confirmation over MCP: `elicitation/create` on the protocol versions with `initialize`, an
+/// `InputRequiredResult` round trip on 2026-07-28, and the operator's fallback when the client
+/// cannot ask its user.
+struct McpConfirmer {
+    peer: Peer<RoleServer>,
+    /// The request uses the 2026-07-28 protocol (server-to-client requests are forbidden).
+    modern: bool,
+    /// The client declared the elicitation capability.
+    can_elicit: bool,
+    /// The answer to an earlier `InputRequiredResult`, when the client retries with one.
+    answer: Option<serde_json::Value>,
+    fallback: ConfirmFallback,
+}
+
+fn confirm_params(description: &str) -> Result<ElicitRequestParams, &'static str> {
+    let schema = ElicitationSchema::builder()
+        .required_bool_property(CONFIRM_KEY, |b| {
+            b.title("Run it")
+                .description("Check to allow this call; leave unchecked or decline to refuse it")
+        })
+        .build()?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: format!(
+            "An AI agent wants to run a risky tool call through toolport. Allow it?\n\n{description}"
+        ),
+        requested_schema: schema,
+    })
+}
+
+/// Whether an elicitation result says yes: accepted, with `confirm: true`.
+fn accepted(result: &ElicitResult) -> bool {
+    result.action == ElicitationAction::Accept
+        && result
+            .content
+            .as_ref()
+            .and_then(|c| c.get(CONFIRM_KEY))
+            .and_then(serde_json::Value::as_bool)
+            == Some(true)
+}
+
+#[async_trait]
+impl Confirmer for McpConfirmer {
+    async fn confirm(&self, description: &str) -> Confirmation {
+        if self.modern {
+            return match &self.answer {
+                Some(answer) => match serde_json::from_value::<ElicitResult>(answer.clone()) {
+                    Ok(result) if accepted(&result) => Confirmation::Accepted,
+                    _ => Confirmation::Declined,
+                },
+                None if self.can_elicit => Confirmation::AskClient,
+                None => NoConfirmer::answer(
+                    "the client does not support elicitation",
+                    self.fallback,
+                    description,
+                ),
+            };
+        }
+        if !self.can_elicit {
+            return NoConfirmer::answer(
+                "the client does not support elicitation, so toolport cannot ask the user",
+                self.fallback,
+                description,
+            );
+        }
+        let params = match confirm_params(description) {
+            Ok(params) => params,
+            Err(error) => {
+                return Confirmation::Unavailable(format!(
+                    "cannot build the confirmation question: {error}"
+                ));
+            }
+        };
+        match self
+            .peer
+            .create_elicitation_with_timeout(params, Some(CONFIRM_TIMEOUT))
+            .await
+        {
+            Ok(result) if accepted(&result) => Confirmation::Accepted,
+            Ok(_) => Confirmation::Declined,
+            Err(error) => Confirmation::Unavailable(format!(
+                "asking the user for confirmation failed ({error}); the call was not run"
+            )),
+        }
+    }
+}
+
 impl ServerHandler for ToolportServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -262,11 +358,23 @@ impl ServerHandler for ToolportServer {
             progress,
             workspace: self.workspace(),
             config: self.shared.config.clone(),
-            confirmer: Arc::new(NoConfirmer {
-                reason: "this server cannot ask the user to confirm yet".into(),
+            confirmer: Arc::new(McpConfirmer {
+                peer: context.peer.clone(),
+                modern: context
+                    .protocol_version()
+                    .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()),
+                can_elicit: context
+                    .client_capabilities()
+                    .is_some_and(|caps| caps.elicitation.is_some()),
+                answer: request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|responses| responses.get(CONFIRM_KEY))
+                    .cloned(),
+                fallback: self.shared.config.exec.confirm,
             }),
         };
-        let args = request.arguments.unwrap_or_default();
+        let args = request.arguments.clone().unwrap_or_default();
         let result = match registry.execute(&name, args, &ctx).await {
             Ok(output) => {
                 let mut result = CallToolResult::success(vec![ContentBlock::text(output.text)]);
@@ -278,6 +386,18 @@ impl ServerHandler for ToolportServer {
             }
             Err(unknown @ ExecuteError::UnknownTool { .. }) => {
                 return Err(McpError::invalid_params(unknown.to_string(), None));
+            }
+            Err(ExecuteError::ConfirmationRequired { description }) => {
+                let params = confirm_params(&description)
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                let mut requests = InputRequests::new();
+                requests.insert(
+                    CONFIRM_KEY.to_string(),
+                    InputRequest::Elicitation(ElicitRequest::new(params)),
+                );
+                // No request state: the retry carries the whole call again plus the answer,
+                // and nothing the client sends back is trusted beyond that answer.
+                return Ok(InputRequiredResult::new(Some(requests), None).into());
             }
         };
         Ok(result.into())

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use crate::config::{Config, ConfirmFallback};
 use crate::workspace::Workspace;
 
 /// A JSON object, the shape of every input schema and every argument set.
@@ -117,29 +117,59 @@ impl ProgressSink for NoProgress {
     async fn report(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
 }
 
+/// The answer to a confirmation request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirmation {
+    /// The user said yes (or the operator allowed unconfirmed calls).
+    Accepted,
+    /// The user said no, or dismissed the question.
+    Declined,
+    /// Nobody could be asked: why, and how the operator can allow such calls.
+    Unavailable(String),
+    /// The question must go back to the client in the response itself (the 2026-07-28
+    /// protocol's `InputRequiredResult`); the client retries the call with the answer.
+    AskClient,
+}
+
 /// Asks the human to confirm a risky call (see [`AiTool::confirmation`]).
 #[async_trait]
 pub trait Confirmer: Send + Sync {
-    /// Ask the user about `description`. `Ok(true)` means go ahead, `Ok(false)` means the user
-    /// declined; `Err` means the user could not be asked (with the reason and the way out).
-    async fn confirm(&self, description: &str) -> Result<bool, ToolError>;
+    /// Ask the user about `description`.
+    async fn confirm(&self, description: &str) -> Confirmation;
 }
 
-/// A confirmer for contexts with nobody to ask: every confirmation is refused with an
-/// explanation, so a risky call never runs unconfirmed.
+/// A confirmer for contexts with nobody to ask. What happens then is the operator's choice
+/// (`exec.confirm`): refuse with an explanation (the default), or run without asking.
 #[derive(Debug, Clone)]
 pub struct NoConfirmer {
     /// Why nobody can be asked here, shown to the model.
     pub reason: String,
+    /// The operator's choice for this case.
+    pub fallback: ConfirmFallback,
+}
+
+impl NoConfirmer {
+    /// The answer when nobody can be asked, per the operator's fallback.
+    pub fn answer(reason: &str, fallback: ConfirmFallback, description: &str) -> Confirmation {
+        match fallback {
+            ConfirmFallback::Allow => {
+                tracing::info!(
+                    call = description,
+                    "running without confirmation (exec.confirm = \"allow\")"
+                );
+                Confirmation::Accepted
+            }
+            ConfirmFallback::Deny => Confirmation::Unavailable(format!(
+                "this call needs the user's confirmation ({description}), but {reason}. The operator can allow such calls without asking by setting `confirm = \"allow\"` in the [exec] section of the config file"
+            )),
+        }
+    }
 }
 
 #[async_trait]
 impl Confirmer for NoConfirmer {
-    async fn confirm(&self, description: &str) -> Result<bool, ToolError> {
-        Err(ToolError::PermissionDenied(format!(
-            "this call needs the user's confirmation ({description}), but {}",
-            self.reason
-        )))
+    async fn confirm(&self, description: &str) -> Confirmation {
+        Self::answer(&self.reason, self.fallback, description)
     }
 }
 
@@ -150,8 +180,8 @@ pub struct AlwaysConfirm;
 
 #[async_trait]
 impl Confirmer for AlwaysConfirm {
-    async fn confirm(&self, _description: &str) -> Result<bool, ToolError> {
-        Ok(true)
+    async fn confirm(&self, _description: &str) -> Confirmation {
+        Confirmation::Accepted
     }
 }
 
@@ -171,16 +201,18 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    /// A context for a local run: no progress, nobody to confirm, a fresh cancellation token.
+    /// A context for a local run: no progress, nobody to confirm (the operator's
+    /// `exec.confirm` decides), a fresh cancellation token.
     pub fn local(workspace: Arc<Workspace>, config: Arc<Config>) -> Self {
         Self {
             cancel: CancellationToken::new(),
             progress: Arc::new(NoProgress),
+            confirmer: Arc::new(NoConfirmer {
+                reason: "there is no user to ask in this context (pass --yes to `toolport call` to confirm)".into(),
+                fallback: config.exec.confirm,
+            }),
             workspace,
             config,
-            confirmer: Arc::new(NoConfirmer {
-                reason: "there is no user to ask in this context".into(),
-            }),
         }
     }
 }
