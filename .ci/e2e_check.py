@@ -13,7 +13,7 @@ exits non-zero with a clear message when the result is not what toolport must an
 import json
 import sys
 
-REQUIRED_TOOLS = ("read_file", "list_directory", "path_info")
+REQUIRED_TOOLS = ("read_file", "list_directory", "path_info", "execute_command")
 
 
 def fail(msg: str) -> None:

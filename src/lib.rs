@@ -61,7 +61,9 @@ pub fn build(config: Config) -> Result<Shared, Error> {
     })
 }
 
-/// Serve one MCP session over a transport until the client disconnects.
+/// Serve one MCP session over a transport until the client disconnects or the process is
+/// told to stop (SIGINT or SIGTERM). Stopping cancels every call in flight, so running
+/// commands are killed with their process groups before this returns.
 pub async fn serve<T, E, A>(shared: Arc<Shared>, transport: T) -> Result<(), Error>
 where
     T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A>,
@@ -71,14 +73,46 @@ where
         .serve(transport)
         .await
         .map_err(|e| Error::Serve(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| Error::Serve(e.to_string()))?;
+    let stop = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let result = tokio::select! {
+        result = &mut waiting => result,
+        () = shutdown_signal() => {
+            tracing::info!("stopping: cancelling calls in flight");
+            stop.cancel();
+            waiting.await
+        }
+    };
+    result.map_err(|e| Error::Serve(e.to_string()))?;
     Ok(())
 }
 
-/// Serve MCP over stdin/stdout until stdin closes.
+/// Resolves on SIGINT or SIGTERM (Ctrl-C, or a client/supervisor stopping the server).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut int), Ok(mut term)) => {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            _ => std::future::pending::<()>().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Serve MCP over stdin/stdout until stdin closes or the process is told to stop.
 pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), Error> {
     serve(shared, StdioTransport::stdio()).await
 }

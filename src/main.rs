@@ -17,6 +17,17 @@ use toolport::server::Shared;
 use toolport::tool::{AlwaysConfirm, ToolContext};
 
 fn main() -> ExitCode {
+    // The sandbox shim (`toolport __sandbox-exec … -- PROGRAM ARGS`): toolport re-executes
+    // itself to confine a command with Landlock before exec'ing it. Dispatched before any
+    // configuration or logging, and never shown in --help.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv
+        .get(1)
+        .is_some_and(|a| a == toolport::tools::exec::sandbox::SHIM_SUBCOMMAND)
+    {
+        let code = toolport::tools::exec::sandbox::run_shim(&argv[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(125));
+    }
     let cli = Cli::parse();
     let config = match Config::load(&cli.global, |key| std::env::var(key).ok()) {
         Ok(config) => config,

@@ -7,15 +7,21 @@ use crate::config::Config;
 use crate::registry::ToolRegistry;
 use crate::tool::AiTool;
 
+pub mod exec;
 pub mod fs;
 
-/// Every built-in tool, in listing order.
-pub fn builtin_tools() -> Vec<Arc<dyn AiTool>> {
-    vec![
+/// Every built-in tool, in listing order, set up from the configuration.
+pub fn builtin_tools(config: &Config) -> Result<Vec<Arc<dyn AiTool>>, SelectionError> {
+    let exec = exec::ExecuteCommand::new(config).map_err(|reason| SelectionError::Setup {
+        tool: "execute_command",
+        reason,
+    })?;
+    Ok(vec![
         Arc::new(fs::ReadFile),
         Arc::new(fs::ListDirectory),
         Arc::new(fs::PathInfo),
-    ]
+        Arc::new(exec),
+    ])
 }
 
 /// Why the tool selection in the config cannot be applied.
@@ -31,6 +37,14 @@ pub enum SelectionError {
         /// The known names.
         known: String,
     },
+    /// A tool's settings are invalid (e.g. an unparsable policy rule).
+    #[error("cannot set up {tool}: {reason}")]
+    Setup {
+        /// The tool.
+        tool: &'static str,
+        /// What is wrong, naming the setting.
+        reason: String,
+    },
     /// A built-in tool has an invalid definition (a bug).
     #[error(transparent)]
     Definition(#[from] crate::definition::DefinitionError),
@@ -39,7 +53,7 @@ pub enum SelectionError {
 /// The registry of built-in tools that the configuration enables.
 pub fn builtin_registry(config: &Config) -> Result<ToolRegistry, SelectionError> {
     let mut all = ToolRegistry::new();
-    for tool in builtin_tools() {
+    for tool in builtin_tools(config)? {
         all.register(tool)?;
     }
     let known = all.names().join(", ");
@@ -69,4 +83,32 @@ pub fn builtin_registry(config: &Config) -> Result<ToolRegistry, SelectionError>
         })
         .filter(&selection.filter());
     Ok(selected)
+}
+
+/// Run blocking file work off the async runtime, mapping a panic or a runtime shutdown to a
+/// tool error.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, crate::tool::ToolError> + Send + 'static,
+) -> Result<T, crate::tool::ToolError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(crate::tool::ToolError::Cancelled(format!(
+            "the server is shutting down ({e})"
+        ))),
+    }
+}
+
+/// Deserialize validated arguments into a params struct. The schema check has already run, so
+/// a failure here means the schema and the struct disagree; still, say what went wrong.
+pub(crate) fn params<T: serde::de::DeserializeOwned>(
+    args: crate::tool::JsonObject,
+) -> Result<T, crate::tool::ToolError> {
+    serde_json::from_value(serde_json::Value::Object(args))
+        .map_err(|e| crate::tool::ToolError::InvalidArguments(e.to_string()))
+}
+
+/// A structured result as JSON (our result types always serialize).
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }

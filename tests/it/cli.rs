@@ -42,7 +42,12 @@ async fn tools_prints_definitions_in_every_format() {
     let mcp = json_of(&root, &["tools"]).await;
     assert_eq!(
         names(&mcp, "/name"),
-        ["read_file", "list_directory", "path_info"]
+        [
+            "read_file",
+            "list_directory",
+            "path_info",
+            "execute_command"
+        ]
     );
     assert_eq!(mcp[0]["annotations"]["readOnlyHint"], json!(true));
     assert!(mcp[0]["outputSchema"].is_object());
@@ -51,7 +56,12 @@ async fn tools_prints_definitions_in_every_format() {
     let anthropic = json_of(&root, &["tools", "--format", "anthropic"]).await;
     assert_eq!(
         names(&anthropic, "/name"),
-        ["read_file", "list_directory", "path_info"]
+        [
+            "read_file",
+            "list_directory",
+            "path_info",
+            "execute_command"
+        ]
     );
     assert_eq!(
         anthropic[0]["input_schema"],
@@ -108,7 +118,7 @@ async fn instructions_prints_every_tools_instructions() {
     let (_d, root) = tempdir();
     let out = run(&root, &["instructions"]).await;
     assert_eq!(out.code, 0);
-    assert_eq!(out.stdout.matches("Tool: ").count(), 3);
+    assert_eq!(out.stdout.matches("Tool: ").count(), 4);
     assert!(
         out.stdout.starts_with("Tool: read_file\nDescription: "),
         "{}",
@@ -159,7 +169,10 @@ async fn call_runs_a_tool_and_prints_its_structured_result() {
 async fn tool_selection_applies_to_every_command() {
     let (_d, root) = tempdir();
     let defs = json_of(&root, &["--disable-tool", "read_file", "tools"]).await;
-    assert_eq!(names(&defs, "/name"), ["list_directory", "path_info"]);
+    assert_eq!(
+        names(&defs, "/name"),
+        ["list_directory", "path_info", "execute_command"]
+    );
     let defs = json_of(&root, &["--enable-tool", "path_info", "tools"]).await;
     assert_eq!(names(&defs, "/name"), ["path_info"]);
     let bad = run(&root, &["--enable-tool", "nope", "tools"]).await;

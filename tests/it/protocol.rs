@@ -55,7 +55,7 @@ async fn an_unknown_tool_is_a_json_rpc_invalid_params_error() {
     );
     // The session is still usable.
     let tools = within(client.list_all_tools()).await.unwrap();
-    assert_eq!(tools.len(), 3);
+    assert_eq!(tools.len(), 4);
     within(client.cancel()).await.unwrap();
 }
 
@@ -71,14 +71,15 @@ async fn prompts_hold_every_tools_instructions() {
             "tool_instructions",
             "read_file",
             "list_directory",
-            "path_info"
+            "path_info",
+            "execute_command"
         ]
     );
     let all = within(client.get_prompt(GetPromptRequestParams::new("tool_instructions")))
         .await
         .unwrap();
     let text = all.messages[0].content.as_text().unwrap().text.clone();
-    assert_eq!(text.matches("Tool: ").count(), 3, "{text}");
+    assert_eq!(text.matches("Tool: ").count(), 4, "{text}");
     for section in [
         "Description:",
         "Purpose:",
@@ -168,7 +169,7 @@ async fn a_malformed_line_gets_a_parse_error_and_the_server_keeps_serving() {
         .await;
     let reply = raw.recv().await;
     assert_eq!(reply["id"], json!(1));
-    assert_eq!(reply["result"]["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(reply["result"]["tools"].as_array().unwrap().len(), 4);
 }
 
 #[tokio::test]
@@ -285,7 +286,7 @@ async fn every_protocol_version_can_list_and_call_tools() {
     ))
     .await
     .unwrap();
-    assert_eq!(within(client.list_all_tools()).await.unwrap().len(), 3);
+    assert_eq!(within(client.list_all_tools()).await.unwrap().len(), 4);
     let result = within(
         client.call_tool(
             CallToolRequestParams::new("read_file")

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    ListRootsResult, ProgressNotificationParam, Root,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, ListRootsResult, ProgressNotificationParam,
+    Root,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -71,6 +72,11 @@ pub fn isolate(cmd: &mut Command, dir: &Path) {
 #[derive(Clone)]
 pub struct TestClient {
     pub roots: Option<Arc<Mutex<Vec<String>>>>,
+    /// `None`: no elicitation capability. `Some(true)`: accept every confirmation;
+    /// `Some(false)`: decline.
+    pub elicit: Option<bool>,
+    /// The confirmation messages the server asked.
+    pub asked: Arc<Mutex<Vec<String>>>,
     roots_asked_tx: mpsc::UnboundedSender<()>,
     roots_asked_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<()>>>>,
     progress_tx: mpsc::UnboundedSender<ProgressNotificationParam>,
@@ -83,6 +89,8 @@ impl Default for TestClient {
         let (roots_asked_tx, roots_asked_rx) = mpsc::unbounded_channel();
         Self {
             roots: None,
+            elicit: None,
+            asked: Arc::default(),
             roots_asked_tx,
             roots_asked_rx: Arc::new(Mutex::new(Some(roots_asked_rx))),
             progress_tx,
@@ -96,6 +104,14 @@ impl TestClient {
     pub fn with_roots(uris: &[String]) -> Self {
         Self {
             roots: Some(Arc::new(Mutex::new(uris.to_vec()))),
+            ..Default::default()
+        }
+    }
+
+    /// A client that supports elicitation and answers every confirmation with `accept`.
+    pub fn confirming(accept: bool) -> Self {
+        Self {
+            elicit: Some(accept),
             ..Default::default()
         }
     }
@@ -132,7 +148,7 @@ impl TestClient {
 impl ClientHandler for TestClient {
     #[allow(deprecated)]
     fn get_info(&self) -> ClientConfig {
-        let caps = if self.roots.is_some() {
+        let mut caps = if self.roots.is_some() {
             ClientCapabilities::builder()
                 .enable_roots()
                 .enable_roots_list_changed()
@@ -140,6 +156,9 @@ impl ClientHandler for TestClient {
         } else {
             ClientCapabilities::default()
         };
+        if self.elicit.is_some() {
+            caps.elicitation = Some(Default::default());
+        }
         ClientConfig::new(caps, Implementation::new("toolport-tests", "0.0.1"))
     }
 
@@ -156,6 +175,21 @@ impl ClientHandler for TestClient {
         Ok(ListRootsResult::new(
             uris.into_iter().map(Root::new).collect(),
         ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+            self.asked.lock().unwrap().push(message.clone());
+        }
+        Ok(match self.elicit {
+            Some(true) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(serde_json::json!({"confirm": true})),
+            _ => ElicitResult::new(ElicitationAction::Decline),
+        })
     }
 
     async fn on_progress(

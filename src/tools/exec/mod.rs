@@ -1,0 +1,504 @@
+//! `execute_command`: run a program inside the workspace and return its output, structured.
+//!
+//! No shell is involved unless the program is one (`bash -c …`), so arguments are passed as
+//! they are. Around each run ([`process`]):
+//! - the command policy ([`policy`]) decides on the real argv: allow, deny (naming the rule),
+//!   or ask the human first (through the registry's confirmation step);
+//! - the working directory resolves inside the roots and is entered through its handle;
+//! - the environment is minimal (PATH, HOME, LANG, TERM=dumb, an operator allowlist) with
+//!   non-interactive defaults (no pager, no git prompts, CI=1), so the server's own secrets are
+//!   not inherited and nothing waits for a keyboard;
+//! - stdin is /dev/null unless given; the command gets its own session and process group and
+//!   dies with the server; on timeout or cancellation the whole group is terminated;
+//! - at most `exec.max_concurrent` commands run at once (others queue; the other tools stay
+//!   responsive), and each stream keeps at most `exec.max_output_bytes` (head and tail);
+//! - optionally, Landlock confines what the command may write ([`sandbox`]), failing closed:
+//!   the roots, the temp dir (also passed as `TMPDIR`) and `/dev/shm` stay writable.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use super::{params, to_value};
+use crate::config::{Config, DEFAULT_EXEC_TIMEOUT_SECS, SandboxKind};
+use crate::definition::{render_instructions, schema_for};
+use crate::tool::{AiTool, Annotations, JsonObject, ToolContext, ToolError, ToolOutput};
+
+pub mod policy;
+pub mod process;
+pub mod sandbox;
+
+use policy::{Decision, Policy};
+use sandbox::SandboxSpec;
+
+/// The category of `execute_command`.
+pub const CATEGORY: &str = "System Execution";
+
+/// Environment variables a call may not set: they change how programs are loaded or how
+/// shells start, which would let a call run code the policy never saw.
+const DENIED_ENV_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_"];
+const DENIED_ENV_NAMES: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "IFS",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "PS4",
+];
+
+/// Variables every command gets so that nothing waits for a human: no pager, no editor, no git
+/// credential prompt, and tools' non-interactive modes (CI=1).
+const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
+    ("TERM", "dumb"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_EDITOR", "true"),
+    ("EDITOR", "true"),
+    ("VISUAL", "true"),
+    ("CI", "1"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+];
+
+/// Used when the server itself has no PATH.
+const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+const DESCRIPTION: &str = "Run a program inside the workspace and return its stdout, stderr and exit code. `command` is the program and `args` its arguments, passed as they are: there is no shell, so pipes, redirects, globs and $VARIABLES are not interpreted unless the command is a shell itself (command \"bash\", args [\"-c\", \"…\"]), which needs the user's confirmation unless the operator allows shells. `cwd` must be inside the workspace roots (default: the first root). `timeout` is in seconds (default 60; the server caps it, 120 by default). Each output stream keeps at most 100 KiB by default (the start and the end); `truncated` says when output was cut. Commands run non-interactively: stdin is empty unless `stdin` is given, there is no terminal, and pagers and git prompts are off. Destructive commands (rm -r, git push --force, sudo …) need the user's confirmation, and the operator's policy may deny commands.";
+
+/// Arguments of `execute_command`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    /// The program to run, e.g. "cargo", "git", "ls" or a path. Not a command line: put the
+    /// arguments in `args`.
+    command: String,
+    /// Arguments, one per element, passed to the program as they are (no shell quoting).
+    #[serde(default)]
+    args: Vec<String>,
+    /// Working directory: relative to the first workspace root, or absolute inside a root.
+    /// Default: the first root.
+    cwd: Option<String>,
+    /// Seconds before the command is killed. Default 60; larger values are capped at the
+    /// server's maximum (120 unless the operator changed it).
+    #[schemars(range(min = 1))]
+    timeout: Option<u64>,
+    /// Text written to the command's standard input (default: none, stdin is empty).
+    stdin: Option<String>,
+    /// Extra environment variables for the command. Loader and shell-startup variables (LD_*,
+    /// DYLD_*, BASH_ENV, ENV …) are refused.
+    env: Option<BTreeMap<String, String>>,
+}
+
+/// The structured result of `execute_command`.
+#[derive(Debug, Serialize, JsonSchema)]
+struct ExecResult {
+    /// Standard output (lossy UTF-8; the start and end are kept when it is over the limit).
+    stdout: String,
+    /// Standard error (same rules), or why the command did not start.
+    stderr: String,
+    /// The exit code; null when the command did not start or was killed.
+    return_code: Option<i32>,
+    /// True when the command was killed because the timeout passed.
+    timed_out: bool,
+    /// True when stdout or stderr was cut to the limit.
+    truncated: bool,
+    /// Wall-clock time in milliseconds.
+    duration_ms: u64,
+    /// The signal that ended the command, e.g. "SIGKILL", when one did.
+    signal: Option<String>,
+    /// Bytes the command wrote to stdout in total.
+    stdout_bytes: u64,
+    /// Bytes the command wrote to stderr in total.
+    stderr_bytes: u64,
+    /// The working directory it ran in.
+    cwd: String,
+    /// The timeout applied, in seconds (after the server's cap).
+    timeout: u64,
+}
+
+/// The `execute_command` tool.
+pub struct ExecuteCommand {
+    policy: Policy,
+    slots: Arc<Semaphore>,
+    /// `None` without a sandbox; `Some(Ok(spec))` when Landlock can enforce it;
+    /// `Some(Err(why))` when it was asked for and cannot be (every call is refused).
+    sandbox: Option<Result<SandboxSpec, String>>,
+}
+
+impl std::fmt::Debug for ExecuteCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecuteCommand").finish_non_exhaustive()
+    }
+}
+
+impl ExecuteCommand {
+    /// Build the tool from the configuration: compile the policy, probe the sandbox.
+    pub fn new(config: &Config) -> Result<Self, String> {
+        let e = &config.exec;
+        let policy = Policy::new(&e.allow, &e.deny, &e.confirm_rules, e.allow_shells)
+            .map_err(|error| error.to_string())?;
+        let sandbox = match e.sandbox {
+            SandboxKind::None => None,
+            SandboxKind::Landlock => {
+                let mut writable: Vec<PathBuf> = config
+                    .roots
+                    .iter()
+                    .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+                    .collect();
+                writable.push(
+                    std::fs::canonicalize(std::env::temp_dir())
+                        .unwrap_or_else(|_| std::env::temp_dir()),
+                );
+                // POSIX shared memory (Python's multiprocessing locks, for one) lives here.
+                let shm = PathBuf::from("/dev/shm");
+                if shm.is_dir() {
+                    writable.push(shm);
+                }
+                let spec = SandboxSpec {
+                    writable,
+                    readable: Vec::new(),
+                    no_network: !e.sandbox_network,
+                };
+                Some(match sandbox::probe(&spec) {
+                    Ok(abi) => {
+                        tracing::info!(%abi, "commands run confined by Landlock");
+                        Ok(spec)
+                    }
+                    Err(why) => {
+                        tracing::error!(%why, "--sandbox landlock was asked for but cannot be enforced; execute_command will refuse every command");
+                        Err(why)
+                    }
+                })
+            }
+        };
+        Ok(Self {
+            policy,
+            slots: Arc::new(Semaphore::new(e.max_concurrent)),
+            sandbox,
+        })
+    }
+
+    fn command_line(p: &Params) -> String {
+        std::iter::once(p.command.as_str())
+            .chain(p.args.iter().map(String::as_str))
+            .map(|part| {
+                if !part.is_empty()
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+                {
+                    part.to_string()
+                } else {
+                    format!("'{}'", part.replace('\'', r"'\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn child_env(
+    config: &Config,
+    extra: Option<&BTreeMap<String, String>>,
+) -> Result<Vec<(String, String)>, ToolError> {
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    env.insert(
+        "PATH".into(),
+        std::env::var("PATH").unwrap_or_else(|_| FALLBACK_PATH.into()),
+    );
+    if let Ok(home) = std::env::var("HOME") {
+        env.insert("HOME".into(), home);
+    }
+    env.insert(
+        "LANG".into(),
+        std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
+    );
+    // The server's temp dir: with a sandbox it is the one writable place outside the roots.
+    env.insert("TMPDIR".into(), std::env::temp_dir().display().to_string());
+    for name in &config.exec.env_allowlist {
+        if let Ok(value) = std::env::var(name) {
+            env.insert(name.clone(), value);
+        }
+    }
+    for (name, value) in NON_INTERACTIVE_ENV {
+        env.insert((*name).into(), (*value).into());
+    }
+    for (name, value) in extra.into_iter().flatten() {
+        let valid = !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
+        if !valid {
+            return Err(ToolError::InvalidArguments(format!(
+                "env: {name:?} is not a valid variable name (letters, digits and _, not starting with a digit)"
+            )));
+        }
+        if DENIED_ENV_NAMES.contains(&name.as_str())
+            || DENIED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+        {
+            return Err(ToolError::PermissionDenied(format!(
+                "env: setting {name} is not allowed (it changes how programs load or how shells start); refused names are {} and anything starting with {}",
+                DENIED_ENV_NAMES.join(", "),
+                DENIED_ENV_PREFIXES.join(", ")
+            )));
+        }
+        if value.contains('\0') {
+            return Err(ToolError::InvalidArguments(format!(
+                "env: the value of {name} contains a NUL byte"
+            )));
+        }
+        env.insert(name.clone(), value.clone());
+    }
+    Ok(env.into_iter().collect())
+}
+
+fn signal_name(status: &std::process::ExitStatus) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    let number = status.signal()?;
+    Some(
+        nix::sys::signal::Signal::try_from(number)
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_else(|_| format!("signal {number}")),
+    )
+}
+
+fn render(cmdline: &str, r: &ExecResult, notes: &[String]) -> String {
+    let mut text = format!("$ {cmdline}\n(in {})\n", r.cwd);
+    let outcome = if r.timed_out {
+        format!("killed after the {} s timeout", r.timeout)
+    } else if let Some(code) = r.return_code {
+        format!("exit code {code}")
+    } else if let Some(signal) = &r.signal {
+        format!("ended by {signal}")
+    } else {
+        "did not start".to_string()
+    };
+    text.push_str(&format!("{outcome} after {} ms\n", r.duration_ms));
+    for note in notes {
+        text.push_str(&format!("note: {note}\n"));
+    }
+    for (name, body, total) in [
+        ("stdout", &r.stdout, r.stdout_bytes),
+        ("stderr", &r.stderr, r.stderr_bytes),
+    ] {
+        if body.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("--- {name} ({total} bytes) ---\n{body}"));
+        if !body.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if r.stdout.is_empty() && r.stderr.is_empty() {
+        text.push_str("(no output)\n");
+    }
+    text.pop();
+    text
+}
+
+#[async_trait]
+impl AiTool for ExecuteCommand {
+    fn name(&self) -> &str {
+        "execute_command"
+    }
+    fn title(&self) -> Option<&str> {
+        Some("Execute command")
+    }
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+    fn input_schema(&self) -> JsonObject {
+        schema_for::<Params>()
+    }
+    fn output_schema(&self) -> Option<JsonObject> {
+        Some(schema_for::<ExecResult>())
+    }
+    fn category(&self) -> Option<&str> {
+        Some(CATEGORY)
+    }
+    fn tags(&self) -> &[&str] {
+        &["command", "shell", "execute", "process", "system"]
+    }
+    fn annotations(&self) -> Annotations {
+        Annotations {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: false,
+        }
+    }
+    fn instructions(&self) -> String {
+        render_instructions(
+            self.name(),
+            DESCRIPTION,
+            Some(
+                "Build, test, lint or inspect the project: run a program (cargo, npm, git, ls, grep …) with its arguments as a list. Set cwd to run inside a subfolder, and a larger timeout for long builds. For pipes or redirects, use command \"bash\" with args [\"-c\", \"…\"] (the user may be asked to confirm). Read return_code, stdout and stderr; when truncated is true, rerun with narrower output (e.g. filter with grep) rather than asking for all of it.",
+            ),
+            &self.input_schema(),
+            self.output_schema().as_ref(),
+            Some(
+                &json!({"command": "cargo", "args": ["test", "--quiet"], "cwd": "crates/core", "timeout": 120}),
+            ),
+        )
+    }
+
+    fn confirmation(&self, args: &JsonObject) -> Option<String> {
+        let p: Params = serde_json::from_value(serde_json::Value::Object(args.clone())).ok()?;
+        match self.policy.decide(&p.command, &p.args) {
+            Decision::Confirm { reason } => Some(format!(
+                "Run `{}` in {}: {reason}",
+                Self::command_line(&p),
+                p.cwd.as_deref().unwrap_or("the workspace root")
+            )),
+            Decision::Allow | Decision::Deny { .. } => None,
+        }
+    }
+
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let p: Params = params(args)?;
+        if p.command.is_empty()
+            || p.command.contains('\0')
+            || p.args.iter().any(|a| a.contains('\0'))
+        {
+            return Err(ToolError::InvalidArguments(
+                "command must be a non-empty program name, and neither it nor args may contain NUL bytes".into(),
+            ));
+        }
+        if let Decision::Deny { rule, reason } = self.policy.decide(&p.command, &p.args) {
+            return Err(ToolError::PermissionDenied(format!(
+                "the command policy denies this command ({rule}): {reason}"
+            )));
+        }
+        let sandbox = match &self.sandbox {
+            None => None,
+            Some(Ok(spec)) => Some(spec),
+            Some(Err(why)) => {
+                return Err(ToolError::Unavailable(format!(
+                    "commands are refused: the operator asked for a Landlock sandbox, but it cannot be enforced here ({why}). Nothing runs unconfined; the operator can start toolport with --sandbox none to run commands without it"
+                )));
+            }
+        };
+        let cmdline = Self::command_line(&p);
+        let config = &ctx.config;
+        let mut notes = Vec::new();
+        let requested = p.timeout.unwrap_or(DEFAULT_EXEC_TIMEOUT_SECS);
+        let timeout = requested.min(config.exec.timeout_max);
+        if timeout < requested {
+            notes.push(format!(
+                "the timeout of {requested} s was capped to the server's maximum of {timeout} s"
+            ));
+        }
+        let env = child_env(config, p.env.as_ref())?;
+        let path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+
+        let cwd_arg = p.cwd.as_deref().unwrap_or(".");
+        let (cwd_dir, cwd_display) = match ctx.workspace.open_dir(cwd_arg) {
+            Ok((dir, target)) => (dir, target.display().display().to_string()),
+            Err(ToolError::NotFound(message)) => {
+                let result = ExecResult {
+                    stdout: String::new(),
+                    stderr: format!(
+                        "toolport: the working directory {cwd_arg} does not exist: {message}"
+                    ),
+                    return_code: None,
+                    timed_out: false,
+                    truncated: false,
+                    duration_ms: 0,
+                    signal: None,
+                    stdout_bytes: 0,
+                    stderr_bytes: 0,
+                    cwd: cwd_arg.to_string(),
+                    timeout,
+                };
+                let text = render(&cmdline, &result, &notes);
+                return Ok(ToolOutput::new(to_value(&result), text));
+            }
+            Err(other) => return Err(other),
+        };
+
+        // Queue for a slot; a cancelled call leaves the queue.
+        let _slot = tokio::select! {
+            slot = self.slots.clone().acquire_owned() => slot.map_err(|_| ToolError::Unavailable("the server is shutting down".into()))?,
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled("cancelled while waiting for a free command slot".into())),
+        };
+
+        let (program, argv): (OsString, Vec<OsString>) = match sandbox {
+            Some(spec) => {
+                let args: Vec<OsString> = p.args.iter().map(OsString::from).collect();
+                let (exe, argv) =
+                    sandbox::shim_command(spec, p.command.as_ref(), &args).map_err(|e| {
+                        ToolError::ExecutionFailed(format!("cannot start the sandbox: {e}"))
+                    })?;
+                (exe.into_os_string(), argv)
+            }
+            None => (
+                p.command.clone().into(),
+                p.args.iter().map(OsString::from).collect(),
+            ),
+        };
+        let spec = process::RunSpec {
+            program,
+            args: argv,
+            cwd: cwd_dir.into_std_file(),
+            env,
+            stdin: p.stdin.map(String::into_bytes),
+            timeout: Duration::from_secs(timeout),
+            max_output_bytes: config.exec.max_output_bytes,
+        };
+        let outcome = process::run(spec, &ctx.cancel, Some(ctx.progress.as_ref())).await;
+        if outcome.cancelled {
+            return Err(ToolError::Cancelled(format!(
+                "`{cmdline}` was cancelled and its processes killed"
+            )));
+        }
+        let mut stderr = outcome.stderr;
+        if let Some(error) = &outcome.spawn_error {
+            let why = match error.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "command not found: {} (it is not a path to a program, and no program of that name is on PATH={})",
+                    p.command, path
+                ),
+                std::io::ErrorKind::PermissionDenied => {
+                    format!("{} is not executable (permission denied)", p.command)
+                }
+                _ => format!("{} could not be started: {error}", p.command),
+            };
+            stderr.text = format!("toolport: {why}");
+        }
+        if outcome.timed_out {
+            notes.push(format!("the command was still running after {timeout} s and was killed with its child processes"));
+        }
+        let signal = outcome.status.as_ref().and_then(signal_name);
+        let result = ExecResult {
+            return_code: if outcome.timed_out {
+                None
+            } else {
+                outcome.status.and_then(|s| s.code())
+            },
+            truncated: outcome.stdout.truncated || stderr.truncated,
+            stdout: outcome.stdout.text,
+            stdout_bytes: outcome.stdout.total_bytes,
+            stderr_bytes: stderr.total_bytes,
+            stderr: stderr.text,
+            timed_out: outcome.timed_out,
+            duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+            signal,
+            cwd: cwd_display,
+            timeout,
+        };
+        let text = render(&cmdline, &result, &notes);
+        Ok(ToolOutput::new(to_value(&result), text))
+    }
+}

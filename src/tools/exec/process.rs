@@ -1,0 +1,427 @@
+//! Running one command to completion, with the hygiene peers get wrong (see the module docs of
+//! [`super`] for the list): its own session and process group, stdin from /dev/null unless
+//! given, both pipes drained concurrently into bounded head+tail buffers, the whole group
+//! terminated (TERM, grace, KILL) on timeout or cancellation, leftovers killed when the leader
+//! exits, a drain timeout for grandchildren that keep the pipes open, and the child always
+//! reaped.
+//!
+//! This is the crate's one use of `unsafe`: registering a `pre_exec` hook. The hook only calls
+//! async-signal-safe syscalls (setsid, prctl, getppid, fchdir), as `fork` requires.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+use crate::tool::ProgressSink;
+
+/// After the command exits, how long to wait for its pipes to close. A grandchild that was
+/// put in the background keeps them open; past this the rest of the process group is killed
+/// and the output read so far is returned.
+pub const IO_DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Between SIGTERM and SIGKILL on timeout or cancellation: long enough for a well-behaved
+/// program to clean up, short enough that a cancelled call is gone within a second.
+pub const KILL_GRACE: Duration = Duration::from_millis(500);
+
+/// How often progress is reported while a command runs (when the client asked for progress).
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Read buffer per stream.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The longest "latest output line" sent as a progress message.
+const PROGRESS_LINE_MAX: usize = 200;
+
+/// What to run.
+pub struct RunSpec {
+    /// The program (resolved through `PATH` from `env`).
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// The working directory, as a handle (entered with `fchdir`, so it cannot be swapped).
+    pub cwd: std::fs::File,
+    /// The complete environment.
+    pub env: Vec<(String, String)>,
+    /// Bytes for stdin; `None` connects stdin to /dev/null.
+    pub stdin: Option<Vec<u8>>,
+    /// Wall-clock limit.
+    pub timeout: Duration,
+    /// Bytes kept per stream (half head, half tail).
+    pub max_output_bytes: usize,
+}
+
+/// One captured stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Captured {
+    /// The kept text (lossy UTF-8), with a marker where bytes were cut.
+    pub text: String,
+    /// Bytes the command wrote to the stream in total.
+    pub total_bytes: u64,
+    /// Whether bytes were cut.
+    pub truncated: bool,
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Standard output.
+    pub stdout: Captured,
+    /// Standard error.
+    pub stderr: Captured,
+    /// The exit status of the leader, once reaped (also after a kill).
+    pub status: Option<ExitStatus>,
+    /// The command did not start: why.
+    pub spawn_error: Option<std::io::Error>,
+    /// Killed because the timeout passed.
+    pub timed_out: bool,
+    /// Killed because the call was cancelled.
+    pub cancelled: bool,
+    /// Wall-clock time from spawn to the end.
+    pub duration: Duration,
+}
+
+/// Head + tail buffer: keeps the first and last `cap / 2` bytes of a stream, counts the rest.
+/// Memory stays bounded whatever the command writes.
+#[derive(Debug)]
+struct HeadTail {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    half: usize,
+    total: u64,
+}
+
+impl HeadTail {
+    fn new(cap: usize) -> Self {
+        let half = cap / 2;
+        Self {
+            head: Vec::with_capacity(half.min(READ_CHUNK)),
+            tail: VecDeque::new(),
+            half,
+            total: 0,
+        }
+    }
+
+    fn push(&mut self, mut chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        let room = self.half - self.head.len();
+        if room > 0 {
+            let take = room.min(chunk.len());
+            self.head.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+        }
+        if chunk.len() >= self.half {
+            self.tail.clear();
+            self.tail.extend(&chunk[chunk.len() - self.half..]);
+        } else {
+            self.tail.extend(chunk);
+            let excess = self.tail.len().saturating_sub(self.half);
+            self.tail.drain(..excess);
+        }
+    }
+
+    fn finish(&self) -> Captured {
+        let kept = self.head.len() + self.tail.len();
+        let omitted = self.total - kept as u64;
+        let mut bytes = self.head.clone();
+        if omitted > 0 {
+            bytes.extend_from_slice(
+                format!("\n[... {omitted} bytes omitted: output over the limit; showing the first and last parts ...]\n").as_bytes(),
+            );
+        }
+        bytes.extend(self.tail.iter());
+        Captured {
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+            total_bytes: self.total,
+            truncated: omitted > 0,
+        }
+    }
+}
+
+/// The latest complete, non-empty output line, for progress messages.
+#[derive(Debug, Default)]
+struct LastLine {
+    partial: Vec<u8>,
+    line: Option<String>,
+}
+
+impl LastLine {
+    fn push(&mut self, chunk: &[u8]) {
+        for piece in chunk.split_inclusive(|&b| b == b'\n') {
+            if self.partial.len() < PROGRESS_LINE_MAX * 4 {
+                self.partial.extend_from_slice(piece);
+            }
+            if piece.ends_with(b"\n") {
+                let text = String::from_utf8_lossy(&self.partial);
+                let text = text.trim();
+                if !text.is_empty() {
+                    self.line = Some(text.chars().take(PROGRESS_LINE_MAX).collect());
+                }
+                self.partial.clear();
+            }
+        }
+    }
+}
+
+type Shared<T> = Arc<Mutex<T>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+async fn pump(
+    mut stream: impl AsyncRead + Unpin,
+    buffer: Shared<HeadTail>,
+    last: Shared<LastLine>,
+) {
+    let mut chunk = vec![0u8; READ_CHUNK];
+    loop {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                lock(&buffer).push(&chunk[..n]);
+                lock(&last).push(&chunk[..n]);
+            }
+        }
+    }
+}
+
+/// Signal the whole process group (its id is the leader's pid, thanks to `setsid`).
+fn signal_group(pgid: Option<Pid>, signal: Signal) {
+    if let Some(pgid) = pgid
+        && let Err(error) = killpg(pgid, signal)
+        && error != nix::errno::Errno::ESRCH
+    {
+        tracing::warn!(%error, ?signal, "could not signal a command's process group");
+    }
+}
+
+/// SIGTERM the group, give it [`KILL_GRACE`], then SIGKILL it; reap the leader.
+async fn terminate(child: &mut Child, pgid: Option<Pid>) -> Option<ExitStatus> {
+    signal_group(pgid, Signal::SIGTERM);
+    let status = match tokio::time::timeout(KILL_GRACE, child.wait()).await {
+        Ok(Ok(status)) => Some(status),
+        _ => None,
+    };
+    // Whether or not the leader went, its group may not have: kill what is left.
+    signal_group(pgid, Signal::SIGKILL);
+    match status {
+        Some(status) => Some(status),
+        None => child.wait().await.ok(),
+    }
+}
+
+/// Configure the child: its own session (so its own process group and no controlling
+/// terminal to prompt on), death with the server (PR_SET_PDEATHSIG), and the working
+/// directory entered through its handle.
+fn harden(cmd: &mut Command, cwd: BorrowedFd<'_>) {
+    let parent = Pid::this();
+    let cwd = cwd.as_raw_fd();
+    // SAFETY: the hook runs in the forked child before exec and only makes async-signal-safe
+    // system calls (setsid, prctl, getppid, fchdir); it allocates nothing and takes no locks.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            #[cfg(target_os = "linux")]
+            {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+                // The server may have died between fork and prctl: then nobody would kill us.
+                if nix::unistd::getppid() != parent {
+                    return Err(std::io::Error::other(
+                        "toolport exited before the command started",
+                    ));
+                }
+            }
+            let _ = parent;
+            // SAFETY: `cwd` stays open in the parent until spawn returns, and the fork copied it.
+            let dir = BorrowedFd::borrow_raw(cwd);
+            nix::unistd::fchdir(dir).map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+}
+
+/// Wait up to [`IO_DRAIN_TIMEOUT`] for the output readers to reach end-of-file.
+async fn drain(readers: &mut [tokio::task::JoinHandle<()>]) {
+    let _ = tokio::time::timeout(IO_DRAIN_TIMEOUT, async {
+        for reader in readers.iter_mut() {
+            // A handle must not be polled again once it has completed.
+            if !reader.is_finished() {
+                let _ = reader.await;
+            }
+        }
+    })
+    .await;
+}
+
+/// Run a command to its end (or its timeout, or cancellation) and capture its output.
+pub async fn run(
+    spec: RunSpec,
+    cancel: &CancellationToken,
+    progress: Option<&dyn ProgressSink>,
+) -> Outcome {
+    let started = Instant::now();
+    let stdout_buf = Arc::new(Mutex::new(HeadTail::new(spec.max_output_bytes)));
+    let stderr_buf = Arc::new(Mutex::new(HeadTail::new(spec.max_output_bytes)));
+    let last_line = Arc::new(Mutex::new(LastLine::default()));
+
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    harden(&mut cmd, spec.cwd.as_fd());
+
+    let finish = |status, spawn_error, timed_out, cancelled| Outcome {
+        stdout: lock(&stdout_buf).finish(),
+        stderr: lock(&stderr_buf).finish(),
+        status,
+        spawn_error,
+        timed_out,
+        cancelled,
+        duration: started.elapsed(),
+    };
+
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(error) => return finish(None, Some(error), false, false),
+    };
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+
+    if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), spec.stdin) {
+        tokio::spawn(async move {
+            // A command that exits without reading all of stdin closes the pipe: not an error.
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(pump(
+            out,
+            stdout_buf.clone(),
+            last_line.clone(),
+        )));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(pump(
+            err,
+            stderr_buf.clone(),
+            last_line.clone(),
+        )));
+    }
+
+    let deadline = tokio::time::Instant::now() + spec.timeout;
+    let mut ticker = tokio::time::interval(PROGRESS_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let timeout_secs = spec.timeout.as_secs_f64();
+    enum End {
+        Exited(Option<ExitStatus>),
+        TimedOut,
+        Cancelled,
+    }
+    let end = loop {
+        tokio::select! {
+            status = child.wait() => break End::Exited(status.ok()),
+            () = tokio::time::sleep_until(deadline) => break End::TimedOut,
+            () = cancel.cancelled() => break End::Cancelled,
+            _ = ticker.tick(), if progress.is_some() => {
+                if let Some(sink) = progress {
+                    let elapsed = started.elapsed().as_secs_f64();
+                    let line = lock(&last_line).line.clone();
+                    let message = line.unwrap_or_else(|| format!("running for {elapsed:.0} s"));
+                    sink.report(elapsed, Some(timeout_secs), Some(message)).await;
+                }
+            }
+        }
+    };
+    let (status, timed_out, cancelled) = match end {
+        End::Exited(status) => {
+            // Give the pipes a moment to close, then kill whatever the command left behind
+            // (background jobs holding the pipes, or not): nothing outlives the call.
+            drain(&mut readers).await;
+            signal_group(pgid, Signal::SIGKILL);
+            (status, false, false)
+        }
+        End::TimedOut => (terminate(&mut child, pgid).await, true, false),
+        End::Cancelled => (terminate(&mut child, pgid).await, false, true),
+    };
+    // After the group is dead the pipes close; a reader stuck on a pipe some escaped process
+    // still holds is abandoned after the drain timeout.
+    drain(&mut readers).await;
+    for reader in &readers {
+        reader.abort();
+    }
+    finish(status, None, timed_out, cancelled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_tail_keeps_both_ends_and_counts_everything() {
+        let mut h = HeadTail::new(8);
+        h.push(b"abcdefghijklmnopqrstuvwxyz");
+        let c = h.finish();
+        assert_eq!(c.total_bytes, 26);
+        assert!(c.truncated);
+        assert!(
+            c.text.starts_with("abcd\n[... 18 bytes omitted"),
+            "{}",
+            c.text
+        );
+        assert!(c.text.ends_with("...]\nwxyz"), "{}", c.text);
+        let mut small = HeadTail::new(8);
+        small.push(b"abc");
+        small.push(b"def");
+        assert_eq!(
+            small.finish(),
+            Captured {
+                text: "abcdef".into(),
+                total_bytes: 6,
+                truncated: false
+            }
+        );
+        let mut pieces = HeadTail::new(8);
+        for b in b"0123456789" {
+            pieces.push(&[*b]);
+        }
+        let c = pieces.finish();
+        assert!(
+            c.text.starts_with("0123\n") && c.text.ends_with("\n6789"),
+            "{}",
+            c.text
+        );
+    }
+
+    #[test]
+    fn last_line_tracks_complete_lines() {
+        let mut l = LastLine::default();
+        l.push(b"first\nsec");
+        assert_eq!(l.line.as_deref(), Some("first"));
+        l.push(b"ond\n\n");
+        assert_eq!(l.line.as_deref(), Some("second"));
+    }
+}

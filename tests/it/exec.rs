@@ -1,0 +1,728 @@
+//! execute_command through the real binary and rmcp's client: one named test per behaviour.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::service::PeerRequestOptions;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// Whether a process with this pid still exists (and is not a zombie).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// Wait (bounded) until `check` holds, polling /proc: process death is not an event we can
+/// await from here.
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Pids written by a command into `file`, one per line.
+fn pids(file: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// A server for `root` with extra `[exec]` settings (most tests here script with `sh -c`,
+/// which needs confirmation unless shells are allowed).
+async fn connect_exec(root: &std::path::Path, exec_toml: &str, client: TestClient) -> Client {
+    let config = root.join(".exec-test.toml");
+    std::fs::write(&config, format!("[exec]\n{exec_toml}\n")).unwrap();
+    connect_with(root, &["--config", config.to_str().unwrap()], client).await
+}
+
+async fn connect_shells(root: &std::path::Path) -> Client {
+    connect_exec(root, "allow_shells = true", TestClient::default()).await
+}
+
+fn exec_args(command: &str, args: &[&str]) -> Value {
+    json!({"command": command, "args": args})
+}
+
+#[tokio::test]
+async fn runs_a_command_with_args_and_cwd() {
+    let (_d, root) = tempdir();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/a.txt"), "x").unwrap();
+    let client = connect(&root).await;
+    let result = call(
+        &client,
+        "execute_command",
+        json!({"command": "ls", "args": ["-1", "."], "cwd": "sub"}),
+    )
+    .await;
+    let out = ok(&result);
+    assert_eq!(out["stdout"], json!("a.txt\n"));
+    assert_eq!(out["stderr"], json!(""));
+    assert_eq!(out["return_code"], json!(0));
+    assert_eq!(
+        (
+            out["timed_out"].clone(),
+            out["truncated"].clone(),
+            out["signal"].clone()
+        ),
+        (json!(false), json!(false), Value::Null)
+    );
+    assert_eq!(out["cwd"], json!(root.join("sub").display().to_string()));
+    assert!(out["duration_ms"].is_u64());
+    let text = text(&result);
+    assert!(
+        text.starts_with("$ ls -1 .\n") && text.contains("exit code 0") && text.contains("a.txt"),
+        "{text}"
+    );
+    // pwd proves the working directory; stdin is passed through.
+    let pwd = ok(&call(&client, "execute_command", json!({"command": "pwd"})).await);
+    assert_eq!(pwd["stdout"], json!(format!("{}\n", root.display())));
+    let cat = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "cat", "stdin": "fed in\n"}),
+    )
+    .await);
+    assert_eq!(cat["stdout"], json!("fed in\n"));
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cwd_outside_the_roots_is_refused() {
+    let (_d, base) = tempdir();
+    let root = base.join("root");
+    std::fs::create_dir(&root).unwrap();
+    let client = connect(&root).await;
+    for cwd in ["..", "/", "/tmp"] {
+        let message = err(&call(
+            &client,
+            "execute_command",
+            json!({"command": "pwd", "cwd": cwd}),
+        )
+        .await);
+        assert!(
+            message.contains("outside the allowed roots"),
+            "{cwd}: {message}"
+        );
+    }
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn not_found_not_executable_and_missing_cwd_are_results_with_a_null_code() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("script.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    let client = connect(&root).await;
+    let missing = ok(&call(
+        &client,
+        "execute_command",
+        exec_args("no-such-program-xyz", &[]),
+    )
+    .await);
+    assert_eq!(missing["return_code"], Value::Null);
+    assert!(
+        missing["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("command not found: no-such-program-xyz"),
+        "{missing}"
+    );
+    let not_exec = ok(&call(&client, "execute_command", exec_args("./script.sh", &[])).await);
+    assert_eq!(not_exec["return_code"], Value::Null);
+    assert!(
+        not_exec["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("not executable"),
+        "{not_exec}"
+    );
+    let no_cwd = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "pwd", "cwd": "nope"}),
+    )
+    .await);
+    assert_eq!(no_cwd["return_code"], Value::Null);
+    assert!(
+        no_cwd["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist"),
+        "{no_cwd}"
+    );
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_non_zero_exit_is_reported_not_an_error() {
+    let (_d, root) = tempdir();
+    let client = connect(&root).await;
+    let result = call(
+        &client,
+        "execute_command",
+        exec_args("ls", &["no-such-file"]),
+    )
+    .await;
+    let out = ok(&result);
+    assert_eq!(out["return_code"], json!(2));
+    assert!(out["stderr"].as_str().unwrap().contains("no-such-file"));
+    assert!(text(&result).contains("exit code 2"));
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_process_tree() {
+    let (_d, root) = tempdir();
+    let client = connect_shells(&root).await;
+    let pidfile = root.join("pids");
+    let script = format!(
+        "sleep 300 & echo $! >> {p}; sleep 300 & echo $! >> {p}; echo $$ >> {p}; wait",
+        p = pidfile.display()
+    );
+    let started = Instant::now();
+    let out = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "sh", "args": ["-c", script], "timeout": 1}),
+    )
+    .await);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        (out["timed_out"].clone(), out["return_code"].clone()),
+        (json!(true), Value::Null)
+    );
+    assert_eq!(out["signal"], json!("SIGTERM"));
+    let pids = pids(&pidfile);
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    eventually("every process of the command is gone", || {
+        pids.iter().all(|&p| !alive(p))
+    })
+    .await;
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_grandchild_holding_the_pipes_does_not_hold_the_call() {
+    let (_d, root) = tempdir();
+    let client = connect_shells(&root).await;
+    let pidfile = root.join("pids");
+    let script = format!("(sleep 300 & echo $! > {}); echo done", pidfile.display());
+    let started = Instant::now();
+    let out = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "sh", "args": ["-c", script], "timeout": 60}),
+    )
+    .await);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "returned promptly, took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        (out["stdout"].clone(), out["return_code"].clone()),
+        (json!("done\n"), json!(0))
+    );
+    let pids = pids(&pidfile);
+    eventually("the backgrounded grandchild is killed", || {
+        pids.iter().all(|&p| !alive(p))
+    })
+    .await;
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cancelled_call_kills_the_command_within_a_second() {
+    let (_d, root) = tempdir();
+    let client = connect_shells(&root).await;
+    let pidfile = root.join("pid");
+    let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let params = CallToolRequestParams::new("execute_command").with_arguments(
+        json!({"command": "sh", "args": ["-c", script]})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let handle = within(client.peer().send_cancellable_request(
+        ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+        PeerRequestOptions::no_options(),
+    ))
+    .await
+    .unwrap();
+    eventually("the command started", || !pids(&pidfile).is_empty()).await;
+    let pid = pids(&pidfile)[0];
+    assert!(alive(pid));
+    let cancelled = Instant::now();
+    within(handle.cancel(Some("test".into()))).await.unwrap();
+    eventually("the command is killed", || !alive(pid)).await;
+    assert!(
+        cancelled.elapsed() < Duration::from_secs(1) + Duration::from_millis(500),
+        "took {:?}",
+        cancelled.elapsed()
+    );
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_killed_server_takes_its_commands_with_it() {
+    let (_d, root) = tempdir();
+    let pidfile = root.join("pid");
+    std::fs::write(root.join("shells.toml"), "[exec]\nallow_shells = true\n").unwrap();
+    let mut cmd = command(&root, &["--config", "shells.toml"]);
+    cmd.stderr(Stdio::null());
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let server_pid = transport.id().unwrap();
+    let client = within(TestClient::default().serve(transport))
+        .await
+        .unwrap();
+    let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let peer = client.peer().clone();
+    let call_task = tokio::spawn(async move {
+        let params = CallToolRequestParams::new("execute_command").with_arguments(
+            json!({"command": "sh", "args": ["-c", script]})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let _ = peer.call_tool(params).await;
+    });
+    eventually("the command started", || !pids(&pidfile).is_empty()).await;
+    let pid = pids(&pidfile)[0];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server_pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    eventually("the command dies with the server", || !alive(pid)).await;
+    call_task.abort();
+}
+
+#[tokio::test]
+async fn ten_mib_of_output_is_capped_with_totals() {
+    let (_d, root) = tempdir();
+    let client = connect_shells(&root).await;
+    let out = ok(&call(&client, "execute_command", json!({"command": "sh", "args": ["-c", "head -c 10485760 /dev/zero | tr '\\0' a; echo; echo end >&2"]})).await);
+    assert_eq!(out["stdout_bytes"], json!(10 * 1024 * 1024 + 1));
+    assert_eq!(out["truncated"], json!(true));
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(
+        stdout.len() < 110 * 1024,
+        "capped near 100 KiB, got {}",
+        stdout.len()
+    );
+    assert!(
+        stdout.contains("bytes omitted") && stdout.starts_with("aaaa") && stdout.ends_with("aaa\n")
+    );
+    assert_eq!(out["stderr"], json!("end\n"));
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn binary_and_invalid_utf8_output_is_decoded_lossily() {
+    let (_d, root) = tempdir();
+    let client = connect(&root).await;
+    let out = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "printf", "args": ["ok \\377\\376 \\000 end"]}),
+    )
+    .await);
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(
+        stdout.starts_with("ok ") && stdout.ends_with(" end") && stdout.contains('\u{FFFD}'),
+        "{stdout:?}"
+    );
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn interactive_commands_do_not_hang() {
+    let (_d, root) = tempdir();
+    let client = connect_shells(&root).await;
+    // `read` gets end-of-file at once: stdin is /dev/null.
+    let out = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "sh", "args": ["-c", "read x; echo \"got [$x] $?\""], "timeout": 10}),
+    )
+    .await);
+    assert_eq!(
+        (out["stdout"].clone(), out["timed_out"].clone()),
+        (json!("got [] 1\n"), json!(false))
+    );
+    // git commit without -m would open an editor: GIT_EDITOR=true makes it a no-op.
+    let git = |args: &[&str]| exec_args("git", args);
+    for args in [
+        &["init", "-q"][..],
+        &[
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "commit",
+            "--allow-empty",
+        ][..],
+    ] {
+        let out = ok(&call(
+            &client,
+            "execute_command",
+            json!({"command": "git", "args": args, "timeout": 10}),
+        )
+        .await);
+        assert_eq!(out["timed_out"], json!(false), "{out}");
+    }
+    let log = ok(&call(&client, "execute_command", git(&["log", "--oneline"])).await);
+    assert_eq!(log["timed_out"], json!(false));
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_servers_secrets_are_not_inherited() {
+    let (_d, root) = tempdir();
+    let mut cmd = command(&root, &[]);
+    cmd.env("TOOLPORT_TEST_SECRET_KEY", "sk-should-not-leak")
+        .env("AWS_SECRET_ACCESS_KEY", "nope");
+    let client = connect_command(cmd, TestClient::default()).await;
+    let out = ok(&call(&client, "execute_command", exec_args("env", &[])).await);
+    let env = out["stdout"].as_str().unwrap();
+    assert!(
+        !env.contains("sk-should-not-leak") && !env.contains("AWS_SECRET"),
+        "{env}"
+    );
+    for expected in [
+        "PATH=",
+        "TERM=dumb",
+        "GIT_TERMINAL_PROMPT=0",
+        "PAGER=cat",
+        "CI=1",
+        "GIT_EDITOR=true",
+    ] {
+        assert!(env.contains(expected), "{expected} missing: {env}");
+    }
+    let extra = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "env", "env": {"MY_VAR": "1"}}),
+    )
+    .await);
+    assert!(extra["stdout"].as_str().unwrap().contains("MY_VAR=1"));
+    let refused = err(&call(
+        &client,
+        "execute_command",
+        json!({"command": "env", "env": {"LD_PRELOAD": "/x.so"}}),
+    )
+    .await);
+    assert!(refused.contains("LD_PRELOAD"), "{refused}");
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn two_hundred_calls_leave_no_zombies() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("shells.toml"), "[exec]\nallow_shells = true\n").unwrap();
+    let mut cmd = command(&root, &["--config", "shells.toml"]);
+    cmd.stderr(Stdio::null());
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let server_pid = transport.id().unwrap();
+    let client = within(TestClient::default().serve(transport))
+        .await
+        .unwrap();
+    let calls = (0..200).map(|i| {
+        let args = if i % 2 == 0 {
+            exec_args("true", &[])
+        } else {
+            json!({"command": "sh", "args": ["-c", "sleep 0 & echo x"]})
+        };
+        call(&client, "execute_command", args)
+    });
+    for result in futures::future::join_all(calls).await {
+        ok(&result);
+    }
+    let children =
+        std::fs::read_to_string(format!("/proc/{server_pid}/task/{server_pid}/children"))
+            .unwrap_or_default();
+    let zombies: Vec<&str> = children
+        .split_whitespace()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .unwrap_or(false)
+        })
+        .collect();
+    assert!(zombies.is_empty(), "zombies left: {zombies:?}");
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_concurrency_limit_queues_commands_and_other_tools_stay_responsive() {
+    let (_d, root) = tempdir();
+    std::fs::write(
+        root.join("toolport.toml"),
+        "[exec]\nmax_concurrent = 2\nallow_shells = true\n",
+    )
+    .unwrap();
+    let client = connect_with(&root, &["--config", "toolport.toml"], TestClient::default()).await;
+    let marker = root.join("running");
+    // Each command records itself while it runs; the file never shows more than 2 at once.
+    let script = format!(
+        "echo start >> {m}; n=$(grep -c start {m}); e=$(grep -c end {m}); echo $((n - e)) >> {m}.max; sleep 0.3; echo end >> {m}",
+        m = marker.display()
+    );
+    {
+        let calls = (0..6).map(|_| {
+            call(
+                &client,
+                "execute_command",
+                json!({"command": "sh", "args": ["-c", script.clone()]}),
+            )
+        });
+        let all = futures::future::join_all(calls);
+        tokio::pin!(all);
+        // While commands queue, file tools answer at once.
+        let info = tokio::select! {
+            info = call(&client, "path_info", json!({"path": "toolport.toml"})) => info,
+            _ = &mut all => panic!("the commands finished before path_info was answered"),
+        };
+        assert_eq!(ok(&info)["exists"], json!(true));
+        for result in all.await {
+            ok(&result);
+        }
+    }
+    let max: Vec<i32> = std::fs::read_to_string(root.join("running.max"))
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(max.len(), 6);
+    assert!(max.iter().all(|&n| n <= 2), "more than 2 at once: {max:?}");
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_command_denied_by_policy_names_the_rule() {
+    let (_d, root) = tempdir();
+    std::fs::write(
+        root.join("toolport.toml"),
+        "[exec]\ndeny = [\"git push\"]\n",
+    )
+    .unwrap();
+    let client = connect_with(&root, &["--config", "toolport.toml"], TestClient::default()).await;
+    let message = err(&call(
+        &client,
+        "execute_command",
+        exec_args("git", &["push", "origin", "main"]),
+    )
+    .await);
+    assert!(
+        message.contains("policy denies") && message.contains("git push"),
+        "{message}"
+    );
+    // Wrappers do not get around it.
+    let message = err(&call(
+        &client,
+        "execute_command",
+        exec_args("env", &["git", "push"]),
+    )
+    .await);
+    assert!(message.contains("git push"), "{message}");
+    ok(&call(&client, "execute_command", exec_args("git", &["--version"])).await);
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_timeout_over_the_servers_maximum_is_capped_with_a_note() {
+    let (_d, root) = tempdir();
+    let client = connect(&root).await;
+    let result = call(
+        &client,
+        "execute_command",
+        json!({"command": "true", "timeout": 100000}),
+    )
+    .await;
+    assert_eq!(ok(&result)["timeout"], json!(120));
+    assert!(
+        text(&result).contains("capped to the server's maximum of 120 s"),
+        "{}",
+        text(&result)
+    );
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn progress_notifications_carry_the_latest_output_line() {
+    let (_d, root) = tempdir();
+    let test_client = TestClient::default();
+    let mut progress = test_client.progress();
+    let client = connect_exec(&root, "allow_shells = true", test_client).await;
+    let out = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "sh", "args": ["-c", "echo step one; sleep 1.5; echo step two; sleep 1.5"]}),
+    )
+    .await);
+    assert_eq!(out["return_code"], json!(0));
+    let first = within(progress.recv()).await.unwrap();
+    assert!(first.total.is_some());
+    let mut messages = vec![first.message.unwrap_or_default()];
+    while let Ok(p) = progress.try_recv() {
+        messages.push(p.message.unwrap_or_default());
+    }
+    assert!(messages.len() >= 2, "{messages:?}");
+    assert!(messages.iter().any(|m| m == "step one"), "{messages:?}");
+    within(client.cancel()).await.unwrap();
+}
+
+fn victim(root: &std::path::Path) -> std::path::PathBuf {
+    let dir = root.join("victim");
+    std::fs::create_dir_all(dir.join("inner")).unwrap();
+    std::fs::write(dir.join("inner/file"), "x").unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn a_confirmed_destructive_command_runs() {
+    let (_d, root) = tempdir();
+    let dir = victim(&root);
+    let test_client = TestClient::confirming(true);
+    let asked = test_client.asked.clone();
+    let client = connect_with(&root, &[], test_client).await;
+    let out = ok(&call(
+        &client,
+        "execute_command",
+        exec_args("rm", &["-rf", "victim"]),
+    )
+    .await);
+    assert_eq!(out["return_code"], json!(0));
+    assert!(!dir.exists());
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].contains("rm -rf victim"), "{asked:?}");
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_declined_destructive_command_does_not_run() {
+    let (_d, root) = tempdir();
+    let dir = victim(&root);
+    let client = connect_with(&root, &[], TestClient::confirming(false)).await;
+    let message = err(&call(
+        &client,
+        "execute_command",
+        exec_args("rm", &["-rf", "victim"]),
+    )
+    .await);
+    assert!(message.contains("declined"), "{message}");
+    assert!(dir.join("inner/file").exists());
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_without_elicitation_is_refused_with_the_way_out() {
+    let (_d, root) = tempdir();
+    let dir = victim(&root);
+    let client = connect(&root).await;
+    let message = err(&call(
+        &client,
+        "execute_command",
+        exec_args("rm", &["-r", "victim"]),
+    )
+    .await);
+    assert!(
+        message.contains("does not support elicitation") && message.contains("confirm = \"allow\""),
+        "{message}"
+    );
+    assert!(dir.exists());
+    // Shells need confirmation too, unless allowed.
+    let message = err(&call(
+        &client,
+        "execute_command",
+        exec_args("bash", &["-c", "echo hi"]),
+    )
+    .await);
+    assert!(message.contains("confirmation"), "{message}");
+    // Harmless commands run without asking.
+    ok(&call(
+        &client,
+        "execute_command",
+        exec_args("rm", &["victim/inner/file"]),
+    )
+    .await);
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn headless_operators_can_allow_unconfirmed_calls() {
+    let (_d, root) = tempdir();
+    let dir = victim(&root);
+    let client = connect_exec(&root, "confirm = \"allow\"", TestClient::default()).await;
+    ok(&call(
+        &client,
+        "execute_command",
+        exec_args("rm", &["-rf", "victim"]),
+    )
+    .await);
+    assert!(!dir.exists());
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_2026_07_28_protocol_confirms_through_input_required() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let (_d, root) = tempdir();
+    for (accept, exists_after) in [(false, true), (true, false)] {
+        let dir = victim(&root);
+        let test_client = TestClient::confirming(accept);
+        let asked = test_client.asked.clone();
+        let mut cmd = command(&root, &[]);
+        cmd.stderr(Stdio::null());
+        let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+        let client = within(test_client.serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        ))
+        .await
+        .unwrap();
+        let result = call(
+            &client,
+            "execute_command",
+            exec_args("rm", &["-rf", "victim"]),
+        )
+        .await;
+        if accept {
+            ok(&result);
+        } else {
+            assert!(err(&result).contains("declined"));
+        }
+        assert_eq!(dir.exists(), exists_after);
+        assert_eq!(
+            asked.lock().unwrap().len(),
+            1,
+            "asked once through InputRequiredResult"
+        );
+        within(client.cancel()).await.unwrap();
+    }
+}
