@@ -726,3 +726,56 @@ async fn the_2026_07_28_protocol_confirms_through_input_required() {
         within(client.cancel()).await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn landlock_confines_commands_to_the_roots_and_the_temp_dir() {
+    // Not under the temp dir: that one stays writable inside the sandbox.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let root = base.join("root");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        root.join("sandbox.toml"),
+        "[exec]\nallow_shells = true\nsandbox = \"landlock\"\n",
+    )
+    .unwrap();
+    let client = connect_with(&root, &["--config", "sandbox.toml"], TestClient::default()).await;
+    let probe =
+        toolport::tools::exec::sandbox::probe(&toolport::tools::exec::sandbox::SandboxSpec {
+            writable: vec![root.clone(), std::env::temp_dir()],
+            readable: vec![],
+            no_network: false,
+        });
+    let run = |script: String| {
+        call(
+            &client,
+            "execute_command",
+            json!({"command": "sh", "args": ["-c", script]}),
+        )
+    };
+    if let Err(why) = probe {
+        // Fail closed: nothing runs unconfined.
+        let message = err(&run("touch ran".into()).await);
+        assert!(message.contains("cannot be enforced"), "{why}: {message}");
+        assert!(!root.join("ran").exists());
+        return;
+    }
+    let escaped = outside.join("escaped");
+    let out = ok(&run(format!("echo x > {}", escaped.display())).await);
+    assert_ne!(out["return_code"], json!(0), "{out}");
+    assert!(
+        !escaped.exists(),
+        "a confined command wrote outside the roots"
+    );
+    let inside = ok(&run("echo x > inside && mkdir -p d/e && echo ok".into()).await);
+    assert_eq!(
+        (inside["return_code"].clone(), inside["stdout"].clone()),
+        (json!(0), json!("ok\n"))
+    );
+    assert!(root.join("inside").exists());
+    let tmp = ok(&run("f=$(mktemp) && echo y > \"$f\" && rm \"$f\" && echo tmp-ok".into()).await);
+    assert_eq!(tmp["stdout"], json!("tmp-ok\n"), "{tmp}");
+    within(client.cancel()).await.unwrap();
+}

@@ -253,6 +253,15 @@ fn harden(cmd: &mut Command, cwd: BorrowedFd<'_>) {
     }
 }
 
+/// Kills a command's process group when dropped before the run finished.
+struct GroupGuard(Option<Pid>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        signal_group(self.0, Signal::SIGKILL);
+    }
+}
+
 /// Wait up to [`IO_DRAIN_TIMEOUT`] for the output readers to reach end-of-file.
 async fn drain(readers: &mut [tokio::task::JoinHandle<()>]) {
     let _ = tokio::time::timeout(IO_DRAIN_TIMEOUT, async {
@@ -309,6 +318,8 @@ pub async fn run(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
+    // If this future is dropped mid-run (the server stopping), take the whole group down.
+    let guard = GroupGuard(pgid);
 
     if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), spec.stdin) {
         tokio::spawn(async move {
@@ -373,6 +384,8 @@ pub async fn run(
     for reader in &readers {
         reader.abort();
     }
+    // Finished normally: the group was already handled above.
+    std::mem::forget(guard);
     finish(status, None, timed_out, cancelled)
 }
 
