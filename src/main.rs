@@ -47,8 +47,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(run(cli.command.unwrap_or(Command::Serve), config))
+    let code = runtime.block_on(run(cli.command.unwrap_or(Command::Serve), config));
+    // A read of stdin blocks a runtime thread that no cancellation can interrupt; when the
+    // server stops on a signal, do not wait for it (the default would wait forever).
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN_GRACE);
+    code
 }
+
+/// How long exiting waits for the runtime's blocking threads (see `main`).
+const RUNTIME_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The default log filter: toolport's own notices, and only warnings from its libraries (rmcp
 /// logs every message at info, which would drown what matters).
