@@ -281,33 +281,8 @@ async fn a_cancelled_call_kills_the_command_within_a_second() {
 #[tokio::test]
 async fn a_killed_server_takes_its_commands_with_it() {
     let (_d, root) = tempdir();
-    let pidfile = root.join("pid");
-    std::fs::write(root.join("shells.toml"), "[exec]\nallow_shells = true\n").unwrap();
-    let mut cmd = command(&root, &["--config", "shells.toml"]);
-    cmd.stderr(Stdio::null());
-    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
-    let server_pid = transport.id().unwrap();
-    let client = within(TestClient::default().serve(transport))
-        .await
-        .unwrap();
-    let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
-    let peer = client.peer().clone();
-    let call_task = tokio::spawn(async move {
-        let params = CallToolRequestParams::new("execute_command").with_arguments(
-            json!({"command": "sh", "args": ["-c", script]})
-                .as_object()
-                .cloned()
-                .unwrap(),
-        );
-        let _ = peer.call_tool(params).await;
-    });
-    eventually("the command started", || !pids(&pidfile).is_empty()).await;
-    let pid = pids(&pidfile)[0];
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server_pid as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    let (server_pid, pid, _client, call_task) = server_with_a_long_command(&root).await;
+    signal(server_pid, nix::sys::signal::Signal::SIGKILL);
     eventually("the command dies with the server", || !alive(pid)).await;
     call_task.abort();
 }
@@ -780,6 +755,10 @@ async fn landlock_confines_commands_to_the_roots_and_the_temp_dir() {
     within(client.cancel()).await.unwrap();
 }
 
+fn signal(pid: u32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+}
+
 /// Start a server with shells allowed, run `exec sleep 300` in it (recording its pid), and
 /// return the server's pid, the command's pid and the client.
 async fn server_with_a_long_command(
@@ -826,11 +805,7 @@ async fn stdin_eof_stops_the_server_and_kills_running_commands() {
 async fn sigterm_stops_the_server_and_kills_running_commands() {
     let (_d, root) = tempdir();
     let (server_pid, pid, _client, call_task) = server_with_a_long_command(&root).await;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server_pid as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    signal(server_pid, nix::sys::signal::Signal::SIGTERM);
     eventually("the command is killed", || !alive(pid)).await;
     eventually("the server exits", || !alive(server_pid as i32)).await;
     call_task.abort();
