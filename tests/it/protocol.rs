@@ -111,7 +111,11 @@ struct Raw {
 
 impl Raw {
     fn start(root: &std::path::Path) -> Self {
-        let mut cmd = command(root, &[]);
+        Self::start_with(root, &[])
+    }
+
+    fn start_with(root: &std::path::Path, args: &[&str]) -> Self {
+        let mut cmd = command(root, args);
         // Logs at info prove that logging never reaches stdout.
         cmd.env("RUST_LOG", "debug")
             .stdin(Stdio::piped())
@@ -319,4 +323,36 @@ async fn every_protocol_version_can_list_and_call_tools() {
             "{version}: {reply}"
         );
     }
+}
+
+#[tokio::test]
+async fn progress_is_sent_only_when_the_request_has_a_token() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("shells.toml"), "[exec]\nallow_shells = true\n").unwrap();
+    let mut raw = Raw::start_with(&root, &["--config", "shells.toml"]);
+    raw.initialize().await;
+    let call = |id: u32, meta: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"execute_command","arguments":{{"command":"sh","args":["-c","echo working; sleep 1.5; echo done"]}}{meta}}}}}"#
+        )
+    };
+    // No token: the next line is the result itself.
+    raw.send(call(1, "").as_bytes()).await;
+    let reply = raw.recv().await;
+    assert_eq!(reply["id"], json!(1), "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"]["stdout"],
+        json!("working\ndone\n")
+    );
+    // With a token: progress notifications carrying it come first.
+    raw.send(call(2, r#","_meta":{"progressToken":"tok"}"#).as_bytes())
+        .await;
+    let first = raw.recv().await;
+    assert_eq!(first["method"], json!("notifications/progress"), "{first}");
+    assert_eq!(first["params"]["progressToken"], json!("tok"));
+    let mut last = first;
+    while last.get("id").is_none() {
+        last = raw.recv().await;
+    }
+    assert_eq!(last["id"], json!(2));
 }
