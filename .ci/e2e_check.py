@@ -8,6 +8,7 @@ exits non-zero with a clear message when the result is not what toolport must an
   e2e_check.py read-file    OUT.json EXPECTED_FILE    read_file returned EXPECTED_FILE's exact text, not isError
   e2e_check.py list-dir     OUT.json NAME             list_directory listed an entry NAME, not isError
   e2e_check.py tool-error   OUT.json                  the tool call was refused (isError: true)
+  e2e_check.py exec         OUT.json EXPECTED_FILE    execute_command `cat FILE` exited 0 with the exact text
 """
 
 import json
@@ -70,6 +71,22 @@ def read_file(out: str, expected_file: str) -> None:
     print(f"ok: read_file -> {len(expected.encode('utf-8'))} bytes, exact content, isError=false")
 
 
+def exec_cat(out: str, expected_file: str) -> None:
+    result = load_result(out)
+    with open(expected_file, encoding="utf-8", newline="") as f:
+        expected = f.read()
+    if result.get("isError") is not False:
+        fail(f"execute_command returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
+    sc = result.get("structuredContent")
+    if not isinstance(sc, dict):
+        fail(f"execute_command returned no structuredContent: {json.dumps(result)[:500]}")
+    if sc.get("return_code") != 0 or sc.get("timed_out") is not False:
+        fail(f"execute_command did not exit 0: {json.dumps(sc)[:500]}")
+    if sc.get("stdout") != expected:
+        fail(f"execute_command stdout differs from the file.\n  expected: {expected!r}\n  got:      {sc.get('stdout')!r}")
+    print(f"ok: execute_command cat -> exit 0, {len(expected.encode('utf-8'))} bytes of stdout")
+
+
 def list_dir(out: str, name: str) -> None:
     result = load_result(out)
     if result.get("isError") is not False:
@@ -95,6 +112,7 @@ def main(argv: list[str]) -> None:
     checks = {
         "tools-list": (tools_list, 1),
         "read-file": (read_file, 2),
+        "exec": (exec_cat, 2),
         "list-dir": (list_dir, 2),
         "tool-error": (tool_error, 1),
     }
