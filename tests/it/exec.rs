@@ -704,9 +704,10 @@ async fn the_2026_07_28_protocol_confirms_through_input_required() {
 
 #[tokio::test]
 async fn landlock_confines_commands_to_the_roots_and_the_temp_dir() {
-    // Not under the temp dir: that one stays writable inside the sandbox.
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
+    // The server's temp dir stays writable inside the sandbox, so give it one of its own,
+    // apart from `outside` (wherever the checkout and the system temp dir are).
+    let (_d, base) = tempdir();
+    let (_t, server_tmp) = tempdir();
     let root = base.join("root");
     let outside = base.join("outside");
     std::fs::create_dir_all(&root).unwrap();
@@ -716,10 +717,12 @@ async fn landlock_confines_commands_to_the_roots_and_the_temp_dir() {
         "[exec]\nallow_shells = true\nsandbox = \"landlock\"\n",
     )
     .unwrap();
-    let client = connect_with(&root, &["--config", "sandbox.toml"], TestClient::default()).await;
+    let mut cmd = command(&root, &["--config", "sandbox.toml"]);
+    cmd.env("TMPDIR", &server_tmp);
+    let client = connect_command(cmd, TestClient::default()).await;
     let probe =
         toolport::tools::exec::sandbox::probe(&toolport::tools::exec::sandbox::SandboxSpec {
-            writable: vec![root.clone(), std::env::temp_dir()],
+            writable: vec![root.clone(), server_tmp.clone()],
             readable: vec![],
             no_network: false,
         });
