@@ -32,6 +32,8 @@
 // it reports them (criterion prints its own results there too).
 #![allow(clippy::print_stdout)]
 
+mod common;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -48,10 +50,9 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 use toolport::config::Config;
-use toolport::server::{Shared, ToolportServer};
-use toolport::tool::{JsonObject, ToolContext};
+use toolport::server::Shared;
+use toolport::tool::{JsonObject, NoProgress, ToolContext};
 use toolport::tools::exec::process::{self, RunSpec};
-use toolport::transport::stdio::StdioTransport;
 
 /// The program every round-trip benchmark runs: it starts, does nothing and exits 0.
 const PROGRAM: &str = "true";
@@ -93,43 +94,6 @@ fn fixture() -> Fixture {
     };
     let shared = Arc::new(toolport::build(config).expect("build the server state"));
     Fixture { dir, shared }
-}
-
-/// The environment `execute_command` gives a command with no `env` argument (PATH, HOME,
-/// LANG, TMPDIR and the non-interactive defaults), rebuilt here for the pieces benchmarks.
-fn child_like_env() -> Vec<(String, String)> {
-    let mut env = vec![
-        (
-            "PATH".to_string(),
-            std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
-        ),
-        (
-            "LANG".to_string(),
-            std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
-        ),
-        (
-            "TMPDIR".to_string(),
-            std::env::temp_dir().display().to_string(),
-        ),
-    ];
-    if let Ok(home) = std::env::var("HOME") {
-        env.push(("HOME".into(), home));
-    }
-    for (k, v) in [
-        ("TERM", "dumb"),
-        ("PAGER", "cat"),
-        ("GIT_PAGER", "cat"),
-        ("MANPAGER", "cat"),
-        ("GIT_TERMINAL_PROMPT", "0"),
-        ("GIT_EDITOR", "true"),
-        ("EDITOR", "true"),
-        ("VISUAL", "true"),
-        ("CI", "1"),
-        ("DEBIAN_FRONTEND", "noninteractive"),
-    ] {
-        env.push((k.into(), v.into()));
-    }
-    env
 }
 
 /// The binary under test: `TOOLPORT_BIN`, else the one cargo built for this bench.
@@ -235,20 +199,7 @@ fn spawn_true(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a multi-thread runtime");
-    let (client, server) = mt.block_on(async {
-        let (client_io, server_io) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server_io);
-        let (client_read, client_write) = tokio::io::split(client_io);
-        let transport = StdioTransport::new(server_read, server_write);
-        let handler = ToolportServer::new(fx.shared.clone());
-        // Serve in its own task: `serve` waits for the client's `initialize`.
-        let server = tokio::spawn(async move {
-            let running = handler.serve(transport).await.expect("server");
-            running.waiting().await
-        });
-        let client = ().serve((client_read, client_write)).await.expect("client");
-        (client, server)
-    });
+    let (client, server) = common::mcp_session(&mt, &fx.shared);
     let request = CallToolRequestParams::new("execute_command").with_arguments(args.clone());
     let result = mt
         .block_on(client.call_tool(request.clone()))
@@ -324,7 +275,8 @@ fn exec_pieces(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a current-thread runtime");
-    let env = child_like_env();
+    let env = toolport::tools::exec::child_env(&Config::default(), None)
+        .expect("the default environment");
     let cancel = CancellationToken::new();
     let spec = |dir: &Path| RunSpec {
         program: PROGRAM.into(),
@@ -335,7 +287,7 @@ fn exec_pieces(c: &mut Criterion) {
         timeout: Duration::from_secs(60),
         max_output_bytes: 100 * 1024,
     };
-    let outcome = rt.block_on(process::run(spec(dir.path()), &cancel, None));
+    let outcome = rt.block_on(process::run(spec(dir.path()), &cancel, &NoProgress));
     assert_eq!(outcome.status.and_then(|s| s.code()), Some(0));
 
     let mut group = c.benchmark_group("exec_pieces");
@@ -344,7 +296,7 @@ fn exec_pieces(c: &mut Criterion) {
     group.bench_function("process_run", |b| {
         b.iter_batched(
             || spec(dir.path()),
-            |spec| rt.block_on(process::run(spec, &cancel, None)),
+            |spec| rt.block_on(process::run(spec, &cancel, &NoProgress)),
             BatchSize::SmallInput,
         );
     });

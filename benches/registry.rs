@@ -10,19 +10,19 @@
 // exactly what unwrap/expect do. The crate-wide deny of these lints is for src/.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use toolport::config::Config;
-use toolport::server::{Shared, ToolportServer};
+use toolport::server::Shared;
 use toolport::tool::{JsonObject, ToolContext};
-use toolport::transport::stdio::StdioTransport;
 
 /// Size of the file every read benchmark reads.
 const FILE_BYTES: usize = 4096;
@@ -132,20 +132,7 @@ fn read_file(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a multi-thread runtime");
-    let (client, server) = mt.block_on(async {
-        let (client_io, server_io) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server_io);
-        let (client_read, client_write) = tokio::io::split(client_io);
-        let transport = StdioTransport::new(server_read, server_write);
-        let handler = ToolportServer::new(fx.shared.clone());
-        // Serve in its own task: `serve` waits for the client's `initialize`.
-        let server = tokio::spawn(async move {
-            let running = handler.serve(transport).await.expect("server");
-            running.waiting().await
-        });
-        let client = ().serve((client_read, client_write)).await.expect("client");
-        (client, server)
-    });
+    let (client, server) = common::mcp_session(&mt, &fx.shared);
     let request = CallToolRequestParams::new("read_file").with_arguments(args.clone());
     let result = mt
         .block_on(client.call_tool(request.clone()))

@@ -206,7 +206,9 @@ impl ExecuteCommand {
     }
 }
 
-fn child_env(
+/// The environment a command runs with: PATH, HOME, LANG, TMPDIR, the operator's allowlist,
+/// the non-interactive defaults, then the call's own `env` (refused names rejected).
+pub fn child_env(
     config: &Config,
     extra: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<(String, String)>, ToolError> {
@@ -457,7 +459,7 @@ impl AiTool for ExecuteCommand {
             timeout: Duration::from_secs(timeout),
             max_output_bytes: config.exec.max_output_bytes,
         };
-        let outcome = process::run(spec, &ctx.cancel, Some(ctx.progress.as_ref())).await;
+        let outcome = process::run(spec, &ctx.cancel, ctx.progress.as_ref()).await;
         if outcome.cancelled {
             return Err(ToolError::Cancelled(format!(
                 "`{cmdline}` was cancelled and its processes killed"

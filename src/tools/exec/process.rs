@@ -279,7 +279,7 @@ async fn drain(readers: &mut [tokio::task::JoinHandle<()>]) {
 pub async fn run(
     spec: RunSpec,
     cancel: &CancellationToken,
-    progress: Option<&dyn ProgressSink>,
+    progress: &dyn ProgressSink,
 ) -> Outcome {
     let started = Instant::now();
     let stdout_buf = Arc::new(Mutex::new(HeadTail::new(spec.max_output_bytes)));
@@ -357,13 +357,12 @@ pub async fn run(
             status = child.wait() => break End::Exited(status.ok()),
             () = tokio::time::sleep_until(deadline) => break End::TimedOut,
             () = cancel.cancelled() => break End::Cancelled,
-            _ = ticker.tick(), if progress.is_some() => {
-                if let Some(sink) = progress {
-                    let elapsed = started.elapsed().as_secs_f64();
-                    let line = lock(&last_line).line.clone();
-                    let message = line.unwrap_or_else(|| format!("running for {elapsed:.0} s"));
-                    sink.report(elapsed, Some(timeout_secs), Some(message)).await;
-                }
+            _ = ticker.tick() => {
+                let elapsed = started.elapsed().as_secs_f64();
+                let line = lock(&last_line).line.clone();
+                let message = line.unwrap_or_else(|| format!("running for {elapsed:.0} s"));
+                // Without a progress token the sink is `NoProgress` and this is a no-op.
+                progress.report(elapsed, Some(timeout_secs), Some(message)).await;
             }
         }
     };
