@@ -9,8 +9,11 @@
 //!      toolport's `StdioTransport`, driven by an rmcp client), as in `benches/registry.rs`;
 //!    - `exec_pieces/*`: pieces of that path, to show where the time goes:
 //!      `toolport::tools::exec::process::run` alone (no policy, validation or rendering), and a
-//!      `tokio::process` spawn with the same stdio and environment set-up but without
-//!      toolport's `pre_exec` hook and reader tasks.
+//!      `tokio::process` spawn with the same stdio and environment set-up done the naive way
+//!      (a bare program name under a replaced environment, so std forks), without reader tasks.
+//!
+//!    `main` first does what the server binary does before it runs commands
+//!    (`tools::exec::prepare_host`), so every spawn registers with a real watchdog process.
 //! 2. An end-to-end output flood against the real binary (`CARGO_BIN_EXE_toolport`, which
 //!    `cargo bench` builds with the release-derived `bench` profile into
 //!    `target/release/toolport`; set `TOOLPORT_BIN` to use another binary): it is started as a
@@ -291,8 +294,9 @@ fn exec_pieces(c: &mut Criterion) {
     assert_eq!(outcome.status.and_then(|s| s.code()), Some(0));
 
     let mut group = c.benchmark_group("exec_pieces");
-    // toolport's process runner alone: the pre_exec hook (setsid, PR_SET_PDEATHSIG, fchdir),
-    // piped stdout/stderr drained by two tasks, the wait, the drain and the group kill.
+    // toolport's process runner alone: PATH resolution, the posix_spawn (process group, cwd
+    // through its handle), watchdog registration, piped stdout/stderr drained by two tasks,
+    // the wait, the drain and the group kill.
     group.bench_function("process_run", |b| {
         b.iter_batched(
             || spec(dir.path()),
@@ -300,8 +304,10 @@ fn exec_pieces(c: &mut Criterion) {
             BatchSize::SmallInput,
         );
     });
-    // The same stdio and environment through tokio::process, but no pre_exec hook, no
-    // reader tasks (both pipes are read inline) and no process-group kill.
+    // The same stdio and environment through tokio::process the naive way: the bare program
+    // name under a replaced environment, which makes std fork instead of posix_spawn (what
+    // toolport avoids by resolving PATH itself); no reader tasks (both pipes are read
+    // inline) and no process-group kill.
     group.bench_function("tokio_piped_env", |b| {
         b.iter(|| {
             rt.block_on(async {
@@ -578,6 +584,13 @@ fn filters() -> Vec<String> {
 }
 
 fn main() {
+    // As the server binary does: no controlling terminal for commands, and the watchdog that
+    // every spawned command registers with (so its cost is part of the measurement).
+    toolport::tools::exec::prepare_host(toolport_bin().as_os_str());
+    assert!(
+        toolport::tools::exec::watchdog::installed(),
+        "the watchdog did not start"
+    );
     let mut criterion = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))

@@ -28,6 +28,14 @@ fn main() -> ExitCode {
         let code = toolport::tools::exec::sandbox::run_shim(&argv[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(125));
     }
+    if argv
+        .get(1)
+        .is_some_and(|a| a == toolport::tools::exec::watchdog::WATCHDOG_SUBCOMMAND)
+    {
+        return ExitCode::from(
+            u8::try_from(toolport::tools::exec::watchdog::run_watchdog()).unwrap_or(1),
+        );
+    }
     let cli = Cli::parse();
     let config = match Config::load(&cli.global, |key| std::env::var(key).ok()) {
         Ok(config) => config,
@@ -53,6 +61,10 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_GRACE);
     code
 }
+
+/// This very binary, however it was started (and even if the file was replaced since): the
+/// command watchdog runs as `toolport __watchdog`.
+const SELF_EXE: &str = "/proc/self/exe";
 
 /// How long exiting waits for the runtime's blocking threads (see `main`).
 const RUNTIME_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
@@ -95,6 +107,11 @@ async fn run(command: Command, config: Config) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if matches!(command, Command::Serve | Command::Call(_))
+        && shared.registry.get(toolport::tools::exec::NAME).is_some()
+    {
+        toolport::tools::exec::prepare_host(std::ffi::OsStr::new(SELF_EXE));
+    }
     match command {
         Command::Serve => {
             tracing::info!(

@@ -325,6 +325,48 @@ async fn binary_and_invalid_utf8_output_is_decoded_lossily() {
     within(client.cancel()).await.unwrap();
 }
 
+/// Prints whether the command could open a controlling terminal.
+const TTY_PROBE: &str = "if (exec 3</dev/tty) 2>/dev/null; then echo has-tty; else echo no-tty; fi";
+
+/// Run `inner` (a shell command line) under `script`, which gives it a pseudo-terminal as its
+/// controlling terminal; returns what it printed.
+async fn under_a_terminal(root: &std::path::Path, inner: &str) -> String {
+    let mut cmd = tokio::process::Command::new("script");
+    cmd.args(["-qec", inner, "/dev/null"])
+        .stdin(Stdio::null())
+        .env("XDG_CONFIG_HOME", root.join(".no-config"))
+        .env_remove("TOOLPORT_CONFIG")
+        .current_dir(root);
+    let out = within(cmd.output()).await.expect("run script(1)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn commands_get_no_controlling_terminal_even_when_the_server_has_one() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: script(1) from util-linux is not installed");
+        return;
+    }
+    let (_d, root) = tempdir();
+    // The probe itself, under the terminal: it has one, so the check below can fail.
+    let direct = under_a_terminal(&root, &format!("sh -c '{TTY_PROBE}'")).await;
+    assert!(direct.contains("has-tty"), "{direct}");
+    // The same probe run by toolport under that terminal (the trailing `; true` keeps the
+    // shell from exec'ing toolport, which would make it the session leader).
+    let args = json!({"command": "sh", "args": ["-c", TTY_PROBE]}).to_string();
+    let inner = format!(
+        "'{}' --root '{}' call execute_command --yes --args '{args}'; true",
+        bin(),
+        root.display()
+    );
+    let out = under_a_terminal(&root, &inner).await;
+    assert!(out.contains("no-tty") && !out.contains("has-tty"), "{out}");
+}
+
 #[tokio::test]
 async fn interactive_commands_do_not_hang() {
     let (_d, root) = tempdir();

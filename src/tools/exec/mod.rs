@@ -8,8 +8,9 @@
 //! - the environment is minimal (PATH, HOME, LANG, TERM=dumb, an operator allowlist) with
 //!   non-interactive defaults (no pager, no git prompts, CI=1), so the server's own secrets are
 //!   not inherited and nothing waits for a keyboard;
-//! - stdin is /dev/null unless given; the command gets its own session and process group and
-//!   dies with the server; on timeout or cancellation the whole group is terminated;
+//! - stdin is /dev/null unless given; the command gets its own process group, no terminal, and
+//!   dies with the server ([`watchdog`]); on timeout or cancellation the whole group is
+//!   terminated;
 //! - at most `exec.max_concurrent` commands run at once (others queue; the other tools stay
 //!   responsive), and each stream keeps at most `exec.max_output_bytes` (head and tail);
 //! - optionally, Landlock confines what the command may write ([`sandbox`]), failing closed:
@@ -35,9 +36,13 @@ use crate::tool::{AiTool, Annotations, JsonObject, ToolContext, ToolError, ToolO
 pub mod policy;
 pub mod process;
 pub mod sandbox;
+pub mod watchdog;
 
 use policy::{Decision, Policy};
 use sandbox::SandboxSpec;
+
+/// The tool's name.
+pub const NAME: &str = "execute_command";
 
 /// The category of `execute_command`.
 pub const CATEGORY: &str = "System Execution";
@@ -68,6 +73,26 @@ const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
     ("CI", "1"),
     ("DEBIAN_FRONTEND", "noninteractive"),
 ];
+
+/// Process-wide set-up before the server binary runs commands: give up the controlling
+/// terminal ([`process::detach_controlling_terminal`]) and start the [`watchdog`] from `exe`
+/// (the toolport binary; `/proc/self/exe` in the server). Without a watchdog commands still
+/// run, but a killed server would leave them running: that is logged as a warning.
+pub fn prepare_host(exe: &std::ffi::OsStr) {
+    process::detach_controlling_terminal();
+    if watchdog::installed() {
+        return;
+    }
+    match watchdog::Watchdog::spawn(exe) {
+        Ok(dog) => {
+            watchdog::install(dog);
+        }
+        Err(error) => tracing::warn!(
+            %error,
+            "could not start the command watchdog: commands will not die with a killed server"
+        ),
+    }
+}
 
 /// Used when the server itself has no PATH.
 const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -309,7 +334,7 @@ fn render(cmdline: &str, r: &ExecResult, notes: &[String]) -> String {
 #[async_trait]
 impl AiTool for ExecuteCommand {
     fn name(&self) -> &str {
-        "execute_command"
+        NAME
     }
     fn title(&self) -> Option<&str> {
         Some("Execute command")

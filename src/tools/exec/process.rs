@@ -1,16 +1,22 @@
 //! Running one command to completion, with the hygiene peers get wrong (see the module docs of
-//! [`super`] for the list): its own session and process group, stdin from /dev/null unless
-//! given, both pipes drained concurrently into bounded head+tail buffers, the whole group
-//! terminated (TERM, grace, KILL) on timeout or cancellation, leftovers killed when the leader
-//! exits, a drain timeout for grandchildren that keep the pipes open, and the child always
-//! reaped.
+//! [`super`] for the list): its own process group, no controlling terminal, stdin from
+//! /dev/null unless given, both pipes drained concurrently into bounded head+tail buffers, the
+//! whole group terminated (TERM, grace, KILL) on timeout or cancellation, leftovers killed when
+//! the leader exits, a drain timeout for grandchildren that keep the pipes open, the group
+//! registered with the [`watchdog`] (so it dies with the server), and the child always reaped.
 //!
-//! This is the crate's one use of `unsafe`: registering a `pre_exec` hook. The hook only calls
-//! async-signal-safe syscalls (setsid, prctl, getppid, fchdir), as `fork` requires.
+//! Commands are started with `posix_spawn` (std picks it when there is no `pre_exec` hook and
+//! the program needs no `PATH` search): a `vfork`-style clone that copies no page tables, so a
+//! spawn costs the same however large the server is. That is why nothing here runs code in the
+//! child: the working directory is entered by `posix_spawn` itself, the process group is a
+//! spawn attribute, death with the server is the watchdog's job, and "no terminal" is arranged
+//! once for the whole server by [`detach_controlling_terminal`] (the crate's one use of
+//! `unsafe`: a single `ioctl`).
 
 use std::collections::VecDeque;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,6 +27,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
+use super::watchdog;
 use crate::tool::ProgressSink;
 
 /// After the command exits, how long to wait for its pipes to close. A grandchild that was
@@ -185,19 +192,22 @@ async fn pump(
     buffer: Shared<HeadTail>,
     last: Shared<LastLine>,
 ) {
-    let mut chunk = vec![0u8; READ_CHUNK];
+    // Reserved, not zeroed: pages are only touched when output arrives, so a quiet command
+    // costs no page faults for its buffers.
+    let mut chunk = Vec::with_capacity(READ_CHUNK);
     loop {
-        match stream.read(&mut chunk).await {
+        chunk.clear();
+        match stream.read_buf(&mut chunk).await {
             Ok(0) | Err(_) => return,
-            Ok(n) => {
-                lock(&buffer).push(&chunk[..n]);
-                lock(&last).push(&chunk[..n]);
+            Ok(_) => {
+                lock(&buffer).push(&chunk);
+                lock(&last).push(&chunk);
             }
         }
     }
 }
 
-/// Signal the whole process group (its id is the leader's pid, thanks to `setsid`).
+/// Signal the whole process group (its id is the leader's pid, thanks to `process_group(0)`).
 fn signal_group(pgid: Option<Pid>, signal: Signal) {
     if let Some(pgid) = pgid
         && let Err(error) = killpg(pgid, signal)
@@ -222,43 +232,78 @@ async fn terminate(child: &mut Child, pgid: Option<Pid>) -> Option<ExitStatus> {
     }
 }
 
-/// Configure the child: its own session (so its own process group and no controlling
-/// terminal to prompt on), death with the server (PR_SET_PDEATHSIG), and the working
-/// directory entered through its handle.
-fn harden(cmd: &mut Command, cwd: BorrowedFd<'_>) {
-    let parent = Pid::this();
-    let cwd = cwd.as_raw_fd();
-    // SAFETY: the hook runs in the forked child before exec and only makes async-signal-safe
-    // system calls (setsid, prctl, getppid, fchdir); it allocates nothing and takes no locks.
+/// Give up the server's controlling terminal, if it has one, so that no command it runs can
+/// open `/dev/tty` to prompt for a password or read keystrokes (it gets ENXIO instead), and
+/// none is stopped by SIGTTIN as a background job of the user's terminal. This is what
+/// `setsid` in each child used to provide; doing it once in the server lets commands be
+/// spawned without running code in the child. The server stays in its process group and
+/// session, so Ctrl-C in that terminal still reaches it. Does nothing for a session leader
+/// (there `TIOCNOTTY` would hang up the whole session) or when there is no terminal.
+pub fn detach_controlling_terminal() {
+    use std::os::unix::fs::OpenOptionsExt;
+    if nix::unistd::getsid(None).ok() == Some(Pid::this()) {
+        return;
+    }
+    let Ok(tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open("/dev/tty")
+    else {
+        // ENXIO: no controlling terminal, the usual case under an MCP client.
+        return;
+    };
+    // SAFETY: TIOCNOTTY takes no argument and only changes this process's terminal
+    // association; `tty` is an open descriptor for the duration of the call.
     #[allow(unsafe_code)]
-    unsafe {
-        cmd.pre_exec(move || {
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            #[cfg(target_os = "linux")]
-            {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
-                // The server may have died between fork and prctl: then nobody would kill us.
-                if nix::unistd::getppid() != parent {
-                    return Err(std::io::Error::other(
-                        "toolport exited before the command started",
-                    ));
-                }
-            }
-            let _ = parent;
-            // SAFETY: `cwd` stays open in the parent until spawn returns, and the fork copied it.
-            let dir = BorrowedFd::borrow_raw(cwd);
-            nix::unistd::fchdir(dir).map_err(std::io::Error::from)?;
-            Ok(())
-        });
+    let rc = unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCNOTTY) };
+    if rc != 0 {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "could not detach from the controlling terminal: commands may be able to prompt on it"
+        );
     }
 }
 
-/// Kills a command's process group when dropped before the run finished.
+/// Where the child starts: the working directory's handle, named through `/proc/self/fd`.
+/// `posix_spawn` enters it in the child (`posix_spawn_file_actions_addchdir_np`), where the
+/// magic link still names the directory that was opened and checked, so a path swapped in the
+/// meantime cannot redirect the command.
+fn cwd_path(cwd: BorrowedFd<'_>) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", cwd.as_raw_fd()))
+}
+
+/// Resolve a bare program name against the child's `PATH` (relative entries against its
+/// working directory), as `execvp` in the child would. std only spawns with `posix_spawn` when
+/// the program needs no search under a changed environment, so the search happens here; a
+/// name with a `/` is left to the kernel. `None` when no executable of that name is found.
+fn resolve_program(program: &OsStr, env: &[(String, String)], cwd: &Path) -> Option<OsString> {
+    if program.as_encoded_bytes().contains(&b'/') {
+        return Some(program.to_owned());
+    }
+    let path = env
+        .iter()
+        .find(|(key, _)| key == "PATH")
+        .map_or(DEFAULT_CHILD_PATH, |(_, value)| value.as_str());
+    which::which_in(program, Some(path), cwd)
+        .ok()
+        .map(PathBuf::into_os_string)
+}
+
+/// The search path `execvp` uses when the environment has none.
+const DEFAULT_CHILD_PATH: &str = "/bin:/usr/bin";
+
+/// Owns a command's process group: when dropped (at the end of the run, or mid-run when the
+/// server stops and the call's future is dropped) it SIGKILLs whatever is left of the group
+/// and tells the watchdog the group is gone.
 struct GroupGuard(Option<Pid>);
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        signal_group(self.0, Signal::SIGKILL);
+        if let Some(pgid) = self.0 {
+            signal_group(Some(pgid), Signal::SIGKILL);
+            watchdog::unregister(pgid);
+        }
     }
 }
 
@@ -286,20 +331,6 @@ pub async fn run(
     let stderr_buf = Arc::new(Mutex::new(HeadTail::new(spec.max_output_bytes)));
     let last_line = Arc::new(Mutex::new(LastLine::default()));
 
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    harden(&mut cmd, spec.cwd.as_fd());
-
     let finish = |status, spawn_error, timed_out, cancelled| Outcome {
         stdout: lock(&stdout_buf).finish(),
         stderr: lock(&stderr_buf).finish(),
@@ -310,6 +341,30 @@ pub async fn run(
         duration: started.elapsed(),
     };
 
+    let cwd = cwd_path(spec.cwd.as_fd());
+    let Some(program) = resolve_program(&spec.program, &spec.env, &cwd) else {
+        let error = std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no executable of that name on PATH",
+        );
+        return finish(None, Some(error), false, false);
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(&spec.args)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&cwd)
+        // Its own process group, led by the command, so the whole tree can be signalled.
+        .process_group(0)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(error) => return finish(None, Some(error), false, false),
@@ -318,7 +373,11 @@ pub async fn run(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
-    // If this future is dropped mid-run (the server stopping), take the whole group down.
+    // If the server dies, the watchdog takes the group down; if this future is dropped
+    // mid-run (the server stopping), the guard does.
+    if let Some(pgid) = pgid {
+        watchdog::register(pgid);
+    }
     let guard = GroupGuard(pgid);
 
     if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), spec.stdin) {
@@ -383,8 +442,7 @@ pub async fn run(
     for reader in &readers {
         reader.abort();
     }
-    // Finished normally: the group was already handled above.
-    std::mem::forget(guard);
+    drop(guard);
     finish(status, None, timed_out, cancelled)
 }
 

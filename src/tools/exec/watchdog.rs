@@ -1,0 +1,171 @@
+//! The watchdog: a tiny companion process that kills every running command's process group
+//! when the server dies, however it dies (even by SIGKILL, when no code of the server runs).
+//!
+//! Why a process: commands are started with `posix_spawn` (a `vfork`-style clone that copies no
+//! memory, so a spawn costs the same whatever the server's size), and `posix_spawn` has no
+//! equivalent of `PR_SET_PDEATHSIG`. Instead, the server starts `toolport __watchdog` once, in
+//! its own process group (so a terminal's Ctrl-C does not reach it), and writes one line per
+//! event to its stdin: `+PGID` after a command starts, `-PGID` once the command's group is
+//! gone. The write end of that pipe exists only in the server (close-on-exec), so when the
+//! server exits for any reason the watchdog reads end-of-file, SIGKILLs every group still
+//! registered, and exits.
+//!
+//! The one gap: a server killed in the microseconds between a spawn returning and its `+PGID`
+//! line being written leaves that one command running; it still loses its stdout/stderr pipes
+//! and stdin, so it cannot talk to anyone.
+//!
+//! Registration never blocks the server: the pipe is non-blocking, and a watchdog that is gone
+//! or stuck turns registration into a logged warning, not a stalled tool call.
+
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// The hidden subcommand that runs the watchdog (`toolport __watchdog`); never in --help.
+pub const WATCHDOG_SUBCOMMAND: &str = "__watchdog";
+
+/// The process-wide watchdog, once [`install`]ed.
+static WATCHDOG: OnceLock<Watchdog> = OnceLock::new();
+
+/// The server's end of a running watchdog.
+#[derive(Debug)]
+pub struct Watchdog {
+    /// The pipe to the watchdog's stdin; `None` once a write failed (the watchdog is gone).
+    pipe: Mutex<Option<ChildStdin>>,
+    /// Kept so the watchdog is reaped when the server exits normally (and not left a zombie
+    /// while the server runs: it only exits after the server does).
+    _child: Child,
+}
+
+impl Watchdog {
+    /// Start the watchdog by running `exe __watchdog` (normally the toolport binary itself,
+    /// `/proc/self/exe`).
+    pub fn spawn(exe: &OsStr) -> std::io::Result<Self> {
+        let mut child = Command::new(exe)
+            .arg(WATCHDOG_SUBCOMMAND)
+            .stdin(Stdio::piped())
+            // Never the server's stdout: on stdio that is the JSON-RPC channel.
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            // Its own group: Ctrl-C in a terminal goes to the server's group, and the
+            // watchdog must outlive the server to do its job.
+            .process_group(0)
+            .spawn()?;
+        let pipe = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("the watchdog's stdin was not piped"))?;
+        set_nonblocking(&pipe)?;
+        Ok(Self {
+            pipe: Mutex::new(Some(pipe)),
+            _child: child,
+        })
+    }
+
+    fn send(&self, op: char, pgid: Pid) {
+        let mut guard = match self.pipe.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let Some(pipe) = guard.as_mut() else { return };
+        // One short line is far below PIPE_BUF, so the write is atomic: all or nothing.
+        if let Err(error) = pipe.write_all(format!("{op}{}\n", pgid.as_raw()).as_bytes()) {
+            tracing::warn!(
+                %error,
+                "the command watchdog is gone: commands no longer die with a killed server"
+            );
+            *guard = None;
+        }
+    }
+}
+
+fn set_nonblocking(pipe: &ChildStdin) -> std::io::Result<()> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = OFlag::from_bits_truncate(fcntl(pipe, FcntlArg::F_GETFL)?);
+    fcntl(pipe, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    Ok(())
+}
+
+/// Make `watchdog` the one commands register with. Returns false when one was installed
+/// already (the new one is dropped, and its process exits).
+pub fn install(watchdog: Watchdog) -> bool {
+    WATCHDOG.set(watchdog).is_ok()
+}
+
+/// Whether a watchdog is installed (in the server binary it is; in-process library use, such
+/// as benchmarks, may run without one).
+pub fn installed() -> bool {
+    WATCHDOG.get().is_some()
+}
+
+/// Tell the watchdog a command's process group exists (call right after the spawn).
+pub fn register(pgid: Pid) {
+    if let Some(watchdog) = WATCHDOG.get() {
+        watchdog.send('+', pgid);
+    }
+}
+
+/// Tell the watchdog a command's process group is gone (after its final SIGKILL), so the id
+/// is never signalled once the kernel may reuse it.
+pub fn unregister(pgid: Pid) {
+    if let Some(watchdog) = WATCHDOG.get() {
+        watchdog.send('-', pgid);
+    }
+}
+
+/// The watchdog process itself (`toolport __watchdog`): track `+PGID`/`-PGID` lines from
+/// stdin; at end-of-file (the server is gone) SIGKILL every group still registered. Returns
+/// the exit code.
+pub fn run_watchdog() -> i32 {
+    let mut groups: HashSet<i32> = HashSet::new();
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        apply(&mut groups, &line);
+    }
+    for pgid in groups {
+        // ESRCH (the group already ended) is the common, harmless case.
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+    0
+}
+
+/// Apply one protocol line to the set of live groups; malformed lines are ignored.
+fn apply(groups: &mut HashSet<i32>, line: &str) {
+    let (op, rest) = line.split_at(line.len().min(1));
+    // Only real process groups: pgid 0 or 1 (or negative) would signal far too much.
+    let Some(pgid) = rest.parse::<i32>().ok().filter(|p| *p > 1) else {
+        return;
+    };
+    match op {
+        "+" => {
+            groups.insert(pgid);
+        }
+        "-" => {
+            groups.remove(&pgid);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_protocol_tracks_groups_and_ignores_junk() {
+        let mut groups = HashSet::new();
+        for line in [
+            "+100", "+200", "-100", "+0", "+1", "+-5", "x300", "", "+", "+abc",
+        ] {
+            apply(&mut groups, line);
+        }
+        assert_eq!(groups, HashSet::from([200]));
+    }
+}
