@@ -263,12 +263,95 @@ fn spawn_true(c: &mut Criterion) {
     });
     pieces.finish();
 
+    // Interleaved: the raw spawn and the three toolport paths, one after another in each
+    // round (order rotated), so all four see the same machine load; the ratio of each round's
+    // pair is taken before the median. On a shared machine this is steadier than comparing
+    // criterion groups that ran seconds apart.
+    let rounds = if std::env::args().any(|a| a == "--bench") {
+        INTERLEAVED_ROUNDS
+    } else {
+        2
+    };
+    let paths: Vec<(&str, Timed)> = vec![
+        (
+            "std_status",
+            Box::new(|| {
+                std::process::Command::new(black_box(PROGRAM))
+                    .status()
+                    .expect("spawn true");
+            }),
+        ),
+        (
+            "via_registry",
+            Box::new(|| {
+                rt.block_on(registry.execute("execute_command", args.clone(), &ctx))
+                    .expect("execute_command via the registry");
+            }),
+        ),
+        (
+            "via_mcp_handler",
+            Box::new(|| {
+                mt.block_on(client.call_tool(request.clone()))
+                    .expect("execute_command via the MCP handler");
+            }),
+        ),
+        (
+            "via_stdio_binary",
+            Box::new(|| {
+                mt.block_on(binary.call_tool(request.clone()))
+                    .expect("execute_command via the binary");
+            }),
+        ),
+    ];
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); paths.len()];
+    for round in 0..rounds {
+        for k in 0..paths.len() {
+            let i = (k + round) % paths.len();
+            let started = Instant::now();
+            (paths[i].1)();
+            times[i].push(started.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    println!("interleaved round trips of `{PROGRAM}` ({rounds} rounds, medians):");
+    let base = median(&times[0]);
+    for (i, (name, _)) in paths.iter().enumerate() {
+        let ratios: Vec<f64> = times[i].iter().zip(&times[0]).map(|(t, b)| t / b).collect();
+        println!(
+            "  {name:<18} {:>8.1} us   median of paired ratios to std_status {:.2}x   (ratio of medians {:.2}x)",
+            median(&times[i]),
+            median(&ratios),
+            median(&times[i]) / base
+        );
+    }
+    drop(paths);
+
     mt.block_on(async {
         let _ = binary.cancel().await;
         let _ = client.cancel().await;
         let _ = server.await;
     });
     drop(fx.dir);
+}
+
+/// One timed path of the interleaved comparison.
+type Timed<'a> = Box<dyn Fn() + 'a>;
+
+/// Rounds of the interleaved comparison in `spawn_true` (each round runs all four paths).
+const INTERLEAVED_ROUNDS: usize = 400;
+
+/// The median of some samples (the mean of the middle two for an even count).
+fn median(samples: &[f64]) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
 }
 
 /// `exec_pieces/*`: where the time of `execute_command_via_registry` goes.

@@ -13,6 +13,7 @@
 //! rmcp drains in-flight responses, and `close` flushes the writer before the process exits.
 
 use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -61,10 +62,97 @@ pub struct StdioTransport<R> {
     max_line: usize,
 }
 
-impl StdioTransport<tokio::io::Stdin> {
-    /// The transport on the process's stdin and stdout.
+/// A boxed reader or writer: the process's stdio is a pipe, a socket or something else.
+type BoxReader = Box<dyn AsyncRead + Unpin + Send>;
+type BoxWriter = Box<dyn AsyncWrite + Unpin + Send>;
+
+impl StdioTransport<BoxReader> {
+    /// The transport on the process's stdin and stdout. Must be called inside the runtime.
+    ///
+    /// When stdin or stdout is a pipe or a Unix socket (what MCP clients give a server they
+    /// launch: Python and Rust clients use pipes, Node's use socket pairs) it is driven by the
+    /// runtime's reactor, like any socket: a read or write is one non-blocking syscall when
+    /// epoll says it is ready. tokio's own `stdin()`/`stdout()` hand every read and write to a
+    /// blocking-pool thread instead, which costs two thread wake-ups per message. Anything
+    /// else (a terminal, a regular file) keeps tokio's blocking stdio, which works for all.
     pub fn stdio() -> Self {
-        Self::new(tokio::io::stdin(), tokio::io::stdout())
+        let (reader, input): (BoxReader, _) =
+            match reactor_stdio(std::io::stdin().as_fd(), Side::Read) {
+                Some(Reactor::Pipe(_, Some(rx))) => (Box::new(rx), "pipe"),
+                Some(Reactor::Socket(stream)) => (Box::new(stream), "unix socket"),
+                _ => (Box::new(tokio::io::stdin()), "blocking"),
+            };
+        let (writer, output): (BoxWriter, _) =
+            match reactor_stdio(std::io::stdout().as_fd(), Side::Write) {
+                Some(Reactor::Pipe(Some(tx), _)) => (Box::new(tx), "pipe"),
+                Some(Reactor::Socket(stream)) => (Box::new(stream), "unix socket"),
+                _ => (Box::new(tokio::io::stdout()), "blocking"),
+            };
+        tracing::debug!(stdin = input, stdout = output, "stdio transport");
+        Self::new(reader, writer)
+    }
+}
+
+/// Which way a stdio descriptor is used.
+#[derive(Clone, Copy)]
+enum Side {
+    Read,
+    Write,
+}
+
+/// A stdio descriptor registered with the reactor.
+enum Reactor {
+    Pipe(
+        Option<tokio::net::unix::pipe::Sender>,
+        Option<tokio::net::unix::pipe::Receiver>,
+    ),
+    Socket(tokio::net::UnixStream),
+}
+
+/// Register a duplicate of `fd` with the reactor when it is a pipe or a Unix socket (which
+/// puts the open file in non-blocking mode); `None` for anything else or on any error.
+///
+/// A descriptor that is also stderr (`2>&1`, or one socket for all three as inetd does)
+/// stays blocking: non-blocking mode belongs to the open file, and the blocking writers of
+/// stderr (logs, `eprintln!`) must never see EAGAIN.
+fn reactor_stdio(fd: BorrowedFd<'_>, side: Side) -> Option<Reactor> {
+    use nix::sys::stat::{SFlag, fstat};
+    if same_file(fd, std::io::stderr().as_fd()) {
+        return None;
+    }
+    let kind = SFlag::from_bits_truncate(fstat(fd).ok()?.st_mode) & SFlag::S_IFMT;
+    let owned = fd.try_clone_to_owned().ok()?;
+    if kind == SFlag::S_IFIFO {
+        return match side {
+            Side::Read => tokio::net::unix::pipe::Receiver::from_owned_fd(owned)
+                .ok()
+                .map(|rx| Reactor::Pipe(None, Some(rx))),
+            Side::Write => tokio::net::unix::pipe::Sender::from_owned_fd(owned)
+                .ok()
+                .map(|tx| Reactor::Pipe(Some(tx), None)),
+        };
+    }
+    if kind == SFlag::S_IFSOCK {
+        use nix::sys::socket::{AddressFamily, SockaddrLike, SockaddrStorage, getsockname};
+        let local = getsockname::<SockaddrStorage>(fd.as_raw_fd()).ok()?;
+        if local.family() != Some(AddressFamily::Unix) {
+            return None;
+        }
+        let stream = std::os::unix::net::UnixStream::from(owned);
+        stream.set_nonblocking(true).ok()?;
+        return tokio::net::UnixStream::from_std(stream)
+            .ok()
+            .map(Reactor::Socket);
+    }
+    None
+}
+
+/// Whether two descriptors refer to the same file (device and inode).
+fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    use nix::sys::stat::fstat;
+    match (fstat(a), fstat(b)) {
+        (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
+        _ => false,
     }
 }
 

@@ -356,3 +356,80 @@ async fn progress_is_sent_only_when_the_request_has_a_token() {
     }
     assert_eq!(last["id"], json!(2));
 }
+
+/// The requests of a short session: initialize, initialized, a tools/list and a call.
+const SESSION: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"path_info","arguments":{"path":"."}}}"#,
+    "\n",
+);
+
+/// Check the replies to [`SESSION`], one JSON message per line and nothing else (in any
+/// order: requests are served concurrently).
+fn assert_session_replies(stdout: &str) {
+    let mut replies: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .collect();
+    replies.sort_by_key(|r| r["id"].as_i64());
+    let ids: Vec<Value> = replies.iter().map(|r| r["id"].clone()).collect();
+    assert_eq!(ids, [json!(0), json!(1), json!(2)], "{stdout}");
+    assert_eq!(replies[1]["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        replies[2]["result"]["structuredContent"]["type"],
+        json!("directory")
+    );
+}
+
+#[tokio::test]
+async fn stdio_over_a_unix_socket_pair_works_as_node_clients_connect() {
+    // Node's child_process gives a child socket pairs, not pipes, for its stdio.
+    let (_d, root) = tempdir();
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let theirs_out = theirs.try_clone().unwrap();
+    let mut cmd = command(&root, &[]);
+    cmd.stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    let stream = tokio::net::UnixStream::from_std(ours).unwrap();
+    let (read, mut write) = stream.into_split();
+    within(write.write_all(SESSION.as_bytes())).await.unwrap();
+    let mut lines = BufReader::new(read).lines();
+    let mut out = String::new();
+    for _ in 0..3 {
+        out.push_str(&within(lines.next_line()).await.unwrap().unwrap());
+        out.push('\n');
+    }
+    assert_session_replies(&out);
+    // Closing our end is end-of-file for the server: it exits cleanly.
+    drop(write);
+    drop(lines);
+    let status = within(child.wait()).await.unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn stdio_from_and_to_regular_files_works() {
+    // `toolport < requests.jsonl > replies.jsonl`: files cannot be polled, so this takes the
+    // blocking stdio path.
+    let (_d, root) = tempdir();
+    let requests = root.join("requests.jsonl");
+    let replies = root.join("replies.jsonl");
+    std::fs::write(&requests, SESSION).unwrap();
+    let mut cmd = command(&root, &[]);
+    cmd.stdin(std::fs::File::open(&requests).unwrap())
+        .stdout(std::fs::File::create(&replies).unwrap())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let status = within(cmd.status()).await.unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_session_replies(&std::fs::read_to_string(&replies).unwrap());
+}
