@@ -230,6 +230,36 @@ async fn handle(
             "slow down",
         )
             .into_response(),
+        // A redirect to another host (localhost instead of 127.0.0.1): not followed, since the
+        // provider's key header would go along.
+        "redirect-away" => {
+            let port = headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .and_then(|h| h.rsplit(':').next())
+                .unwrap_or_default()
+                .to_string();
+            let rest = uri.path_and_query().map(|p| p.as_str()).unwrap_or_default();
+            let rest = rest.trim_start_matches("/redirect-away");
+            (
+                StatusCode::FOUND,
+                [(
+                    header::LOCATION,
+                    format!("http://localhost:{port}/ok{rest}"),
+                )],
+            )
+                .into_response()
+        }
+        // A redirect on the same host (as a SearXNG instance may send): followed.
+        "redirect-here" => {
+            let rest = uri.path_and_query().map(|p| p.as_str()).unwrap_or_default();
+            let rest = rest.trim_start_matches("/redirect-here");
+            (
+                StatusCode::MOVED_PERMANENTLY,
+                [(header::LOCATION, format!("/ok{rest}"))],
+            )
+                .into_response()
+        }
         "hang" => never_ending(),
         "malformed" => json_response(
             StatusCode::OK,
@@ -753,6 +783,31 @@ async fn forbidden_and_unauthorized_name_what_to_check() {
     assert!(
         err.contains("- DuckDuckGo 403: the request was refused"),
         "{err}"
+    );
+}
+
+#[tokio::test]
+async fn redirects_are_followed_on_the_same_host_only() {
+    let (fx, h) = harness(
+        &[("brave", "redirect-away"), ("searxng", "redirect-here")],
+        "",
+    )
+    .await;
+    let (out, _) = h.ok(q("rust async book")).await;
+    assert_eq!(
+        out["provider"], "searxng",
+        "the same-host redirect was followed"
+    );
+    assert_eq!(out["failover"][0]["error"], "Brave returned HTTP 302");
+    let brave: Vec<String> = fx
+        .requests_to("brave")
+        .iter()
+        .map(|r| r.uri.clone())
+        .collect();
+    assert_eq!(
+        brave.len(),
+        1,
+        "the key did not follow the redirect: {brave:?}"
     );
 }
 

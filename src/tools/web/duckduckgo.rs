@@ -192,6 +192,60 @@ impl SearchProvider for DuckDuckGo {
 mod tests {
     use super::*;
 
+    fn parse(html: &str, count: usize) -> Result<Vec<Hit>, Failure> {
+        DuckDuckGo::new("http://unused".into()).parse(
+            html.as_bytes(),
+            Query {
+                text: "rust async book",
+                count,
+            },
+        )
+    }
+
+    const RESULTS: &str = include_str!("../../../tests/fixtures/web/ddg_results.html");
+
+    #[test]
+    fn a_results_page_parses_into_hits_up_to_the_count() {
+        let hits = parse(RESULTS, 2).unwrap();
+        assert_eq!(hits.len(), 2);
+        assert_eq!(hits[0].title, "Asynchronous Programming in Rust");
+        assert_eq!(hits[0].url, "https://rust-lang.github.io/async-book/");
+        assert!(hits[0].snippet.starts_with("This book aims to be"));
+    }
+
+    #[test]
+    fn ads_are_skipped_and_the_challenge_is_recognised() {
+        let ads = include_str!("../../../tests/fixtures/web/ddg_ads.html");
+        let hits = parse(ads, 10).unwrap();
+        assert_eq!(hits.len(), 3);
+        assert!(hits.iter().all(|h| !h.url.contains("y.js")));
+        let challenge = include_str!("../../../tests/fixtures/web/ddg_challenge.html");
+        assert_eq!(parse(challenge, 5).unwrap_err().kind, FailureKind::Blocked);
+    }
+
+    /// A result that quotes the challenge's words is a result, not a challenge.
+    #[test]
+    fn a_snippet_quoting_the_challenge_text_is_not_a_challenge() {
+        let page = RESULTS.replace(
+            "This book aims to be",
+            "Unfortunately, bots use DuckDuckGo too. This book aims to be",
+        );
+        assert_eq!(parse(&page, 5).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn no_results_is_empty_and_unknown_markup_is_a_parse_error() {
+        let none = include_str!("../../../tests/fixtures/web/ddg_no_results.html");
+        assert_eq!(parse(none, 5).unwrap_err().kind, FailureKind::Empty);
+        let changed = include_str!("../../../tests/fixtures/web/ddg_changed.html");
+        assert_eq!(parse(changed, 5).unwrap_err().kind, FailureKind::Parse);
+        assert_eq!(parse("", 5).unwrap_err().kind, FailureKind::Parse);
+        assert_eq!(
+            parse("\u{0}<<<>>>not html at all", 5).unwrap_err().kind,
+            FailureKind::Parse
+        );
+    }
+
     #[test]
     fn redirect_links_decode_to_the_real_url() {
         assert_eq!(

@@ -23,6 +23,24 @@ const DEFAULT_429_BACKOFF: Duration = Duration::from_secs(1);
 /// https or add a trailing slash.
 const MAX_REDIRECTS: usize = 3;
 
+/// Follow a few redirects on the same host only. reqwest drops `Authorization` on a redirect
+/// to another host but not the providers' own key headers (`X-Subscription-Token`,
+/// `X-goog-api-key`), so a redirect elsewhere is not followed: the 3xx becomes the answer, and
+/// the provider counts as failed.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_host = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.host_str() == attempt.url().host_str());
+        if attempt.previous().len() > MAX_REDIRECTS || !same_host {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 /// Sends requests for every provider. The HTTP client is built on first use, so a server that
 /// never searches never sets up TLS, and a TLS set-up failure becomes an error result instead
 /// of keeping the other tools from starting.
@@ -55,7 +73,7 @@ impl Fetcher {
             Client::builder()
                 .timeout(self.timeout)
                 .connect_timeout(self.connect_timeout)
-                .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+                .redirect(redirect_policy())
                 .build()
                 .map_err(|e| chain(&e.without_url()))
         });
