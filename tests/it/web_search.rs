@@ -593,6 +593,10 @@ async fn duckduckgo_changed_markup_is_a_parse_failure() {
             && err.contains("layout may have changed"),
         "{err}"
     );
+    assert!(
+        err.ends_with("Configure another provider for failover (TOOLPORT_BRAVE_API_KEY, TOOLPORT_TAVILY_API_KEY, TOOLPORT_GOOGLE_API_KEY with TOOLPORT_GOOGLE_CX, or TOOLPORT_SEARXNG_URL)."),
+        "with one provider, the error says how to add another: {err}"
+    );
 }
 
 // ---- failover and failure modes ----------------------------------------------------------
@@ -689,6 +693,30 @@ async fn a_timeout_fails_over() {
     assert_eq!(
         out["failover"][0]["error"],
         "Brave: no complete answer within 400 ms (web.timeout_ms)"
+    );
+}
+
+#[tokio::test]
+async fn the_call_time_budget_bounds_the_whole_search() {
+    let (fx, h) = harness(
+        &[("brave", "hang"), ("duckduckgo", "ok")],
+        "call_timeout_ms = 500",
+    )
+    .await;
+    let started = Instant::now();
+    let err = h.err(q("rust async book")).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        err,
+        "unavailable: every search provider failed:\n- Brave: cut off, the call's time budget of 500 ms (web.call_timeout_ms) ran out\n- DuckDuckGo: not tried, no time left"
+    );
+    assert!(
+        fx.requests_to("duckduckgo").is_empty(),
+        "no time left to ask"
     );
 }
 

@@ -23,6 +23,12 @@ use crate::config::ConfigError;
 /// search APIs answer in well under a second; 10 s leaves room for a slow network without
 /// making a model wait long before failover.
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+/// Default time budget of one `web_search` call, over every provider it tries, throttle
+/// waits and 429 retries included: MCP clients give up after about 60 s, and a model should
+/// hear back well before that.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
+/// Largest `call_timeout_ms`.
+pub const MAX_CALL_TIMEOUT_MS: u64 = 300_000;
 /// Default time to establish a connection: a provider that cannot be reached in 5 s is down.
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// Default cap on a response body: a results page is 20-100 KiB (DuckDuckGo's HTML is the
@@ -185,6 +191,7 @@ impl Serialize for Secret {
 #[serde(deny_unknown_fields)]
 pub struct FileWeb {
     providers: Option<Vec<ProviderId>>,
+    call_timeout_ms: Option<u64>,
     timeout_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
     max_response_bytes: Option<usize>,
@@ -236,6 +243,8 @@ pub struct ProviderSettings {
 pub struct WebSettings {
     /// Providers tried in this order; the next one is tried when one fails.
     pub providers: Vec<ProviderId>,
+    /// Time budget of one call over all providers, in ms.
+    pub call_timeout_ms: u64,
     /// Total time for one request, in ms.
     pub timeout_ms: u64,
     /// Time to connect, in ms.
@@ -275,6 +284,7 @@ impl Default for WebSettings {
         };
         Self {
             providers: vec![ProviderId::Duckduckgo],
+            call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
             timeout_ms: DEFAULT_TIMEOUT_MS,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
@@ -331,6 +341,13 @@ impl WebSettings {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
         let mut s = WebSettings {
+            call_timeout_ms: in_range(
+                "call_timeout_ms",
+                file.call_timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS),
+                1,
+                MAX_CALL_TIMEOUT_MS,
+                " ms",
+            )?,
             timeout_ms: in_range(
                 "timeout_ms",
                 file.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),

@@ -142,6 +142,7 @@ pub struct WebSearch {
     fetcher: fetch::Fetcher,
     cache: cache::Cache<Answer>,
     secrets: Vec<String>,
+    call_timeout: Duration,
 }
 
 impl std::fmt::Debug for WebSearch {
@@ -195,6 +196,7 @@ impl WebSearch {
                 settings.cache_max_entries,
             ),
             secrets: settings.secrets(),
+            call_timeout: Duration::from_millis(settings.call_timeout_ms),
         }
     }
 
@@ -206,20 +208,46 @@ impl WebSearch {
             .fold(text.to_string(), |acc, secret| acc.replace(secret, MASK))
     }
 
-    /// Ask the providers in order until one answers.
+    /// Ask the providers in order until one answers or the call's time budget runs out
+    /// (throttle waits and 429 retries count against it, so queueing is bounded too).
     async fn search(&self, query: Query<'_>, ctx: &ToolContext) -> Result<SearchOutput, ToolError> {
         let key = cache::key(query.text, query.count);
         if let Some(answer) = self.cache.get(&key) {
             return Ok(output(query.text, &answer, true, &[]));
         }
         let mut failures: Vec<Failure> = Vec::new();
-        for backend in &self.backends {
+        let deadline = tokio::time::Instant::now() + self.call_timeout;
+        for (index, backend) in self.backends.iter().enumerate() {
+            let id = backend.provider.id();
+            let attempt = self
+                .fetcher
+                .search(backend.provider.as_ref(), &backend.throttle, query);
             let outcome = tokio::select! {
                 biased;
                 _ = ctx.cancel.cancelled() => {
                     return Err(ToolError::Cancelled("the search was cancelled".into()));
                 }
-                outcome = self.fetcher.search(backend.provider.as_ref(), &backend.throttle, query) => outcome,
+                outcome = tokio::time::timeout_at(deadline, attempt) => outcome,
+            };
+            let Ok(outcome) = outcome else {
+                failures.push(Failure::new(
+                    id,
+                    FailureKind::Timeout,
+                    format!(
+                        "{}: cut off, the call's time budget of {} ms (web.call_timeout_ms) ran out",
+                        id.display_name(),
+                        self.call_timeout.as_millis()
+                    ),
+                ));
+                for rest in &self.backends[index + 1..] {
+                    let id = rest.provider.id();
+                    failures.push(Failure::new(
+                        id,
+                        FailureKind::Timeout,
+                        format!("{}: not tried, no time left", id.display_name()),
+                    ));
+                }
+                break;
             };
             match outcome {
                 Ok(hits) => {
@@ -242,7 +270,7 @@ impl WebSearch {
                 }
             }
         }
-        Err(all_failed(query.text, &failures))
+        Err(all_failed(query.text, &failures, self.backends.len()))
     }
 }
 
@@ -274,7 +302,7 @@ fn output(query: &str, answer: &Answer, cached: bool, failures: &[Failure]) -> S
     }
 }
 
-fn all_failed(query: &str, failures: &[Failure]) -> ToolError {
+fn all_failed(query: &str, failures: &[Failure], configured: usize) -> ToolError {
     let list: Vec<String> = failures
         .iter()
         .map(|f| format!("- {}", f.message))
@@ -290,7 +318,7 @@ fn all_failed(query: &str, failures: &[Failure]) -> ToolError {
             list.join("\n")
         ));
     }
-    let hint = if failures.len() == 1 {
+    let hint = if configured == 1 {
         "\nConfigure another provider for failover (TOOLPORT_BRAVE_API_KEY, TOOLPORT_TAVILY_API_KEY, TOOLPORT_GOOGLE_API_KEY with TOOLPORT_GOOGLE_CX, or TOOLPORT_SEARXNG_URL)."
     } else {
         ""

@@ -223,12 +223,33 @@ pub fn from_json<T: serde::de::DeserializeOwned>(
         .map_err(|e| Failure::parse(provider, format!("the JSON is not as expected ({e})")))
 }
 
-/// Keep hits with a title and a web URL, at most `count`; none left is [`Failure::empty`].
+/// Longest title kept, in characters: real titles are under 100; this bounds a broken one.
+const MAX_TITLE_CHARS: usize = 300;
+/// Longest snippet kept, in characters: search snippets are 150-300 characters, but Tavily's
+/// `content` can run to paragraphs, and ten of those would flood a model's context.
+const MAX_SNIPPET_CHARS: usize = 600;
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+fn shorten(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", text[..end].trim_end()),
+        None => text,
+    }
+}
+
+/// Keep hits with a title and a web URL, each URL once, at most `count`, with titles and
+/// snippets of bounded length; none left is [`Failure::empty`].
 pub fn finish(provider: ProviderId, hits: Vec<Hit>, count: usize) -> Result<Vec<Hit>, Failure> {
+    let mut seen = std::collections::HashSet::new();
     let hits: Vec<Hit> = hits
         .into_iter()
-        .filter(|h| !h.title.is_empty() && is_web_url(&h.url))
+        .filter(|h| !h.title.is_empty() && is_web_url(&h.url) && seen.insert(h.url.clone()))
         .take(count)
+        .map(|h| Hit {
+            title: shorten(h.title, MAX_TITLE_CHARS),
+            snippet: shorten(h.snippet, MAX_SNIPPET_CHARS),
+            ..h
+        })
         .collect();
     if hits.is_empty() {
         Err(Failure::empty(provider))
@@ -248,6 +269,40 @@ mod tests {
             "The Rust & more text"
         );
         assert_eq!(plain_text("  plain  "), "plain");
+    }
+
+    fn hit(title: &str, url: &str, snippet: &str) -> Hit {
+        Hit {
+            title: title.into(),
+            url: url.into(),
+            snippet: snippet.into(),
+            published: None,
+        }
+    }
+
+    #[test]
+    fn finish_drops_duplicates_and_non_web_urls_and_bounds_lengths() {
+        let long = "é".repeat(MAX_SNIPPET_CHARS + 10);
+        let hits = finish(
+            ProviderId::Tavily,
+            vec![
+                hit("A", "https://a.example/", &long),
+                hit("A again", "https://a.example/", ""),
+                hit("", "https://b.example/", ""),
+                hit("Script", "javascript:alert(1)", ""),
+                hit("C", "http://c.example/", "c"),
+            ],
+            5,
+        )
+        .unwrap();
+        let urls: Vec<&str> = hits.iter().map(|h| h.url.as_str()).collect();
+        assert_eq!(urls, ["https://a.example/", "http://c.example/"]);
+        assert_eq!(hits[0].snippet.chars().count(), MAX_SNIPPET_CHARS + 1);
+        assert!(hits[0].snippet.ends_with('…'));
+        assert_eq!(
+            finish(ProviderId::Brave, vec![], 5).unwrap_err().kind,
+            FailureKind::Empty
+        );
     }
 
     #[test]
