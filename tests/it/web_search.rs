@@ -1045,6 +1045,11 @@ async fn keys_are_redacted_from_results_errors_and_logs() {
         "logs were captured: {log}"
     );
     assert_no_keys("the server's log", &log);
+    assert!(
+        log.lines()
+            .any(|l| l.contains("hyper") || l.contains("reqwest")),
+        "the HTTP stack's trace logs were captured too"
+    );
     // The keys did reach the fixture, in headers.
     assert_eq!(
         fx.requests_to("google")[0].headers["x-goog-api-key"],
