@@ -47,6 +47,8 @@ struct Recorded {
 struct FixtureState {
     requests: Mutex<Vec<Recorded>>,
     seen: Mutex<HashMap<(String, &'static str), usize>>,
+    /// Signalled on every request (a permit is kept when nobody waits yet).
+    arrived: tokio::sync::Notify,
 }
 
 /// The fixture server; stops when dropped.
@@ -186,6 +188,7 @@ async fn handle(
         body,
         at: Instant::now(),
     });
+    state.arrived.notify_one();
     let error = |status: StatusCode, message: &str| {
         json_response(status, json!({"error": {"message": message}}).to_string())
     };
@@ -718,6 +721,22 @@ async fn the_call_time_budget_bounds_the_whole_search() {
         fx.requests_to("duckduckgo").is_empty(),
         "no time left to ask"
     );
+}
+
+#[tokio::test]
+async fn a_cancelled_search_stops_at_once() {
+    let (fx, h) = harness(&[("brave", "hang")], "timeout_ms = 30000").await;
+    let h = Arc::new(h);
+    let started = Instant::now();
+    let search = tokio::spawn({
+        let h = h.clone();
+        async move { h.err(q("rust async book")).await }
+    });
+    within(fx.state.arrived.notified()).await;
+    h.ctx.cancel.cancel();
+    let err = within(search).await.unwrap();
+    assert_eq!(err, "cancelled: the search was cancelled");
+    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 #[tokio::test]
