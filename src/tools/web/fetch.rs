@@ -148,7 +148,8 @@ impl Fetcher {
                     retry = retries,
                     "rate limited (429); waiting before retrying"
                 );
-                tokio::time::sleep(wait).await;
+                // The next turn through the throttle waits this out, as do other queued calls.
+                throttle.pause_for(wait);
                 continue;
             }
             let body = self.read_body(id, response).await;

@@ -2,17 +2,23 @@
 //! too soon waits its turn (queues) instead of failing, so a burst of parallel searches is
 //! spread out rather than answered with the provider's 429 or bot page.
 //!
-//! Built on `governor` (GCRA, no background task); the wait uses its own timer, so it works
-//! the same under any runtime. Waiting is cancel-safe: the caller's cancellation drops it.
+//! A 429's `Retry-After` pauses the whole provider ([`Throttle::pause_for`]): every call
+//! queued for it waits the pause out, not just the call that was told.
+//!
+//! Built on `governor` (GCRA, no background task). Waiting is cancel-safe: the caller's
+//! cancellation drops it.
 
 use std::num::NonZeroU32;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use tokio::time::Instant;
 
 /// One provider's throttle.
 pub struct Throttle {
     limiter: Option<DefaultDirectRateLimiter>,
+    paused_until: Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for Throttle {
@@ -29,11 +35,29 @@ impl Throttle {
         let limiter = Quota::with_period(interval)
             .map(|q| q.allow_burst(NonZeroU32::MIN))
             .map(RateLimiter::direct);
-        Self { limiter }
+        Self {
+            limiter,
+            paused_until: Mutex::new(None),
+        }
     }
 
-    /// Wait until a request may be sent.
+    /// Hold every request to this provider for `wait` (a 429's `Retry-After`); a longer pause
+    /// already in force stays.
+    pub fn pause_for(&self, wait: Duration) {
+        let until = Instant::now() + wait;
+        if let Ok(mut paused) = self.paused_until.lock()
+            && paused.is_none_or(|current| current < until)
+        {
+            *paused = Some(until);
+        }
+    }
+
+    /// Wait until a request may be sent: past any pause, then the rate limit.
     pub async fn wait(&self) {
+        let paused = self.paused_until.lock().ok().and_then(|p| *p);
+        if let Some(until) = paused {
+            tokio::time::sleep_until(until).await;
+        }
         if let Some(limiter) = &self.limiter {
             limiter.until_ready().await;
         }
@@ -43,7 +67,6 @@ impl Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
 
     #[tokio::test]
     async fn calls_in_a_burst_are_spaced_out_not_refused() {
@@ -57,6 +80,22 @@ mod tests {
             started.elapsed() >= Duration::from_millis(95),
             "{:?}",
             started.elapsed()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_holds_every_caller_and_a_shorter_one_does_not_cut_it() {
+        let throttle = Throttle::new(Duration::ZERO);
+        let started = Instant::now();
+        throttle.pause_for(Duration::from_secs(3));
+        throttle.pause_for(Duration::from_secs(1));
+        tokio::join!(throttle.wait(), throttle.wait());
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        throttle.wait().await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(3),
+            "the pause is over"
         );
     }
 
