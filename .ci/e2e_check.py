@@ -4,7 +4,7 @@
 Each check reads one JSON file the Inspector wrote on stdout ({"result": ...}) and
 exits non-zero with a clear message when the result is not what toolport must answer.
 
-  e2e_check.py tools-list   OUT.json                  tools/list has read_file, list_directory, path_info
+  e2e_check.py tools-list   OUT.json                  tools/list has read_file, list_directory, path_info, execute_command, web_search
   e2e_check.py read-file    OUT.json EXPECTED_FILE    read_file returned EXPECTED_FILE's exact text, not isError
   e2e_check.py list-dir     OUT.json NAME             list_directory listed an entry NAME, not isError
   e2e_check.py tool-error   OUT.json                  the tool call was refused (isError: true)
@@ -14,7 +14,7 @@ exits non-zero with a clear message when the result is not what toolport must an
 import json
 import sys
 
-REQUIRED_TOOLS = ("read_file", "list_directory", "path_info", "execute_command")
+REQUIRED_TOOLS = ("read_file", "list_directory", "path_info", "execute_command", "web_search")
 
 
 def fail(msg: str) -> None:

@@ -192,6 +192,8 @@ struct FileConfig {
     workspace: FileWorkspace,
     #[serde(default)]
     exec: FileExec,
+    #[serde(default)]
+    web: crate::tools::web::config::FileWeb,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -258,6 +260,14 @@ pub enum ConfigError {
     Invalid {
         /// The setting, as written in the file.
         key: &'static str,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+    /// A setting whose name is built at run time (e.g. `web.brave.base_url`) is invalid.
+    #[error("invalid setting {key}: {message}")]
+    InvalidKey {
+        /// The setting, as written in the file (or the environment variable).
+        key: String,
         /// What is wrong and what is allowed.
         message: String,
     },
@@ -415,6 +425,8 @@ pub struct Config {
     pub workspace: WorkspaceSettings,
     /// `execute_command` settings.
     pub exec: ExecSettings,
+    /// `web_search` settings (keys masked when printed).
+    pub web: crate::tools::web::config::WebSettings,
     /// The config file that was read, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_file: Option<PathBuf>,
@@ -430,6 +442,7 @@ impl Default for Config {
             limits: Limits::default(),
             workspace: WorkspaceSettings::default(),
             exec: ExecSettings::default(),
+            web: Default::default(),
             config_file: None,
         }
     }
@@ -617,11 +630,12 @@ impl Config {
         e.confirm = exec.confirm.unwrap_or_default();
         e.sandbox = args.sandbox.or(exec.sandbox).unwrap_or_default();
         e.sandbox_network = exec.sandbox_network.unwrap_or(true);
+        config.web = crate::tools::web::config::WebSettings::load(file.web, &file_dir, &env)?;
         Ok(config)
     }
 
-    /// The effective configuration as TOML, for `toolport config`. There are no secrets in
-    /// this configuration yet; sections that gain them mask them here.
+    /// The effective configuration as TOML, for `toolport config`. Secrets (the web search
+    /// API keys) serialize masked.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }

@@ -9,6 +9,7 @@ use crate::tool::AiTool;
 
 pub mod exec;
 pub mod fs;
+pub mod web;
 
 /// Every built-in tool, in listing order, set up from the configuration.
 pub fn builtin_tools(config: &Config) -> Result<Vec<Arc<dyn AiTool>>, SelectionError> {
@@ -21,6 +22,7 @@ pub fn builtin_tools(config: &Config) -> Result<Vec<Arc<dyn AiTool>>, SelectionE
         Arc::new(fs::ListDirectory),
         Arc::new(fs::PathInfo),
         Arc::new(exec),
+        Arc::new(web::WebSearch::new(&config.web)),
     ])
 }
 

@@ -46,7 +46,8 @@ async fn tools_prints_definitions_in_every_format() {
             "read_file",
             "list_directory",
             "path_info",
-            "execute_command"
+            "execute_command",
+            "web_search"
         ]
     );
     assert_eq!(mcp[0]["annotations"]["readOnlyHint"], json!(true));
@@ -60,7 +61,8 @@ async fn tools_prints_definitions_in_every_format() {
             "read_file",
             "list_directory",
             "path_info",
-            "execute_command"
+            "execute_command",
+            "web_search"
         ]
     );
     assert_eq!(
@@ -118,7 +120,7 @@ async fn instructions_prints_every_tools_instructions() {
     let (_d, root) = tempdir();
     let out = run(&root, &["instructions"]).await;
     assert_eq!(out.code, 0);
-    assert_eq!(out.stdout.matches("Tool: ").count(), 4);
+    assert_eq!(out.stdout.matches("Tool: ").count(), 5);
     assert!(
         out.stdout.starts_with("Tool: read_file\nDescription: "),
         "{}",
@@ -171,7 +173,12 @@ async fn tool_selection_applies_to_every_command() {
     let defs = json_of(&root, &["--disable-tool", "read_file", "tools"]).await;
     assert_eq!(
         names(&defs, "/name"),
-        ["list_directory", "path_info", "execute_command"]
+        [
+            "list_directory",
+            "path_info",
+            "execute_command",
+            "web_search"
+        ]
     );
     let defs = json_of(&root, &["--enable-tool", "path_info", "tools"]).await;
     assert_eq!(names(&defs, "/name"), ["path_info"]);

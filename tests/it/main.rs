@@ -15,3 +15,4 @@ mod mcp_config;
 mod protocol;
 mod readme;
 mod sandbox;
+mod web_search;

@@ -113,7 +113,7 @@ async fn every_client_config_launches_a_working_toolport() {
         let (_e, elsewhere) = tempdir();
         let client = connect_command(bare_command(&elsewhere, &args), TestClient::default()).await;
         let tools = within(client.list_all_tools()).await.unwrap();
-        assert_eq!(tools.len(), 4, "{}", file.display());
+        assert_eq!(tools.len(), 5, "{}", file.display());
         let read = ok(&call(&client, "read_file", json!({"path": "hello.txt"})).await);
         assert_eq!(read["content"], json!("hi\n"), "{}", file.display());
         within(client.cancel()).await.unwrap();

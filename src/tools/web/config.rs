@@ -1,0 +1,791 @@
+//! `[web]` settings for `web_search`: which providers run in which order, their credentials
+//! and base URLs, timeouts, the per-provider throttle, 429 retries and the cache.
+//!
+//! Credentials come from the environment (`TOOLPORT_BRAVE_API_KEY`, …), the config file
+//! (`api_key`) or a key file (`api_key_file`), never from tool arguments. They are held in
+//! [`Secret`], whose `Debug` and `Serialize` forms are masked, so neither `toolport config` nor a
+//! log line can print one.
+//!
+//! Default provider order, when `providers` is not set: every provider that has what it needs,
+//! in the order searxng (the operator's own instance: no quota), brave, tavily, google (by how
+//! generous their free quotas are), then duckduckgo last. DuckDuckGo needs no key, so it is
+//! always there as the fallback, but scraping its HTML page is the least reliable source (bot
+//! challenges, markup changes), so it goes last whenever something better is configured.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::ConfigError;
+
+/// Default total time for one request to a provider (connect, send, read the whole body):
+/// search APIs answer in well under a second; 10 s leaves room for a slow network without
+/// making a model wait long before failover.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+/// Default time budget of one `web_search` call, over every provider it tries, throttle
+/// waits and 429 retries included: MCP clients give up after about 60 s, and a model should
+/// hear back well before that.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
+/// Largest `call_timeout_ms`.
+pub const MAX_CALL_TIMEOUT_MS: u64 = 300_000;
+/// Default time to establish a connection: a provider that cannot be reached in 5 s is down.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
+/// Default cap on a response body: a results page is 20-100 KiB (DuckDuckGo's HTML is the
+/// largest); 2 MiB is far beyond any honest answer and bounds what a broken server can cost.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
+/// Default retries of a provider that answered 429 before failing over.
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// Default longest `Retry-After` toolport waits for; a provider asking for longer is skipped
+/// (failover) rather than making the model wait.
+pub const DEFAULT_MAX_RETRY_WAIT_MS: u64 = 5_000;
+/// Default cache lifetime: search results hardly change in 10 minutes, and models often repeat
+/// a query within a task.
+pub const DEFAULT_CACHE_TTL_SECS: u64 = 600;
+/// Default number of cached queries (each a few KiB): bounds memory on a long-running server.
+pub const DEFAULT_CACHE_MAX_ENTRIES: usize = 256;
+/// The User-Agent sent to the JSON APIs. DuckDuckGo gets a browser-like one
+/// ([`DUCKDUCKGO_USER_AGENT`]) unless the operator sets `user_agent`.
+pub const DEFAULT_USER_AGENT: &str = concat!("toolport/", env!("CARGO_PKG_VERSION"));
+/// DuckDuckGo's HTML endpoint serves its bot challenge to unknown agents far more often.
+pub const DUCKDUCKGO_USER_AGENT: &str =
+    "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+/// Largest `timeout_ms` / `connect_timeout_ms`: a model's client gives up after about 2
+/// minutes, and several providers may be tried in one call.
+pub const MAX_TIMEOUT_MS: u64 = 60_000;
+/// Largest `max_response_bytes` an operator may set.
+pub const MAX_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+/// Most 429 retries an operator may allow per provider and call.
+pub const MAX_MAX_RETRIES: u32 = 5;
+/// Longest `max_retry_wait_ms` an operator may set (one minute).
+pub const MAX_MAX_RETRY_WAIT_MS: u64 = 60_000;
+/// Longest `min_interval_ms` (one request a minute).
+pub const MAX_MIN_INTERVAL_MS: u64 = 60_000;
+/// Longest cache lifetime an operator may set (a day): search results go stale.
+pub const MAX_CACHE_TTL_SECS: u64 = 86_400;
+/// Most cached queries an operator may set.
+pub const MAX_CACHE_MAX_ENTRIES: usize = 100_000;
+
+/// One search provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderId {
+    /// DuckDuckGo's HTML endpoint (no key).
+    Duckduckgo,
+    /// The Brave Search API.
+    Brave,
+    /// The Google Custom Search JSON API.
+    Google,
+    /// A SearXNG instance's JSON API.
+    Searxng,
+    /// The Tavily search API.
+    Tavily,
+}
+
+impl ProviderId {
+    /// Every provider, in the default preference order (see the module docs).
+    pub const DEFAULT_ORDER: [ProviderId; 5] = [
+        ProviderId::Searxng,
+        ProviderId::Brave,
+        ProviderId::Tavily,
+        ProviderId::Google,
+        ProviderId::Duckduckgo,
+    ];
+
+    /// The name used in config and in results, e.g. `"duckduckgo"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderId::Duckduckgo => "duckduckgo",
+            ProviderId::Brave => "brave",
+            ProviderId::Google => "google",
+            ProviderId::Searxng => "searxng",
+            ProviderId::Tavily => "tavily",
+        }
+    }
+
+    /// The name people know, e.g. `"DuckDuckGo"`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            ProviderId::Duckduckgo => "DuckDuckGo",
+            ProviderId::Brave => "Brave",
+            ProviderId::Google => "Google",
+            ProviderId::Searxng => "SearXNG",
+            ProviderId::Tavily => "Tavily",
+        }
+    }
+
+    /// The public endpoint, used unless `base_url` is set (SearXNG has none: it is always the
+    /// operator's instance).
+    pub fn default_base_url(self) -> Option<&'static str> {
+        match self {
+            ProviderId::Duckduckgo => Some("https://html.duckduckgo.com"),
+            ProviderId::Brave => Some("https://api.search.brave.com"),
+            ProviderId::Google => Some("https://www.googleapis.com"),
+            ProviderId::Searxng => None,
+            ProviderId::Tavily => Some("https://api.tavily.com"),
+        }
+    }
+
+    /// The environment variable holding the API key, for keyed providers.
+    pub fn key_env(self) -> Option<&'static str> {
+        match self {
+            ProviderId::Brave => Some("TOOLPORT_BRAVE_API_KEY"),
+            ProviderId::Google => Some("TOOLPORT_GOOGLE_API_KEY"),
+            ProviderId::Tavily => Some("TOOLPORT_TAVILY_API_KEY"),
+            ProviderId::Duckduckgo | ProviderId::Searxng => None,
+        }
+    }
+
+    /// Default least time between two requests to this provider. DuckDuckGo's HTML endpoint
+    /// answers bursts with its bot challenge; Brave's free plan allows 1 request per second;
+    /// the others tolerate more.
+    pub fn default_min_interval_ms(self) -> u64 {
+        match self {
+            ProviderId::Duckduckgo => 1_500,
+            ProviderId::Brave => 1_000,
+            ProviderId::Google | ProviderId::Searxng | ProviderId::Tavily => 200,
+        }
+    }
+}
+
+impl fmt::Display for ProviderId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.display_name())
+    }
+}
+
+/// A credential. Its `Debug` and `Serialize` forms are masked; only [`Secret::expose`] gives
+/// the value, at the one place a request is built.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+/// What a masked secret prints as.
+pub const MASK: &str = "********";
+
+impl Secret {
+    /// Wrap a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    /// The value, for an HTTP header. Never log or format it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(MASK)
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(MASK)
+    }
+}
+
+/// The `[web]` section of the config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileWeb {
+    providers: Option<Vec<ProviderId>>,
+    call_timeout_ms: Option<u64>,
+    timeout_ms: Option<u64>,
+    connect_timeout_ms: Option<u64>,
+    max_response_bytes: Option<usize>,
+    max_retries: Option<u32>,
+    max_retry_wait_ms: Option<u64>,
+    cache_ttl_secs: Option<u64>,
+    cache_max_entries: Option<usize>,
+    user_agent: Option<String>,
+    #[serde(default)]
+    duckduckgo: FileProvider,
+    #[serde(default)]
+    brave: FileProvider,
+    #[serde(default)]
+    google: FileProvider,
+    #[serde(default)]
+    searxng: FileProvider,
+    #[serde(default)]
+    tavily: FileProvider,
+}
+
+/// A `[web.<provider>]` section. Keys that do not apply to a provider (`cx` outside Google, a
+/// key for DuckDuckGo) are rejected in [`WebSettings::load`].
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileProvider {
+    base_url: Option<String>,
+    api_key: Option<Secret>,
+    api_key_file: Option<PathBuf>,
+    cx: Option<String>,
+    min_interval_ms: Option<u64>,
+}
+
+/// One provider's effective settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderSettings {
+    /// Where requests go (the public endpoint unless configured; always set for SearXNG when
+    /// it is configured at all).
+    pub base_url: Option<String>,
+    /// The API key (masked when printed).
+    pub api_key: Option<Secret>,
+    /// Google's search engine id.
+    pub cx: Option<String>,
+    /// Least time between two requests, in ms; closer calls queue. 0: no throttle.
+    pub min_interval_ms: u64,
+}
+
+/// The effective `[web]` settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct WebSettings {
+    /// Providers tried in this order; the next one is tried when one fails.
+    pub providers: Vec<ProviderId>,
+    /// Time budget of one call over all providers, in ms.
+    pub call_timeout_ms: u64,
+    /// Total time for one request, in ms.
+    pub timeout_ms: u64,
+    /// Time to connect, in ms.
+    pub connect_timeout_ms: u64,
+    /// Largest response body read, in bytes.
+    pub max_response_bytes: usize,
+    /// Retries after a 429 before failing over.
+    pub max_retries: u32,
+    /// Longest Retry-After waited for, in ms.
+    pub max_retry_wait_ms: u64,
+    /// How long a result stays cached, in seconds (0: no cache).
+    pub cache_ttl_secs: u64,
+    /// Most cached queries.
+    pub cache_max_entries: usize,
+    /// The User-Agent header (`None`: toolport's own, and a browser's for DuckDuckGo).
+    pub user_agent: Option<String>,
+    /// DuckDuckGo.
+    pub duckduckgo: ProviderSettings,
+    /// Brave.
+    pub brave: ProviderSettings,
+    /// Google Custom Search.
+    pub google: ProviderSettings,
+    /// SearXNG.
+    pub searxng: ProviderSettings,
+    /// Tavily.
+    pub tavily: ProviderSettings,
+}
+
+impl Default for WebSettings {
+    /// No file, no environment: DuckDuckGo only.
+    fn default() -> Self {
+        let provider = |id: ProviderId| ProviderSettings {
+            base_url: id.default_base_url().map(String::from),
+            api_key: None,
+            cx: None,
+            min_interval_ms: id.default_min_interval_ms(),
+        };
+        Self {
+            providers: vec![ProviderId::Duckduckgo],
+            call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_retries: DEFAULT_MAX_RETRIES,
+            max_retry_wait_ms: DEFAULT_MAX_RETRY_WAIT_MS,
+            cache_ttl_secs: DEFAULT_CACHE_TTL_SECS,
+            cache_max_entries: DEFAULT_CACHE_MAX_ENTRIES,
+            user_agent: None,
+            duckduckgo: provider(ProviderId::Duckduckgo),
+            brave: provider(ProviderId::Brave),
+            google: provider(ProviderId::Google),
+            searxng: provider(ProviderId::Searxng),
+            tavily: provider(ProviderId::Tavily),
+        }
+    }
+}
+
+fn invalid(key: String, message: impl Into<String>) -> ConfigError {
+    ConfigError::InvalidKey {
+        key,
+        message: message.into(),
+    }
+}
+
+fn in_range<T: PartialOrd + fmt::Display + Copy>(
+    key: &str,
+    value: T,
+    min: T,
+    max: T,
+    unit: &str,
+) -> Result<T, ConfigError> {
+    if value < min || value > max {
+        return Err(invalid(
+            format!("web.{key}"),
+            format!("{value} is out of range; allowed is {min}..={max}{unit}"),
+        ));
+    }
+    Ok(value)
+}
+
+/// A non-empty environment value (an empty variable counts as unset).
+fn env_value(env: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
+    env(name)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+impl WebSettings {
+    /// Layer defaults < `[web]` in the file < environment and validate. `file_dir` is where
+    /// relative `api_key_file` paths resolve (the config file's folder).
+    pub fn load(
+        file: FileWeb,
+        file_dir: &Path,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let mut s = WebSettings {
+            call_timeout_ms: in_range(
+                "call_timeout_ms",
+                file.call_timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS),
+                1,
+                MAX_CALL_TIMEOUT_MS,
+                " ms",
+            )?,
+            timeout_ms: in_range(
+                "timeout_ms",
+                file.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
+                1,
+                MAX_TIMEOUT_MS,
+                " ms",
+            )?,
+            connect_timeout_ms: in_range(
+                "connect_timeout_ms",
+                file.connect_timeout_ms
+                    .unwrap_or(DEFAULT_CONNECT_TIMEOUT_MS),
+                1,
+                MAX_TIMEOUT_MS,
+                " ms",
+            )?,
+            max_response_bytes: in_range(
+                "max_response_bytes",
+                file.max_response_bytes
+                    .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
+                1024,
+                MAX_MAX_RESPONSE_BYTES,
+                " bytes",
+            )?,
+            max_retries: in_range(
+                "max_retries",
+                file.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+                0,
+                MAX_MAX_RETRIES,
+                "",
+            )?,
+            max_retry_wait_ms: in_range(
+                "max_retry_wait_ms",
+                file.max_retry_wait_ms.unwrap_or(DEFAULT_MAX_RETRY_WAIT_MS),
+                0,
+                MAX_MAX_RETRY_WAIT_MS,
+                " ms",
+            )?,
+            cache_ttl_secs: in_range(
+                "cache_ttl_secs",
+                file.cache_ttl_secs.unwrap_or(DEFAULT_CACHE_TTL_SECS),
+                0,
+                MAX_CACHE_TTL_SECS,
+                " s",
+            )?,
+            cache_max_entries: in_range(
+                "cache_max_entries",
+                file.cache_max_entries.unwrap_or(DEFAULT_CACHE_MAX_ENTRIES),
+                1,
+                MAX_CACHE_MAX_ENTRIES,
+                "",
+            )?,
+            ..WebSettings::default()
+        };
+        if let Some(agent) = file.user_agent {
+            if agent.trim().is_empty() || reqwest::header::HeaderValue::from_str(&agent).is_err() {
+                return Err(invalid(
+                    "web.user_agent".into(),
+                    "must be a non-empty, printable ASCII string",
+                ));
+            }
+            s.user_agent = Some(agent);
+        }
+
+        for (id, section) in [
+            (ProviderId::Duckduckgo, file.duckduckgo),
+            (ProviderId::Brave, file.brave),
+            (ProviderId::Google, file.google),
+            (ProviderId::Searxng, file.searxng),
+            (ProviderId::Tavily, file.tavily),
+        ] {
+            let settings = load_provider(id, section, file_dir, &env)?;
+            *s.provider_mut(id) = settings;
+        }
+
+        let explicit = match env_value(&env, "TOOLPORT_WEB_PROVIDERS") {
+            Some(list) => Some(parse_provider_list(&list)?),
+            None => file.providers,
+        };
+        s.providers = match explicit {
+            Some(list) => {
+                if list.is_empty() {
+                    return Err(invalid(
+                        "web.providers".into(),
+                        "the list is empty; name at least one of duckduckgo, brave, google, searxng, tavily (disable the tool with tools.disabled instead)",
+                    ));
+                }
+                let mut seen = Vec::new();
+                for id in list {
+                    if seen.contains(&id) {
+                        return Err(invalid(
+                            "web.providers".into(),
+                            format!("{} is listed twice", id.as_str()),
+                        ));
+                    }
+                    if let Some(missing) = s.missing(id) {
+                        return Err(invalid(
+                            "web.providers".into(),
+                            format!("{} is listed but {missing}", id.as_str()),
+                        ));
+                    }
+                    seen.push(id);
+                }
+                seen
+            }
+            None => ProviderId::DEFAULT_ORDER
+                .into_iter()
+                .filter(|id| s.missing(*id).is_none())
+                .collect(),
+        };
+        Ok(s)
+    }
+
+    /// One provider's settings.
+    pub fn provider(&self, id: ProviderId) -> &ProviderSettings {
+        match id {
+            ProviderId::Duckduckgo => &self.duckduckgo,
+            ProviderId::Brave => &self.brave,
+            ProviderId::Google => &self.google,
+            ProviderId::Searxng => &self.searxng,
+            ProviderId::Tavily => &self.tavily,
+        }
+    }
+
+    fn provider_mut(&mut self, id: ProviderId) -> &mut ProviderSettings {
+        match id {
+            ProviderId::Duckduckgo => &mut self.duckduckgo,
+            ProviderId::Brave => &mut self.brave,
+            ProviderId::Google => &mut self.google,
+            ProviderId::Searxng => &mut self.searxng,
+            ProviderId::Tavily => &mut self.tavily,
+        }
+    }
+
+    /// What a provider lacks to be usable, in words naming where to set it; `None` when it is
+    /// ready.
+    pub fn missing(&self, id: ProviderId) -> Option<String> {
+        let p = self.provider(id);
+        match id {
+            ProviderId::Duckduckgo => None,
+            ProviderId::Searxng if p.base_url.is_none() => Some(
+                "no SearXNG instance is set: set TOOLPORT_SEARXNG_URL or web.searxng.base_url"
+                    .into(),
+            ),
+            ProviderId::Searxng => None,
+            ProviderId::Google if p.api_key.is_some() && p.cx.is_none() => {
+                Some("no search engine id is set: set TOOLPORT_GOOGLE_CX or web.google.cx".into())
+            }
+            _ if p.api_key.is_none() => Some(format!(
+                "no API key is set: set {} or web.{}.api_key / api_key_file",
+                id.key_env().unwrap_or("the key"),
+                id.as_str()
+            )),
+            _ => None,
+        }
+    }
+
+    /// Every configured secret value (for scrubbing messages as a last line of defence).
+    pub fn secrets(&self) -> Vec<String> {
+        ProviderId::DEFAULT_ORDER
+            .into_iter()
+            .filter_map(|id| self.provider(id).api_key.as_ref())
+            .map(|k| k.expose().to_string())
+            .filter(|k| !k.is_empty())
+            .collect()
+    }
+}
+
+fn parse_provider_list(list: &str) -> Result<Vec<ProviderId>, ConfigError> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            ProviderId::DEFAULT_ORDER
+                .into_iter()
+                .find(|id| id.as_str().eq_ignore_ascii_case(name))
+                .ok_or_else(|| {
+                    invalid(
+                        "TOOLPORT_WEB_PROVIDERS".into(),
+                        format!(
+                            "unknown provider {name:?}; known are duckduckgo, brave, google, searxng, tavily"
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+fn load_provider(
+    id: ProviderId,
+    file: FileProvider,
+    file_dir: &Path,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<ProviderSettings, ConfigError> {
+    let name = id.as_str();
+    let key = |field: &str| format!("web.{name}.{field}");
+    if file.cx.is_some() && id != ProviderId::Google {
+        return Err(invalid(key("cx"), "only the google provider takes a cx"));
+    }
+    if id.key_env().is_none() && (file.api_key.is_some() || file.api_key_file.is_some()) {
+        return Err(invalid(
+            key("api_key"),
+            format!("{} takes no API key", id.display_name()),
+        ));
+    }
+    if file.api_key.is_some() && file.api_key_file.is_some() {
+        return Err(invalid(
+            key("api_key"),
+            format!("set only one of web.{name}.api_key and web.{name}.api_key_file"),
+        ));
+    }
+    let from_file = match &file.api_key_file {
+        Some(path) => {
+            let path = if path.is_absolute() {
+                path.clone()
+            } else {
+                file_dir.join(path)
+            };
+            let text = std::fs::read_to_string(&path)
+                .map_err(|source| ConfigError::Read { path, source })?;
+            Some(Secret::new(text.trim()))
+        }
+        None => file.api_key.map(|k| Secret::new(k.expose().trim())),
+    };
+    let api_key = id
+        .key_env()
+        .and_then(|var| env_value(env, var))
+        .map(Secret::new)
+        .or(from_file)
+        .filter(|k| !k.expose().is_empty());
+
+    let base_url = match id {
+        ProviderId::Searxng => env_value(env, "TOOLPORT_SEARXNG_URL").or(file.base_url),
+        _ => file.base_url,
+    };
+    let base_url = match base_url {
+        Some(raw) => Some(check_url(&key("base_url"), raw)?),
+        None => id.default_base_url().map(String::from),
+    };
+    let cx = match id {
+        ProviderId::Google => env_value(env, "TOOLPORT_GOOGLE_CX").or(file.cx),
+        _ => None,
+    };
+    let min_interval_ms = in_range(
+        &format!("{name}.min_interval_ms"),
+        file.min_interval_ms
+            .unwrap_or_else(|| id.default_min_interval_ms()),
+        0,
+        MAX_MIN_INTERVAL_MS,
+        " ms",
+    )?;
+    Ok(ProviderSettings {
+        base_url,
+        api_key,
+        cx,
+        min_interval_ms,
+    })
+}
+
+fn check_url(key: &str, raw: String) -> Result<String, ConfigError> {
+    let url = url::Url::parse(raw.trim()).map_err(|e| {
+        invalid(
+            key.to_string(),
+            format!("{raw:?} is not a URL ({e}); write it like https://search.example.org"),
+        )
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(invalid(
+            key.to_string(),
+            format!("{raw:?} must be an http:// or https:// URL with a host"),
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() || url.query().is_some() {
+        return Err(invalid(
+            key.to_string(),
+            "must not contain credentials or a query string (keys go in api_key or the environment)",
+        ));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(toml_text: &str, env: &[(&str, &str)]) -> Result<WebSettings, ConfigError> {
+        let file: FileWeb = toml::from_str(toml_text).unwrap();
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        WebSettings::load(file, Path::new("/nonexistent"), |k| env.get(k).cloned())
+    }
+
+    #[test]
+    fn with_nothing_configured_only_duckduckgo_runs() {
+        let s = load("", &[]).unwrap();
+        assert_eq!(s.providers, vec![ProviderId::Duckduckgo]);
+    }
+
+    #[test]
+    fn configured_providers_come_before_duckduckgo() {
+        let s = load(
+            "",
+            &[
+                ("TOOLPORT_BRAVE_API_KEY", "b"),
+                ("TOOLPORT_GOOGLE_API_KEY", "g"),
+                ("TOOLPORT_GOOGLE_CX", "cx"),
+                ("TOOLPORT_SEARXNG_URL", "http://127.0.0.1:8888/"),
+                ("TOOLPORT_TAVILY_API_KEY", "t"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.providers, ProviderId::DEFAULT_ORDER.to_vec());
+        assert_eq!(s.searxng.base_url.as_deref(), Some("http://127.0.0.1:8888"));
+    }
+
+    #[test]
+    fn a_google_key_without_cx_leaves_google_out_and_an_explicit_list_says_why() {
+        let s = load("", &[("TOOLPORT_GOOGLE_API_KEY", "g")]).unwrap();
+        assert_eq!(s.providers, vec![ProviderId::Duckduckgo]);
+        let err = load(
+            "providers = [\"google\"]",
+            &[("TOOLPORT_GOOGLE_API_KEY", "g")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("TOOLPORT_GOOGLE_CX"), "{err}");
+        let err = load("providers = [\"brave\"]", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TOOLPORT_BRAVE_API_KEY"), "{err}");
+    }
+
+    #[test]
+    fn env_overrides_the_file_and_the_order_can_be_set() {
+        let s = load(
+            "providers = [\"duckduckgo\", \"brave\"]\n[brave]\napi_key = \"from-file\"\n",
+            &[("TOOLPORT_BRAVE_API_KEY", "from-env")],
+        )
+        .unwrap();
+        assert_eq!(s.providers, vec![ProviderId::Duckduckgo, ProviderId::Brave]);
+        assert_eq!(s.brave.api_key.as_ref().unwrap().expose(), "from-env");
+        let s = load(
+            "[brave]\napi_key = \"k\"\n",
+            &[("TOOLPORT_WEB_PROVIDERS", "brave")],
+        )
+        .unwrap();
+        assert_eq!(s.providers, vec![ProviderId::Brave]);
+    }
+
+    #[test]
+    fn a_key_file_is_read_relative_to_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tavily.key"), "tvly-secret\n").unwrap();
+        let file: FileWeb = toml::from_str("[tavily]\napi_key_file = \"tavily.key\"\n").unwrap();
+        let s = WebSettings::load(file, dir.path(), |_| None).unwrap();
+        assert_eq!(s.tavily.api_key.as_ref().unwrap().expose(), "tvly-secret");
+        assert_eq!(
+            s.providers,
+            vec![ProviderId::Tavily, ProviderId::Duckduckgo]
+        );
+    }
+
+    #[test]
+    fn keys_are_masked_in_debug_and_serialized_forms() {
+        let s = load("", &[("TOOLPORT_BRAVE_API_KEY", "sk-very-secret")]).unwrap();
+        let debug = format!("{s:?}");
+        let toml = toml::to_string(&s).unwrap();
+        for shown in [&debug, &toml] {
+            assert!(!shown.contains("sk-very-secret"), "{shown}");
+            assert!(shown.contains(MASK), "{shown}");
+        }
+    }
+
+    #[test]
+    fn the_web_section_loads_through_the_whole_config() {
+        use clap::Parser;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolport.toml");
+        let load = |text: &str, env: &[(&str, &str)]| {
+            std::fs::write(&path, text).unwrap();
+            let cli = crate::config::Cli::try_parse_from([
+                "toolport",
+                "--config",
+                path.to_str().unwrap(),
+            ])
+            .unwrap();
+            let env: HashMap<String, String> = env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            crate::config::Config::load(&cli.global, |k| env.get(k).cloned())
+        };
+        let text = "[web]\nproviders = [\"brave\", \"duckduckgo\"]\n";
+        let err = load(text, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("web.providers") && err.contains("TOOLPORT_BRAVE_API_KEY"),
+            "{err}"
+        );
+        let c = load(text, &[("TOOLPORT_BRAVE_API_KEY", "sk-secret")]).unwrap();
+        assert_eq!(
+            c.web.providers,
+            vec![ProviderId::Brave, ProviderId::Duckduckgo]
+        );
+        let shown = c.to_toml();
+        assert!(
+            !shown.contains("sk-secret") && shown.contains("api_key = \"********\""),
+            "{shown}"
+        );
+        assert!(!format!("{c:?}").contains("sk-secret"));
+        let err = load("[web]\nprovider = []\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("unknown field `provider`"), "{err}");
+        let err = load("[web.brave]\napi_key_file = \"missing.key\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("missing.key"), "{err}");
+    }
+
+    #[test]
+    fn bad_settings_name_the_key() {
+        for (text, key) in [
+            ("[duckduckgo]\napi_key = \"x\"\n", "web.duckduckgo.api_key"),
+            ("[brave]\ncx = \"x\"\n", "web.brave.cx"),
+            ("[brave]\nbase_url = \"ftp://x\"\n", "web.brave.base_url"),
+            ("[brave]\nbase_url = \"not a url\"\n", "web.brave.base_url"),
+            ("timeout_ms = 0\n", "web.timeout_ms"),
+            ("providers = []\n", "web.providers"),
+            (
+                "providers = [\"duckduckgo\", \"duckduckgo\"]\n",
+                "web.providers",
+            ),
+        ] {
+            let err = load(text, &[]).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+        }
+        assert!(toml::from_str::<FileWeb>("[brave]\napi_keys = \"x\"\n").is_err());
+        assert!(toml::from_str::<FileWeb>("provider = [\"brave\"]\n").is_err());
+        assert!(toml::from_str::<FileWeb>("providers = [\"bing\"]\n").is_err());
+    }
+}

@@ -1,0 +1,271 @@
+//! Sending one provider's request: the shared HTTP client (rustls, connect and total timeouts,
+//! User-Agent), the per-provider throttle, 429 retries that honour `Retry-After` within bounds,
+//! a response size cap, and errors that never carry a URL.
+//!
+//! URLs are dropped from every reqwest error (`without_url`): a URL names the endpoint and the
+//! query, and with a careless provider it could carry a key. Keys themselves travel in headers
+//! only (see [`super::provider::SearchProvider::request`]).
+
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{HeaderMap, RETRY_AFTER, USER_AGENT};
+use reqwest::{Client, StatusCode};
+
+use super::config::{DEFAULT_USER_AGENT, DUCKDUCKGO_USER_AGENT, ProviderId, WebSettings};
+use super::provider::{Failure, FailureKind, Hit, Query, SearchProvider};
+use super::throttle::Throttle;
+
+/// How long to wait after a 429 that carries no `Retry-After`: long enough for a per-second
+/// quota (Brave's free plan) to refill.
+const DEFAULT_429_BACKOFF: Duration = Duration::from_secs(1);
+/// Most redirects followed: APIs do not redirect, but a SearXNG instance may send http to
+/// https or add a trailing slash.
+const MAX_REDIRECTS: usize = 3;
+
+/// Follow a few redirects on the same host only. reqwest drops `Authorization` on a redirect
+/// to another host but not the providers' own key headers (`X-Subscription-Token`,
+/// `X-goog-api-key`), so a redirect elsewhere is not followed: the 3xx becomes the answer, and
+/// the provider counts as failed.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_host = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.host_str() == attempt.url().host_str());
+        if attempt.previous().len() > MAX_REDIRECTS || !same_host {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// Sends requests for every provider. The HTTP client is built on first use, so a server that
+/// never searches never sets up TLS, and a TLS set-up failure becomes an error result instead
+/// of keeping the other tools from starting.
+pub struct Fetcher {
+    client: OnceLock<Result<Client, String>>,
+    timeout: Duration,
+    connect_timeout: Duration,
+    max_response_bytes: usize,
+    max_retries: u32,
+    max_retry_wait: Duration,
+    user_agent: Option<String>,
+}
+
+impl Fetcher {
+    /// A fetcher with the `[web]` settings.
+    pub fn new(settings: &WebSettings) -> Self {
+        Self {
+            client: OnceLock::new(),
+            timeout: Duration::from_millis(settings.timeout_ms),
+            connect_timeout: Duration::from_millis(settings.connect_timeout_ms),
+            max_response_bytes: settings.max_response_bytes,
+            max_retries: settings.max_retries,
+            max_retry_wait: Duration::from_millis(settings.max_retry_wait_ms),
+            user_agent: settings.user_agent.clone(),
+        }
+    }
+
+    fn client(&self, provider: ProviderId) -> Result<&Client, Failure> {
+        let built = self.client.get_or_init(|| {
+            Client::builder()
+                .timeout(self.timeout)
+                .connect_timeout(self.connect_timeout)
+                .redirect(redirect_policy())
+                .build()
+                .map_err(|e| chain(&e.without_url()))
+        });
+        built.as_ref().map_err(|why| {
+            Failure::new(
+                provider,
+                FailureKind::Network,
+                format!(
+                    "{}: cannot set up the HTTP client ({why})",
+                    provider.display_name()
+                ),
+            )
+        })
+    }
+
+    fn user_agent(&self, provider: ProviderId) -> &str {
+        match (&self.user_agent, provider) {
+            (Some(agent), _) => agent,
+            (None, ProviderId::Duckduckgo) => DUCKDUCKGO_USER_AGENT,
+            (None, _) => DEFAULT_USER_AGENT,
+        }
+    }
+
+    /// Ask `provider` for `query`: wait for the throttle, send, retry 429s as allowed, read the
+    /// body up to the cap, and let the provider parse or explain it.
+    pub async fn search(
+        &self,
+        provider: &dyn SearchProvider,
+        throttle: &Throttle,
+        query: Query<'_>,
+    ) -> Result<Vec<Hit>, Failure> {
+        let id = provider.id();
+        let name = id.display_name();
+        let client = self.client(id)?;
+        let mut retries = 0;
+        loop {
+            throttle.wait().await;
+            let response = provider
+                .request(client, query)
+                .header(USER_AGENT, self.user_agent(id))
+                .send()
+                .await
+                .map_err(|e| self.transport_failure(id, e))?;
+            let status = response.status();
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                let asked = retry_after(response.headers(), SystemTime::now());
+                let wait = asked.unwrap_or(DEFAULT_429_BACKOFF);
+                if retries >= self.max_retries {
+                    return Err(Failure::new(
+                        id,
+                        FailureKind::RateLimited,
+                        format!(
+                            "{name} 429: rate limited, still after {retries} retries (web.max_retries); the plan's quota may be used up"
+                        ),
+                    ));
+                }
+                if wait > self.max_retry_wait {
+                    return Err(Failure::new(
+                        id,
+                        FailureKind::RateLimited,
+                        format!(
+                            "{name} 429: rate limited; it asks to retry after {} s, longer than toolport waits (web.max_retry_wait_ms = {})",
+                            wait.as_secs_f64().ceil(),
+                            self.max_retry_wait.as_millis()
+                        ),
+                    ));
+                }
+                retries += 1;
+                tracing::info!(
+                    provider = id.as_str(),
+                    wait_ms = wait.as_millis() as u64,
+                    retry = retries,
+                    "rate limited (429); waiting before retrying"
+                );
+                // The next turn through the throttle waits this out, as do other queued calls.
+                throttle.pause_for(wait);
+                continue;
+            }
+            let body = self.read_body(id, response).await;
+            if !status.is_success() {
+                // An unreadable or oversized error body still has a status worth explaining.
+                return Err(provider.explain_status(status, body.as_deref().unwrap_or_default()));
+            }
+            return provider.parse(&body?, query);
+        }
+    }
+
+    /// Read the body in chunks, stopping at the cap.
+    async fn read_body(
+        &self,
+        id: ProviderId,
+        mut response: reqwest::Response,
+    ) -> Result<Vec<u8>, Failure> {
+        let cap = self.max_response_bytes;
+        let too_large = || {
+            Failure::new(
+                id,
+                FailureKind::TooLarge,
+                format!(
+                    "{}: the response is larger than {cap} bytes (web.max_response_bytes); not read further",
+                    id.display_name()
+                ),
+            )
+        };
+        if response
+            .content_length()
+            .is_some_and(|len| len > cap as u64)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| self.transport_failure(id, e))?
+        {
+            if body.len() + chunk.len() > cap {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    fn transport_failure(&self, id: ProviderId, error: reqwest::Error) -> Failure {
+        let error = error.without_url();
+        let name = id.display_name();
+        if error.is_timeout() {
+            Failure::new(
+                id,
+                FailureKind::Timeout,
+                format!(
+                    "{name}: no complete answer within {} ms (web.timeout_ms)",
+                    self.timeout.as_millis()
+                ),
+            )
+        } else if error.is_connect() {
+            Failure::new(
+                id,
+                FailureKind::Network,
+                format!("{name}: could not connect ({})", chain(&error)),
+            )
+        } else {
+            Failure::new(
+                id,
+                FailureKind::Network,
+                format!("{name}: network error ({})", chain(&error)),
+            )
+        }
+    }
+}
+
+/// An error and its sources, "a: b: c", without repeats.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut source = error.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
+}
+
+/// The wait a `Retry-After` header asks for: delay-seconds or an HTTP date.
+fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h, now), None);
+        h.insert(RETRY_AFTER, HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(3)));
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(7));
+        h.insert(RETRY_AFTER, HeaderValue::from_str(&later).unwrap());
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(7)));
+        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h, now), None);
+    }
+}
