@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::definition::ToolFormat;
 use crate::registry::ToolFilter;
+use crate::transport::http_settings::{FileHttp, HttpArgs, HttpSettings};
 use crate::workspace::DEFAULT_SECRET_PATTERNS;
 
 /// Default cap on text returned by one `read_file` call: 1 MiB is ~250k tokens, already more
@@ -54,6 +55,7 @@ workspace root: every path a tool touches must stay inside the roots.
 Examples:
   toolport                                   serve stdio in the current directory
   toolport --root ~/code/app --root /data    serve stdio with two roots
+  toolport serve --http 127.0.0.1:8787       serve HTTP: /mcp (Streamable HTTP), /sse (legacy)
   toolport tools --format openai             print tool definitions for the OpenAI API
   toolport call read_file --args '{\"path\":\"README.md\"}'
   toolport config                            show the effective configuration";
@@ -131,12 +133,17 @@ pub struct GlobalArgs {
         global = true
     )]
     pub disabled_tools: Vec<String>,
+
+    /// The HTTP transport's flags (`--http ADDR`, `--token-file`, …).
+    #[command(flatten)]
+    pub http: HttpArgs,
 }
 
 /// Subcommands.
 #[derive(Debug, Clone, Subcommand)]
 pub enum Command {
-    /// Serve MCP over stdio (the default when no subcommand is given).
+    /// Serve MCP over stdio (the default when no subcommand is given), or over HTTP with
+    /// --http ADDR.
     Serve,
     /// Print the tool definitions as JSON, for MCP or a model provider's API.
     Tools(ToolsArgs),
@@ -192,6 +199,8 @@ struct FileConfig {
     workspace: FileWorkspace,
     #[serde(default)]
     exec: FileExec,
+    #[serde(default)]
+    http: FileHttp,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -415,6 +424,8 @@ pub struct Config {
     pub workspace: WorkspaceSettings,
     /// `execute_command` settings.
     pub exec: ExecSettings,
+    /// HTTP transport settings (the token is masked when printed).
+    pub http: HttpSettings,
     /// The config file that was read, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_file: Option<PathBuf>,
@@ -430,6 +441,7 @@ impl Default for Config {
             limits: Limits::default(),
             workspace: WorkspaceSettings::default(),
             exec: ExecSettings::default(),
+            http: HttpSettings::default(),
             config_file: None,
         }
     }
@@ -617,11 +629,12 @@ impl Config {
         e.confirm = exec.confirm.unwrap_or_default();
         e.sandbox = args.sandbox.or(exec.sandbox).unwrap_or_default();
         e.sandbox_network = exec.sandbox_network.unwrap_or(true);
+        config.http = HttpSettings::load(&args.http, file.http)?;
         Ok(config)
     }
 
-    /// The effective configuration as TOML, for `toolport config`. There are no secrets in
-    /// this configuration yet; sections that gain them mask them here.
+    /// The effective configuration as TOML, for `toolport config`. Secrets (the HTTP token)
+    /// serialize as a mask.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
