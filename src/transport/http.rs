@@ -152,9 +152,10 @@ impl IntoResponse for Rejection {
         };
         let mut response = (status, message).into_response();
         if let Some(challenge) = challenge {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
         }
         response
     }
@@ -282,7 +283,8 @@ async fn not_found() -> (StatusCode, &'static str) {
 #[derive(Debug)]
 pub struct SessionCount {
     /// Streamable HTTP sessions (absent when stateless).
-    pub streamable: Option<Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>>,
+    pub streamable:
+        Option<Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>>,
     /// Legacy SSE sessions.
     pub sse: Arc<sse::Sessions>,
     /// The cap.
@@ -333,8 +335,8 @@ pub async fn serve(
         AuthMode::Token(token) => Some(token.clone()),
         AuthMode::Disabled => None,
         AuthMode::Generate => {
-            let token = random_hex(GENERATED_TOKEN_BYTES)
-                .map_err(|e| HttpError::Random(e.to_string()))?;
+            let token =
+                random_hex(GENERATED_TOKEN_BYTES).map_err(|e| HttpError::Random(e.to_string()))?;
             // Shown once, to the operator, on stderr: it is the only way to learn it. This is
             // deliberately not a tracing event, so log files never receive it.
             eprintln!(
@@ -344,7 +346,9 @@ pub async fn serve(
         }
     };
     if token.is_none() {
-        tracing::warn!("serving HTTP without authentication (--no-auth): any local process can use the tools");
+        tracing::warn!(
+            "serving HTTP without authentication (--no-auth): any local process can use the tools"
+        );
     }
     let listener = tokio::net::TcpListener::bind(bind)
         .await
@@ -358,7 +362,11 @@ pub async fn serve(
     // A stable line on stderr: the operator learns the real port (with `:0`), tests read it.
     eprintln!(
         "toolport: listening on http://{local} (Streamable HTTP at /mcp{}, legacy HTTP+SSE at /sse, health at /healthz)",
-        if settings.stateless { ", stateless" } else { "" }
+        if settings.stateless {
+            ", stateless"
+        } else {
+            ""
+        }
     );
     let server = axum::serve(listener, app).with_graceful_shutdown({
         let stop = stop.clone();

@@ -190,7 +190,9 @@ impl OriginRule {
             None => (text, false),
         };
         let url = url::Url::parse(base).map_err(|e| {
-            format!("{text:?} is not an origin like https://app.example.com or http://localhost:* ({e})")
+            format!(
+                "{text:?} is not an origin like https://app.example.com or http://localhost:* ({e})"
+            )
         })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("{text:?}: only http and https origins exist"));
@@ -394,7 +396,11 @@ impl HttpSettings {
                 key: "--http",
                 message: format!(
                     "refusing to serve on {bind} without a bearer token: that address is reachable from other machines, and anyone reaching it could run tools{}. Set a token with TOOLPORT_TOKEN, --token-file or [http] token_file (--no-auth is only allowed on loopback).{suggestion}",
-                    if no_auth { " (--no-auth is not allowed there)" } else { "" }
+                    if no_auth {
+                        " (--no-auth is not allowed there)"
+                    } else {
+                        ""
+                    }
                 ),
             });
         }
@@ -522,7 +528,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("at least 16"), "{err}");
-        assert!(!err.contains("short"), "the error must not echo the token: {err}");
+        assert!(
+            !err.contains("short"),
+            "the error must not echo the token: {err}"
+        );
         a.token = Some("a-long-enough-secret-token".into());
         let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
         let shown = format!("{s:?} {}", toml::to_string(&s).unwrap());

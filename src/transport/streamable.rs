@@ -139,10 +139,15 @@ async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next
         && probe.method.as_deref() == Some("initialize")
         && tracker.count.full().await
     {
-        tracing::warn!(max = tracker.count.max, "refused a new session: the cap is reached");
+        tracing::warn!(
+            max = tracker.count.max,
+            "refused a new session: the cap is reached"
+        );
         return sessions_full(tracker.count.max);
     }
-    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
     let (Some(manager), Some(session), Some(id), Some(_)) =
         (manager, session, probe.id, probe.method)
     else {
