@@ -19,15 +19,15 @@ use tokio::sync::watch;
 
 use crate::common::*;
 
-const TOKEN: &str = "test-token-0123456789abcdef";
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 const ACCEPT: &str = "application/json, text/event-stream";
 
 /// A running `toolport serve --http 127.0.0.1:0`.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     /// `http://127.0.0.1:PORT`
-    url: String,
+    pub(crate) url: String,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -43,7 +43,7 @@ impl Server {
 
 /// Start the server for `root` with `args` after `serve --http 127.0.0.1:0`; `token` goes in
 /// TOOLPORT_TOKEN. Returns once it prints the address it listens on.
-async fn start(root: &Path, args: &[&str], token: Option<&str>) -> Server {
+pub(crate) async fn start(root: &Path, args: &[&str], token: Option<&str>) -> Server {
     let mut all = vec!["serve", "--http", "127.0.0.1:0"];
     all.extend_from_slice(args);
     let mut cmd = command(root, &all);
@@ -98,7 +98,7 @@ fn shells(root: &Path) -> String {
 }
 
 /// rmcp's Streamable HTTP client on `/mcp` with `token`.
-async fn mcp_client(server: &Server, token: &str, client: TestClient) -> Client {
+pub(crate) async fn mcp_client(server: &Server, token: &str, client: TestClient) -> Client {
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
             .auth_header(token),
@@ -187,7 +187,7 @@ async fn raw_http(server: &Server, request: &str) -> String {
 // ---------------------------------------------------------------- a small SSE client
 
 /// Reads `event:`/`data:` frames from a streaming response.
-struct SseReader {
+pub(crate) struct SseReader {
     stream: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
     buffer: String,
 }
@@ -234,7 +234,7 @@ impl SseReader {
     }
 
     /// The next `message` event's JSON.
-    async fn message(&mut self) -> Value {
+    pub(crate) async fn message(&mut self) -> Value {
         let (name, data) = self.next().await;
         assert_eq!(name, "message", "{data}");
         serde_json::from_str(&data).unwrap()
@@ -260,14 +260,14 @@ async fn open_sse(server: &Server) -> (SseReader, String) {
     (reader, format!("{}{endpoint}", server.url))
 }
 
-async fn post_message(endpoint: &str, body: &str) -> reqwest::Response {
+pub(crate) async fn post_message(endpoint: &str, body: &str) -> reqwest::Response {
     within(authed(http().post(endpoint)).body(body.to_string()).send())
         .await
         .unwrap()
 }
 
 /// Open and initialize a legacy session.
-async fn legacy_session(server: &Server) -> (SseReader, String) {
+pub(crate) async fn legacy_session(server: &Server) -> (SseReader, String) {
     let (mut reader, endpoint) = open_sse(server).await;
     let init = INIT.replace("2025-06-18", "2024-11-05");
     assert_eq!(post_message(&endpoint, &init).await.status(), 202);
