@@ -846,3 +846,17 @@ async fn sigterm_cancels_calls_kills_commands_and_exits_0() {
     call_task.abort();
     drop(sse_reader);
 }
+
+#[tokio::test]
+async fn toolport_config_masks_the_token() {
+    let (_d, root) = workspace();
+    let mut cmd = command(&root, &["--http", "8787", "config"]);
+    cmd.env("TOOLPORT_TOKEN", TOKEN);
+    let out = within(cmd.output()).await.unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("[http]"), "{stdout}");
+    assert!(stdout.contains("bind = \"127.0.0.1:8787\""), "{stdout}");
+    assert!(stdout.contains("********"), "{stdout}");
+    assert!(!stdout.contains(TOKEN), "{stdout}");
+}
