@@ -31,6 +31,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
+use axum::serve::ListenerExt;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use subtle::ConstantTimeEq;
@@ -368,6 +369,13 @@ pub async fn serve(
             ""
         }
     );
+    // No Nagle delay: an MCP answer is a few small SSE writes (priming event, message, end of
+    // stream), and Nagle plus the client's delayed ACK would add ~40 ms to every call.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(listener, app).with_graceful_shutdown({
         let stop = stop.clone();
         async move { stop.cancelled().await }
