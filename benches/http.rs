@@ -41,6 +41,8 @@ const RSS_TICK: Duration = Duration::from_millis(100);
 const FILE_BYTES: usize = 1024;
 /// The bench's bearer token for toolport.
 const TOKEN: &str = "bench-token-0123456789abcdef";
+/// Clock ticks per second in /proc/PID/stat (USER_HZ, 100 on every mainstream Linux build).
+const CLOCK_TICKS: f64 = 100.0;
 /// How long a server gets to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -53,6 +55,8 @@ struct Target {
     tool: &'static str,
     args: serde_json::Value,
     pid: u32,
+    /// Stateless Streamable HTTP: no session to open.
+    stateless: bool,
 }
 
 /// What one run measured.
@@ -63,6 +67,30 @@ struct Measured {
     p50: Duration,
     p99: Duration,
     peak_rss_kib: u64,
+    /// Server CPU time (user + system) during the measured window.
+    server_cpu_secs: f64,
+    /// This process's (the load client's) CPU time during the measured window.
+    client_cpu_secs: f64,
+}
+
+/// User + system CPU seconds of a process, from /proc/PID/stat.
+fn cpu_secs(pid: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name (which may contain spaces): state is field 3, utime 14,
+    // stime 15.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / CLOCK_TICKS
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -88,15 +116,19 @@ fn request(
         builder = builder.header("authorization", format!("Bearer {token}"));
     }
     if let Some(session) = session {
-        builder = builder
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18");
+        builder = builder.header("mcp-session-id", session);
+    }
+    if session.is_some() || target.stateless {
+        builder = builder.header("mcp-protocol-version", "2025-06-18");
     }
     builder
 }
 
 /// Open a session: `initialize`, then `notifications/initialized`.
-async fn open(client: &reqwest::Client, target: &Target) -> Result<String, BoxError> {
+async fn open(client: &reqwest::Client, target: &Target) -> Result<Option<String>, BoxError> {
+    if target.stateless {
+        return Ok(None);
+    }
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "toolport-bench", "version": "0"}}});
@@ -117,7 +149,7 @@ async fn open(client: &reqwest::Client, target: &Target) -> Result<String, BoxEr
         .send()
         .await?
         .error_for_status()?;
-    Ok(session)
+    Ok(Some(session))
 }
 
 /// One session's loop until `end`; latencies are kept after `measure_from`.
@@ -136,7 +168,7 @@ async fn session_loop(
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": target.tool, "arguments": target.args}});
         let started = Instant::now();
-        let ok = match request(&client, &target, Some(&session), call.to_string())
+        let ok = match request(&client, &target, session.as_deref(), call.to_string())
             .send()
             .await
         {
@@ -167,13 +199,22 @@ async fn run_load(target: Target, sessions: usize, secs: u64) -> Result<Measured
     let pid = target.pid;
     let sampler = tokio::spawn(async move {
         let mut peak = 0;
+        let mut cpu_from = None;
         while Instant::now() < end {
+            if cpu_from.is_none() && Instant::now() >= measure_from {
+                cpu_from = Some((cpu_secs(&pid.to_string()), cpu_secs("self")));
+            }
             if let Some(rss) = rss_kib(pid) {
                 peak = peak.max(rss);
             }
             tokio::time::sleep(RSS_TICK).await;
         }
-        peak
+        let (server0, client0) = cpu_from.unwrap_or_default();
+        (
+            peak,
+            cpu_secs(&pid.to_string()) - server0,
+            cpu_secs("self") - client0,
+        )
     });
     let tasks: Vec<_> = (0..sessions)
         .map(|_| {
@@ -190,7 +231,7 @@ async fn run_load(target: Target, sessions: usize, secs: u64) -> Result<Measured
     for task in tasks {
         all.extend(task.await??);
     }
-    let peak_rss_kib = sampler.await?;
+    let (peak_rss_kib, server_cpu_secs, client_cpu_secs) = sampler.await?;
     all.sort();
     let pick = |q: f64| {
         all.get(((all.len() as f64 * q) as usize).min(all.len().saturating_sub(1)))
@@ -204,6 +245,8 @@ async fn run_load(target: Target, sessions: usize, secs: u64) -> Result<Measured
         p50: pick(0.50),
         p99: pick(0.99),
         peak_rss_kib,
+        server_cpu_secs,
+        client_cpu_secs,
     })
 }
 
@@ -236,8 +279,16 @@ async fn spawn(
     Ok((child, found))
 }
 
-async fn toolport(dir: &Path, sessions: usize, secs: u64) -> Result<Measured, BoxError> {
+async fn toolport(
+    dir: &Path,
+    sessions: usize,
+    secs: u64,
+    stateless: bool,
+) -> Result<Measured, BoxError> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolport"));
+    if stateless {
+        cmd.arg("--stateless");
+    }
     cmd.args(["serve", "--http", "127.0.0.1:0", "--root"])
         .arg(dir)
         .env("TOOLPORT_TOKEN", TOKEN)
@@ -259,6 +310,7 @@ async fn toolport(dir: &Path, sessions: usize, secs: u64) -> Result<Measured, Bo
         tool: "read_file",
         args: json!({"path": "file.txt"}),
         pid: child.id().ok_or("no pid")?,
+        stateless,
     };
     let result = run_load(target, sessions, secs).await;
     drop(child);
@@ -289,6 +341,7 @@ async fn reference(sessions: usize, secs: u64) -> Result<Measured, BoxError> {
         tool: "echo",
         args: json!({"message": "x".repeat(64)}),
         pid: child.id().ok_or("no pid")?,
+        stateless: false,
     };
     let result = run_load(target, sessions, secs).await;
     drop(child);
@@ -296,12 +349,15 @@ async fn reference(sessions: usize, secs: u64) -> Result<Measured, BoxError> {
 }
 
 fn row(name: &str, m: &Measured) {
+    let calls = m.calls.max(1) as f64;
     println!(
-        "| {name} | {:.0} | {:.2} ms | {:.2} ms | {:.1} MiB | {} | {} |",
+        "| {name} | {:.0} | {:.2} ms | {:.2} ms | {:.1} MiB | {:.0} µs | {:.0} µs | {} | {} |",
         m.calls as f64 / m.secs,
         m.p50.as_secs_f64() * 1e3,
         m.p99.as_secs_f64() * 1e3,
         m.peak_rss_kib as f64 / 1024.0,
+        m.server_cpu_secs / calls * 1e6,
+        m.client_cpu_secs / calls * 1e6,
         m.calls,
         m.errors
     );
@@ -341,10 +397,12 @@ fn main() -> Result<(), BoxError> {
             if measuring { "" } else { " (smoke test under `cargo test --benches`, not a measurement)" }
         );
         println!();
-        println!("| Server (tool) | calls/s | p50 | p99 | peak RSS | calls | errors |");
-        println!("|---|---:|---:|---:|---:|---:|---:|");
-        let ours = toolport(dir.path(), sessions, secs).await?;
+        println!("| Server (tool) | calls/s | p50 | p99 | peak RSS | server CPU/call | client CPU/call | calls | errors |");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let ours = toolport(dir.path(), sessions, secs, false).await?;
         row("toolport (read_file, 1 KiB)", &ours);
+        let stateless = toolport(dir.path(), sessions, secs, true).await?;
+        row("toolport --stateless (read_file, 1 KiB)", &stateless);
         if !everything_js().exists() {
             println!();
             println!("reference skipped: run `npm ci` in benches/node to install server-everything");
@@ -354,13 +412,17 @@ fn main() -> Result<(), BoxError> {
             Ok(theirs) => {
                 row("server-everything (echo)", &theirs);
                 println!();
-                println!(
-                    "ratios toolport / server-everything: throughput {:.1}x, p50 {:.1}x lower, p99 {:.1}x lower, peak RSS {:.1}x lower",
-                    ours.calls as f64 / theirs.calls.max(1) as f64,
-                    theirs.p50.as_secs_f64() / ours.p50.as_secs_f64().max(1e-9),
-                    theirs.p99.as_secs_f64() / ours.p99.as_secs_f64().max(1e-9),
-                    theirs.peak_rss_kib as f64 / ours.peak_rss_kib.max(1) as f64,
-                );
+                for (name, ours) in [("toolport", &ours), ("toolport --stateless", &stateless)] {
+                    let cpu = |m: &Measured| m.server_cpu_secs / m.calls.max(1) as f64;
+                    println!(
+                        "ratios {name} / server-everything: throughput {:.1}x, p50 {:.1}x lower, p99 {:.1}x lower, peak RSS {:.1}x lower, server CPU per call {:.1}x lower",
+                        ours.calls as f64 / theirs.calls.max(1) as f64,
+                        theirs.p50.as_secs_f64() / ours.p50.as_secs_f64().max(1e-9),
+                        theirs.p99.as_secs_f64() / ours.p99.as_secs_f64().max(1e-9),
+                        theirs.peak_rss_kib as f64 / ours.peak_rss_kib.max(1) as f64,
+                        cpu(&theirs) / cpu(ours).max(1e-12),
+                    );
+                }
             }
             Err(error) => println!("\nreference failed: {error} (is node >= 18 on PATH, or BENCH_HTTP_NODE set?)"),
         }

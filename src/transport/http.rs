@@ -31,9 +31,9 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::serve::ListenerExt;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
@@ -418,6 +418,7 @@ pub fn router(
         sessions: sse_sessions,
         count,
         idle: settings.session_idle_timeout,
+        keep_alive: settings.sse_keep_alive,
         max_body_bytes: settings.max_body_bytes,
         stop,
     });

@@ -31,6 +31,9 @@ pub const DEFAULT_MAX_SESSIONS: usize = 256;
 /// Five minutes is rmcp's default and outlasts the longest `execute_command` timeout clients
 /// usually wait for.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+/// Default interval of SSE keep-alive comments: well under the 30-60 s idle timeouts of
+/// common proxies and load balancers, rare enough to cost nothing.
+pub const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Shortest token accepted: 16 characters of a random token are ~96 bits and more; shorter
 /// ones are guessable and almost certainly typed by hand.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -63,7 +66,7 @@ pub struct HttpArgs {
         global = true,
         conflicts_with = "token_file"
     )]
-    pub token: Option<String>,
+    pub token: Option<Secret>,
 
     /// With --http: read the bearer token from this file (surrounding whitespace is ignored).
     #[arg(long, value_name = "FILE", env = "TOOLPORT_TOKEN_FILE", global = true)]
@@ -100,6 +103,8 @@ pub struct FileHttp {
     max_sessions: Option<usize>,
     /// A humantime duration such as "5m" or "90s".
     session_idle_timeout: Option<String>,
+    /// A humantime duration such as "15s".
+    sse_keep_alive: Option<String>,
 }
 
 /// A secret string: its `Debug` and `Serialize` forms are a mask.
@@ -116,6 +121,15 @@ impl Secret {
     /// that shows a generated token to the operator.
     pub fn expose(&self) -> &str {
         &self.0
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    /// For clap: the flag and `TOOLPORT_TOKEN` are held masked from the moment they are parsed.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.to_string()))
     }
 }
 
@@ -260,6 +274,9 @@ pub struct HttpSettings {
     /// Idle expiry of a session.
     #[serde(serialize_with = "serialize_duration")]
     pub session_idle_timeout: Duration,
+    /// Interval of keep-alive comments on SSE streams (both transports).
+    #[serde(serialize_with = "serialize_duration")]
+    pub sse_keep_alive: Duration,
 }
 
 fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -277,6 +294,7 @@ impl Default for HttpSettings {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE,
+            sse_keep_alive: DEFAULT_SSE_KEEP_ALIVE,
         }
     }
 }
@@ -342,6 +360,24 @@ fn check_token(token: String, key: &'static str) -> Result<Secret, ConfigError> 
     Ok(Secret::new(token))
 }
 
+/// Parse a humantime duration between 1 s and `max_secs`.
+fn duration(text: &str, key: &'static str, max_secs: u64) -> Result<Duration, ConfigError> {
+    let value = humantime::parse_duration(text).map_err(|e| ConfigError::Invalid {
+        key,
+        message: format!("{text:?} is not a duration like \"5m\" or \"90s\" ({e})"),
+    })?;
+    if value < Duration::from_secs(1) || value > Duration::from_secs(max_secs) {
+        return Err(ConfigError::Invalid {
+            key,
+            message: format!(
+                "{text:?} is out of range; allowed is 1s..={}",
+                humantime::format_duration(Duration::from_secs(max_secs))
+            ),
+        });
+    }
+    Ok(value)
+}
+
 impl HttpSettings {
     /// Layer file < environment/flags (clap has already merged the environment into `args`)
     /// and validate.
@@ -361,7 +397,10 @@ impl HttpSettings {
             })?;
 
         let token = if let Some(token) = &args.token {
-            Some(check_token(token.clone(), "--token / TOOLPORT_TOKEN")?)
+            Some(check_token(
+                token.expose().to_string(),
+                "--token / TOOLPORT_TOKEN",
+            )?)
         } else if let Some(path) = args.token_file.as_ref().or(file.token_file.as_ref()) {
             let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
                 key: "http.token_file",
@@ -467,19 +506,10 @@ impl HttpSettings {
             });
         }
         if let Some(text) = &file.session_idle_timeout {
-            s.session_idle_timeout =
-                humantime::parse_duration(text).map_err(|e| ConfigError::Invalid {
-                    key: "http.session_idle_timeout",
-                    message: format!("{text:?} is not a duration like \"5m\" or \"90s\" ({e})"),
-                })?;
-            if s.session_idle_timeout < Duration::from_secs(1)
-                || s.session_idle_timeout > Duration::from_secs(24 * 3600)
-            {
-                return Err(ConfigError::Invalid {
-                    key: "http.session_idle_timeout",
-                    message: format!("{text:?} is out of range; allowed is 1s..=24h"),
-                });
-            }
+            s.session_idle_timeout = duration(text, "http.session_idle_timeout", 24 * 3600)?;
+        }
+        if let Some(text) = &file.sse_keep_alive {
+            s.sse_keep_alive = duration(text, "http.sse_keep_alive", 3600)?;
         }
         Ok(s)
     }
@@ -515,7 +545,7 @@ mod tests {
         a.no_auth = true;
         assert!(HttpSettings::load(&a, FileHttp::default()).is_err());
         a.no_auth = false;
-        a.token = Some("0123456789abcdef0123".into());
+        a.token = Some(Secret::new("0123456789abcdef0123".into()));
         let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
         assert!(matches!(s.auth, AuthMode::Token(_)));
     }
@@ -523,7 +553,7 @@ mod tests {
     #[test]
     fn tokens_are_checked_and_masked() {
         let mut a = args("8787");
-        a.token = Some("short".into());
+        a.token = Some(Secret::new("short".into()));
         let err = HttpSettings::load(&a, FileHttp::default())
             .unwrap_err()
             .to_string();
@@ -532,9 +562,9 @@ mod tests {
             !err.contains("short"),
             "the error must not echo the token: {err}"
         );
-        a.token = Some("a-long-enough-secret-token".into());
+        a.token = Some(Secret::new("a-long-enough-secret-token".into()));
         let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
-        let shown = format!("{s:?} {}", toml::to_string(&s).unwrap());
+        let shown = format!("{a:?} {s:?} {}", toml::to_string(&s).unwrap());
         assert!(!shown.contains("a-long-enough"), "{shown}");
         assert!(shown.contains(MASK), "{shown}");
     }

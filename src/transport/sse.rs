@@ -6,7 +6,8 @@
 //!
 //! - `GET /sse` opens a session: the first event is `endpoint` with
 //!   `/message?sessionId=ID`; every server message follows as a `message` event; comment
-//!   keep-alives every [`SSE_KEEP_ALIVE`] stop proxies from closing a quiet stream.
+//!   keep-alives (`[http] sse_keep_alive`, 15 s by default) stop proxies from closing a quiet
+//!   stream.
 //! - `POST /message?sessionId=ID` hands one JSON-RPC message to the session and answers 202;
 //!   the response travels on the SSE stream. Unknown session → 404; a body that is not a
 //!   JSON-RPC message → 400; over the cap → 413.
@@ -39,8 +40,6 @@ use super::http::{SessionCount, sessions_full};
 use super::http_settings::random_hex;
 use crate::server::{Shared, ToolportServer};
 
-/// Comment keep-alive interval: well under the 30-60 s idle timeouts of common proxies.
-pub const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Messages queued per direction and session. Small: a POST waits (backpressure) rather
 /// than letting a client grow the server's memory.
 const QUEUE: usize = 64;
@@ -96,6 +95,8 @@ pub struct SseState {
     pub count: Arc<SessionCount>,
     /// Idle expiry.
     pub idle: Duration,
+    /// Keep-alive comment interval.
+    pub keep_alive: Duration,
     /// Body cap.
     pub max_body_bytes: usize,
     /// Cancelled at shutdown.
@@ -204,7 +205,7 @@ async fn connect(State(state): State<SseState>) -> Response {
         .chain(messages)
         .take_until(state.stop.cancelled_owned());
     Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(SSE_KEEP_ALIVE))
+        .keep_alive(KeepAlive::new().interval(state.keep_alive))
         .into_response()
 }
 

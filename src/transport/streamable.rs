@@ -61,6 +61,7 @@ pub fn service(
         .with_json_response(settings.stateless)
         .with_cancellation_token(stop.child_token())
         .with_max_request_body_bytes(settings.max_body_bytes)
+        .with_sse_keep_alive(Some(settings.sse_keep_alive))
         // Host and Origin are checked by the gate in `http.rs`, for every endpoint alike.
         .disable_allowed_hosts()
         .disable_allowed_origins();

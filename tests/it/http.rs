@@ -403,12 +403,28 @@ async fn legacy_sse_flow_answers_on_the_stream() {
 
 #[tokio::test]
 async fn legacy_sse_sends_keep_alives() {
-    // The keep-alive interval is 15 s; waiting that long would slow the suite, so this checks
-    // the wiring indirectly: the stream stays open and usable across a quiet second.
     let (_d, root) = workspace();
-    let server = start(&root, &[], Some(TOKEN)).await;
+    let config = root.join("keepalive.toml");
+    std::fs::write(&config, "[http]\nsse_keep_alive = \"1s\"\n").unwrap();
+    let server = start(&root, &["--config", config.to_str().unwrap()], Some(TOKEN)).await;
     let (mut reader, endpoint) = legacy_session(&server).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A comment line (`:`) arrives on the quiet stream within the interval (plus slack).
+    within(async {
+        loop {
+            if reader.buffer.lines().any(|l| l.starts_with(':')) {
+                break;
+            }
+            let chunk = reader
+                .stream
+                .next()
+                .await
+                .expect("the stream stays open")
+                .unwrap();
+            reader.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    // And the session still answers.
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     assert_eq!(post_message(&endpoint, list).await.status(), 202);
     assert_eq!(reader.message().await["id"], json!(2));
