@@ -42,11 +42,12 @@ use crate::server::{Shared, ToolportServer};
 /// The session header of Streamable HTTP.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// The `/mcp` service, and its session manager when stateful.
+/// The `/mcp` service.
 pub type McpService = StreamableHttpService<ToolportServer, LocalSessionManager>;
 
-/// Build the rmcp service. Stateless mode still takes a `LocalSessionManager` (rmcp needs a
-/// manager type) but never opens a session with it.
+/// Build the rmcp service, and return its session manager when stateful (for the session cap
+/// and disconnect cancellation). Stateless mode still takes a `LocalSessionManager` (rmcp
+/// needs a manager type) but never opens a session with it.
 pub fn service(
     shared: Arc<Shared>,
     settings: &HttpSettings,
