@@ -306,20 +306,24 @@ async fn streamable_http_stateful_lists_and_calls_tools() {
 async fn streamable_http_progress_arrives_as_sse() {
     let (_d, root) = workspace();
     let config = shells(&root);
-    let server = start(&root, &["--config", &config], Some(TOKEN)).await;
-    let test_client = TestClient::default();
-    let mut progress = test_client.progress();
-    let client = mcp_client(&server, TOKEN, test_client).await;
-    let out = ok(&call(
-        &client,
-        "execute_command",
-        json!({"command": "sh", "args": ["-c", "echo step one; sleep 1.5; echo step two"]}),
-    )
-    .await);
-    assert_eq!(out["stdout"], json!("step one\nstep two\n"));
-    let first = within(progress.recv()).await.unwrap();
-    assert!(first.total.is_some(), "{first:?}");
-    within(client.cancel()).await.unwrap();
+    for mode in [None, Some("--stateless")] {
+        let mut args = vec!["--config", config.as_str()];
+        args.extend(mode);
+        let server = start(&root, &args, Some(TOKEN)).await;
+        let test_client = TestClient::default();
+        let mut progress = test_client.progress();
+        let client = mcp_client(&server, TOKEN, test_client).await;
+        let out = ok(&call(
+            &client,
+            "execute_command",
+            json!({"command": "sh", "args": ["-c", "echo step one; sleep 1.5; echo step two"]}),
+        )
+        .await);
+        assert_eq!(out["stdout"], json!("step one\nstep two\n"), "{mode:?}");
+        let first = within(progress.recv()).await.unwrap();
+        assert!(first.total.is_some(), "{mode:?}: {first:?}");
+        within(client.cancel()).await.unwrap();
+    }
 }
 
 #[tokio::test]
