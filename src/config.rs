@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::definition::ToolFormat;
 use crate::registry::ToolFilter;
+use crate::transport::http_settings::{FileHttp, HttpArgs, HttpSettings};
 use crate::workspace::DEFAULT_SECRET_PATTERNS;
 
 /// Default cap on text returned by one `read_file` call: 1 MiB is ~250k tokens, already more
@@ -54,6 +55,7 @@ workspace root: every path a tool touches must stay inside the roots.
 Examples:
   toolport                                   serve stdio in the current directory
   toolport --root ~/code/app --root /data    serve stdio with two roots
+  toolport serve --http 127.0.0.1:8787       serve HTTP: /mcp (Streamable HTTP), /sse (legacy)
   toolport tools --format openai             print tool definitions for the OpenAI API
   toolport call read_file --args '{\"path\":\"README.md\"}'
   toolport config                            show the effective configuration";
@@ -131,12 +133,17 @@ pub struct GlobalArgs {
         global = true
     )]
     pub disabled_tools: Vec<String>,
+
+    /// The HTTP transport's flags (`--http ADDR`, `--token-file`, …).
+    #[command(flatten)]
+    pub http: HttpArgs,
 }
 
 /// Subcommands.
 #[derive(Debug, Clone, Subcommand)]
 pub enum Command {
-    /// Serve MCP over stdio (the default when no subcommand is given).
+    /// Serve MCP over stdio (the default when no subcommand is given), or over HTTP with
+    /// --http ADDR.
     Serve,
     /// Print the tool definitions as JSON, for MCP or a model provider's API.
     Tools(ToolsArgs),
@@ -194,6 +201,8 @@ struct FileConfig {
     exec: FileExec,
     #[serde(default)]
     web: crate::tools::web::config::FileWeb,
+    #[serde(default)]
+    http: FileHttp,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -427,6 +436,8 @@ pub struct Config {
     pub exec: ExecSettings,
     /// `web_search` settings (keys masked when printed).
     pub web: crate::tools::web::config::WebSettings,
+    /// HTTP transport settings (the token is masked when printed).
+    pub http: HttpSettings,
     /// The config file that was read, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_file: Option<PathBuf>,
@@ -443,6 +454,7 @@ impl Default for Config {
             workspace: WorkspaceSettings::default(),
             exec: ExecSettings::default(),
             web: Default::default(),
+            http: HttpSettings::default(),
             config_file: None,
         }
     }
@@ -631,11 +643,12 @@ impl Config {
         e.sandbox = args.sandbox.or(exec.sandbox).unwrap_or_default();
         e.sandbox_network = exec.sandbox_network.unwrap_or(true);
         config.web = crate::tools::web::config::WebSettings::load(file.web, &file_dir, &env)?;
+        config.http = HttpSettings::load(&args.http, file.http)?;
         Ok(config)
     }
 
     /// The effective configuration as TOML, for `toolport config`. Secrets (the web search
-    /// API keys) serialize masked.
+    /// API keys, the HTTP token) serialize masked.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }

@@ -11,7 +11,7 @@
 //! - [`definition`]: `ToolDefinition` and its MCP/OpenAI/Anthropic/Ollama forms;
 //! - [`registry`]: register, filter, validate, execute;
 //! - [`server`]: the rmcp `ServerHandler`;
-//! - [`transport`]: the stdio transport;
+//! - [`transport`]: the stdio and HTTP transports;
 //! - [`workspace`]: roots, confinement, secret rules;
 //! - [`tools`]: the built-in tools.
 
@@ -47,6 +47,9 @@ pub enum Error {
     /// The MCP session failed.
     #[error("the MCP session failed: {0}")]
     Serve(String),
+    /// The HTTP server could not start or failed.
+    #[error(transparent)]
+    Http(#[from] transport::http::HttpError),
 }
 
 /// Build everything a server shares across sessions, once: open the roots, compile the secret
@@ -115,4 +118,12 @@ pub async fn shutdown_signal() {
 /// Serve MCP over stdin/stdout until stdin closes or the process is told to stop.
 pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), Error> {
     serve(shared, StdioTransport::stdio()).await
+}
+
+/// Serve MCP over HTTP on the configured `--http` address until the process is told to stop
+/// (SIGINT or SIGTERM); then calls in flight are cancelled (running commands are killed) and
+/// connections get a bounded grace before this returns.
+pub async fn serve_http(shared: Arc<Shared>) -> Result<(), Error> {
+    transport::http::serve(shared, shutdown_signal()).await?;
+    Ok(())
 }

@@ -114,13 +114,19 @@ async fn run(command: Command, config: Config) -> ExitCode {
     }
     match command {
         Command::Serve => {
+            let http = shared.config.http.bind;
             tracing::info!(
                 version = env!("CARGO_PKG_VERSION"),
                 roots = %shared.workspace.describe_roots(),
                 tools = %shared.registry.names().join(","),
-                "serving MCP on stdio"
+                "serving MCP on {}",
+                if http.is_some() { "HTTP" } else { "stdio" }
             );
-            match toolport::serve_stdio(shared).await {
+            let served = match http {
+                Some(_) => toolport::serve_http(shared).await,
+                None => toolport::serve_stdio(shared).await,
+            };
+            match served {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("toolport: {error}");

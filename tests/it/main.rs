@@ -10,6 +10,7 @@ mod common;
 mod confinement;
 mod exec;
 mod fs_tools;
+mod http;
 mod in_process;
 mod mcp_config;
 mod protocol;

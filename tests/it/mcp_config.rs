@@ -1,6 +1,8 @@
 //! The ready-made client configs in `mcp-config/`: each must parse, name the toolport binary
 //! (installed, or through `cargo run`), and its arguments must start a working server. Each is
-//! launched for real, with the placeholder project path replaced by a temp dir.
+//! launched for real, with the placeholder project path replaced by a temp dir. The HTTP and
+//! SSE variants must point at the documented address with a bearer-token header, and a real
+//! client must work through them against a real `toolport serve --http`.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +12,11 @@ use crate::common::*;
 
 /// Placeholders a user replaces (or the client expands) with their project folder.
 const PROJECT_PLACEHOLDERS: &[&str] = &["/path/to/your/project", "${workspaceFolder}", "."];
+
+fn read(file: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
 
 fn config_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-config");
@@ -22,6 +29,17 @@ fn config_files() -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// Token placeholders the user or the client fills in (VS Code prompts for its input, Cursor
+/// reads the environment, the others are edited by hand).
+const TOKEN_PLACEHOLDERS: &[&str] = &[
+    "${input:toolport-token}",
+    "${env:TOOLPORT_TOKEN}",
+    "YOUR_TOOLPORT_TOKEN",
+];
+
+/// The address the HTTP configs and the README use.
+const DOCUMENTED_ADDRESS: &str = "http://127.0.0.1:8787";
 
 /// The `toolport` entry of a client config, whatever the client calls its server map.
 fn server_entry(config: &Value) -> &Value {
@@ -73,7 +91,10 @@ fn toolport_args(file: &Path, entry: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn every_client_config_launches_a_working_toolport() {
-    let files = config_files();
+    let files: Vec<PathBuf> = config_files()
+        .into_iter()
+        .filter(|f| server_entry(&read(f)).get("url").is_none())
+        .collect();
     let clients: Vec<String> = files
         .iter()
         .map(|f| {
@@ -93,8 +114,7 @@ async fn every_client_config_launches_a_working_toolport() {
         );
     }
     for file in files {
-        let config: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let config = read(&file);
         let args = toolport_args(&file, server_entry(&config));
         let (_d, project) = tempdir();
         std::fs::write(project.join("hello.txt"), "hi\n").unwrap();
@@ -118,4 +138,82 @@ async fn every_client_config_launches_a_working_toolport() {
         assert_eq!(read["content"], json!("hi\n"), "{}", file.display());
         within(client.cancel()).await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn every_http_client_config_reaches_a_working_toolport() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("hello.txt"), "hi\n").unwrap();
+    let server = crate::http::start(&root, &[], Some(crate::http::TOKEN)).await;
+    let mut seen = Vec::new();
+    for file in config_files() {
+        let config = read(&file);
+        let entry = server_entry(&config);
+        let Some(url) = entry.get("url").and_then(Value::as_str) else {
+            continue;
+        };
+        let name = file.display().to_string();
+        let path = url
+            .strip_prefix(DOCUMENTED_ADDRESS)
+            .unwrap_or_else(|| panic!("{name}: {url} is not on {DOCUMENTED_ADDRESS}"));
+        if let Some(kind) = entry.get("type").and_then(Value::as_str) {
+            let expected = if path == "/mcp" {
+                &["http", "streamable-http"][..]
+            } else {
+                &["sse"][..]
+            };
+            assert!(expected.contains(&kind), "{name}: type {kind} for {path}");
+        }
+        let authorization = entry["headers"]["Authorization"].as_str().unwrap();
+        let placeholder = authorization
+            .strip_prefix("Bearer ")
+            .unwrap_or_else(|| panic!("{name}: {authorization} is not a bearer token"));
+        assert!(
+            TOKEN_PLACEHOLDERS.contains(&placeholder),
+            "{name}: unknown token placeholder {placeholder}"
+        );
+        match path {
+            "/mcp" => {
+                let client =
+                    crate::http::mcp_client(&server, crate::http::TOKEN, TestClient::default())
+                        .await;
+                let read = ok(&call(&client, "read_file", json!({"path": "hello.txt"})).await);
+                assert_eq!(read["content"], json!("hi\n"), "{name}");
+                within(client.cancel()).await.unwrap();
+            }
+            "/sse" => {
+                let (mut reader, endpoint) = crate::http::legacy_session(&server).await;
+                let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+                assert_eq!(
+                    crate::http::post_message(&endpoint, list).await.status(),
+                    202
+                );
+                let answer = reader.message().await;
+                assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 5);
+            }
+            other => panic!("{name}: {other} is neither /mcp nor /sse"),
+        }
+        seen.push(
+            file.parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+                + path,
+        );
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "cursor/mcp",
+            "cursor/sse",
+            "inspector/mcp",
+            "inspector/sse",
+            "vscode/mcp",
+            "vscode/sse",
+            "zed/mcp"
+        ]
+    );
 }

@@ -1,0 +1,589 @@
+//! Settings of the HTTP transports: the `--http …` flags, the `[http]` section of the TOML file,
+//! and their validation into one immutable [`HttpSettings`].
+//!
+//! Kept apart from `config.rs` so the HTTP feature is one module; `config.rs` only flattens
+//! [`HttpArgs`] into its flags, [`FileHttp`] into its file and calls [`HttpSettings::load`].
+//!
+//! The rule that matters most is checked here, before anything listens: a server bound beyond
+//! loopback must have a bearer token ([`HttpSettings::load`] refuses otherwise, and suggests a
+//! freshly generated one). Tokens are held in [`Secret`], whose `Debug` and `Serialize` print
+//! a mask, so neither logs nor `toolport config` can reveal them.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::config::ConfigError;
+
+/// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
+/// bounds what one request can make the server buffer. Matches rmcp's own default.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Largest body cap an operator may set.
+pub const MAX_MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
+/// Default cap on live sessions (Streamable HTTP and legacy SSE together). Each costs a task
+/// and a few small buffers; 256 is far beyond what the agents on one machine open, and
+/// bounds what a client with the token can make the server hold.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+/// Default idle expiry: a session with no message from its client for this long is closed.
+/// Five minutes is rmcp's default and outlasts the longest `execute_command` timeout clients
+/// usually wait for.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+/// Default interval of SSE keep-alive comments: well under the 30-60 s idle timeouts of
+/// common proxies and load balancers, rare enough to cost nothing.
+pub const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Shortest token accepted: 16 characters of a random token are ~96 bits and more; shorter
+/// ones are guessable and almost certainly typed by hand.
+pub const MIN_TOKEN_LEN: usize = 16;
+/// Bytes of randomness in a generated token (hex-encoded, so 64 characters).
+pub const GENERATED_TOKEN_BYTES: usize = 32;
+/// What masked secrets print as.
+const MASK: &str = "********";
+
+/// The `--http …` flags (global, so `toolport --http ADDR` and `toolport serve --http ADDR`
+/// both work, and `toolport config` shows their effect).
+#[derive(Debug, Clone, Default, Args)]
+pub struct HttpArgs {
+    /// Serve MCP over HTTP on this address instead of stdio: Streamable HTTP at /mcp, legacy
+    /// HTTP+SSE at /sse, /healthz for load balancers. "8787" means 127.0.0.1:8787.
+    #[arg(long, value_name = "ADDR", env = "TOOLPORT_HTTP", global = true)]
+    pub http: Option<String>,
+
+    /// With --http: no sessions (each POST is served on its own), for replicas behind a
+    /// load balancer.
+    #[arg(long, env = "TOOLPORT_STATELESS", global = true)]
+    pub stateless: bool,
+
+    /// With --http: the bearer token clients must send (`Authorization: Bearer TOKEN`).
+    /// Prefer TOOLPORT_TOKEN or --token-file: a flag is visible to other local users in `ps`.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "TOOLPORT_TOKEN",
+        hide_env_values = true,
+        global = true,
+        conflicts_with = "token_file"
+    )]
+    pub token: Option<Secret>,
+
+    /// With --http: read the bearer token from this file (surrounding whitespace is ignored).
+    #[arg(long, value_name = "FILE", env = "TOOLPORT_TOKEN_FILE", global = true)]
+    pub token_file: Option<PathBuf>,
+
+    /// With --http on a loopback address: accept requests without a token. Without a token
+    /// and without this flag, toolport generates one at start-up and prints it on stderr.
+    #[arg(long, env = "TOOLPORT_NO_AUTH", global = true)]
+    pub no_auth: bool,
+
+    /// With --http: also accept this Host (name or IP, any port; repeatable; "*" accepts any
+    /// Host). Default: localhost, 127.0.0.1, ::1 and the bound address.
+    #[arg(long = "allowed-host", value_name = "HOST", global = true)]
+    pub allowed_hosts: Vec<String>,
+
+    /// With --http: also accept browser requests from this Origin, e.g. https://app.example.com
+    /// or http://localhost:* (repeatable; "*" accepts any). Default: loopback origins.
+    /// Requests without an Origin header (non-browser clients) are always accepted.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", global = true)]
+    pub allowed_origins: Vec<String>,
+}
+
+/// The `[http]` section of the TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileHttp {
+    stateless: Option<bool>,
+    token: Option<String>,
+    token_file: Option<PathBuf>,
+    no_auth: Option<bool>,
+    allowed_hosts: Option<Vec<String>>,
+    allowed_origins: Option<Vec<String>>,
+    max_body_bytes: Option<usize>,
+    max_sessions: Option<usize>,
+    /// A humantime duration such as "5m" or "90s".
+    session_idle_timeout: Option<String>,
+    /// A humantime duration such as "15s".
+    sse_keep_alive: Option<String>,
+}
+
+/// A secret string: its `Debug` and `Serialize` forms are a mask.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap a secret.
+    pub fn new(value: String) -> Self {
+        Self(value)
+    }
+
+    /// The secret itself. Call sites are the authentication check and the one start-up line
+    /// that shows a generated token to the operator.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    /// For clap: the flag and `TOOLPORT_TOKEN` are held masked from the moment they are parsed.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.to_string()))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(MASK)
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(MASK)
+    }
+}
+
+/// An allowed browser Origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OriginRule {
+    /// Any Origin (`*`).
+    Any,
+    /// The literal `null` origin (sandboxed frames, `file://` pages).
+    Null,
+    /// A scheme and host, with one port or any port.
+    Site {
+        /// `http` or `https`.
+        scheme: String,
+        /// Lower-case host (IPv6 without brackets).
+        host: String,
+        /// `None`: any port.
+        port: Option<u16>,
+    },
+}
+
+impl Serialize for OriginRule {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_string())
+    }
+}
+
+impl std::fmt::Display for OriginRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OriginRule::Any => f.write_str("*"),
+            OriginRule::Null => f.write_str("null"),
+            OriginRule::Site { scheme, host, port } => {
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host.clone()
+                };
+                match port {
+                    Some(port) => write!(f, "{scheme}://{host}:{port}"),
+                    None => write!(f, "{scheme}://{host}:*"),
+                }
+            }
+        }
+    }
+}
+
+impl OriginRule {
+    /// Parse `*`, `null`, `scheme://host`, `scheme://host:port` or `scheme://host:*`. A rule
+    /// without a port matches the scheme's default port only (as browsers send it).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        match text {
+            "*" => return Ok(OriginRule::Any),
+            "null" => return Ok(OriginRule::Null),
+            _ => {}
+        }
+        let (base, any_port) = match text.strip_suffix(":*") {
+            Some(base) => (base, true),
+            None => (text, false),
+        };
+        let url = url::Url::parse(base).map_err(|e| {
+            format!(
+                "{text:?} is not an origin like https://app.example.com or http://localhost:* ({e})"
+            )
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("{text:?}: only http and https origins exist"));
+        }
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return Err(format!(
+                "{text:?}: an origin is scheme://host[:port], without a path"
+            ));
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| format!("{text:?} has no host"))?;
+        Ok(OriginRule::Site {
+            scheme: url.scheme().to_string(),
+            host: normalize_host(host),
+            port: if any_port {
+                None
+            } else {
+                url.port_or_known_default()
+            },
+        })
+    }
+}
+
+/// Lower-case a host name and strip IPv6 brackets, so rules and headers compare equal.
+pub fn normalize_host(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+/// Host names that always mean this machine.
+pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+
+/// How clients authenticate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// Clients must send this bearer token.
+    Token(Secret),
+    /// No token was configured: generate one at start-up and print it on stderr (loopback
+    /// only).
+    Generate,
+    /// No authentication (`--no-auth`; loopback only).
+    Disabled,
+}
+
+/// The validated HTTP settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct HttpSettings {
+    /// Where to listen; `None` serves stdio.
+    pub bind: Option<SocketAddr>,
+    /// Stateless Streamable HTTP (no sessions).
+    pub stateless: bool,
+    /// How clients authenticate.
+    pub auth: AuthMode,
+    /// Accepted `Host` names (lower case, without port); empty means any.
+    pub allowed_hosts: Vec<String>,
+    /// Accepted browser Origins.
+    pub allowed_origins: Vec<OriginRule>,
+    /// Request body cap in bytes.
+    pub max_body_bytes: usize,
+    /// Most live sessions.
+    pub max_sessions: usize,
+    /// Idle expiry of a session.
+    #[serde(serialize_with = "serialize_duration")]
+    pub session_idle_timeout: Duration,
+    /// Interval of keep-alive comments on SSE streams (both transports).
+    #[serde(serialize_with = "serialize_duration")]
+    pub sse_keep_alive: Duration,
+}
+
+fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&humantime::format_duration(*d).to_string())
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            bind: None,
+            stateless: false,
+            auth: AuthMode::Generate,
+            allowed_hosts: LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect(),
+            allowed_origins: default_origins(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle_timeout: DEFAULT_SESSION_IDLE,
+            sse_keep_alive: DEFAULT_SSE_KEEP_ALIVE,
+        }
+    }
+}
+
+/// Loopback pages (a local web UI such as the MCP Inspector's) on any port, http or https.
+fn default_origins() -> Vec<OriginRule> {
+    let mut rules = Vec::new();
+    for host in LOOPBACK_HOSTS {
+        for scheme in ["http", "https"] {
+            rules.push(OriginRule::Site {
+                scheme: scheme.to_string(),
+                host: host.to_string(),
+                port: None,
+            });
+        }
+    }
+    rules
+}
+
+/// A random hex string from the operating system's CSPRNG.
+pub fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Parse `--http`: `HOST:PORT`, `[V6]:PORT`, or a bare port (on 127.0.0.1). A host name is
+/// resolved (`localhost:8787` binds 127.0.0.1).
+fn parse_bind(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let mut addrs = text.to_socket_addrs().map_err(|e| {
+        format!("{text:?} is not an address like 127.0.0.1:8787, [::1]:8787 or 8787 ({e})")
+    })?;
+    // Prefer IPv4 loopback for `localhost`, which most clients try first.
+    let all: Vec<SocketAddr> = addrs.by_ref().collect();
+    all.iter()
+        .find(|a| a.is_ipv4())
+        .or(all.first())
+        .copied()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
+}
+
+fn check_token(token: String, key: &'static str) -> Result<Secret, ConfigError> {
+    let token = token.trim().to_string();
+    let invalid = |message: String| ConfigError::Invalid { key, message };
+    if token.len() < MIN_TOKEN_LEN {
+        return Err(invalid(format!(
+            "the token is {} characters long; use at least {MIN_TOKEN_LEN} (e.g. `openssl rand -hex 32`)",
+            token.len()
+        )));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(invalid(
+            "the token may only contain visible ASCII characters (no spaces), as it travels in an HTTP header".into(),
+        ));
+    }
+    Ok(Secret::new(token))
+}
+
+/// Parse a humantime duration between 1 s and `max_secs`.
+fn duration(text: &str, key: &'static str, max_secs: u64) -> Result<Duration, ConfigError> {
+    let value = humantime::parse_duration(text).map_err(|e| ConfigError::Invalid {
+        key,
+        message: format!("{text:?} is not a duration like \"5m\" or \"90s\" ({e})"),
+    })?;
+    if value < Duration::from_secs(1) || value > Duration::from_secs(max_secs) {
+        return Err(ConfigError::Invalid {
+            key,
+            message: format!(
+                "{text:?} is out of range; allowed is 1s..={}",
+                humantime::format_duration(Duration::from_secs(max_secs))
+            ),
+        });
+    }
+    Ok(value)
+}
+
+impl HttpSettings {
+    /// Layer file < environment/flags (clap has already merged the environment into `args`)
+    /// and validate.
+    pub fn load(args: &HttpArgs, file: FileHttp) -> Result<Self, ConfigError> {
+        let mut s = HttpSettings {
+            stateless: args.stateless || file.stateless.unwrap_or(false),
+            ..HttpSettings::default()
+        };
+        s.bind = args
+            .http
+            .as_deref()
+            .map(parse_bind)
+            .transpose()
+            .map_err(|message| ConfigError::Invalid {
+                key: "--http",
+                message,
+            })?;
+
+        let token = if let Some(token) = &args.token {
+            Some(check_token(
+                token.expose().to_string(),
+                "--token / TOOLPORT_TOKEN",
+            )?)
+        } else if let Some(path) = args.token_file.as_ref().or(file.token_file.as_ref()) {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
+                key: "http.token_file",
+                message: format!("cannot read the token file {}: {e}", path.display()),
+            })?;
+            Some(check_token(text, "http.token_file")?)
+        } else if let Some(token) = file.token {
+            Some(check_token(token, "http.token")?)
+        } else {
+            None
+        };
+        let no_auth = args.no_auth || file.no_auth.unwrap_or(false);
+        s.auth = match (token, no_auth) {
+            (Some(_), true) => {
+                return Err(ConfigError::Invalid {
+                    key: "http.no_auth",
+                    message: "a token is configured and --no-auth is set; choose one".into(),
+                });
+            }
+            (Some(token), false) => AuthMode::Token(token),
+            (None, true) => AuthMode::Disabled,
+            (None, false) => AuthMode::Generate,
+        };
+        if let Some(bind) = s.bind
+            && !bind.ip().is_loopback()
+            && !matches!(s.auth, AuthMode::Token(_))
+        {
+            let suggestion = random_hex(GENERATED_TOKEN_BYTES)
+                .map(|t| format!(" For example, this freshly generated one: TOOLPORT_TOKEN={t}"))
+                .unwrap_or_default();
+            return Err(ConfigError::Invalid {
+                key: "--http",
+                message: format!(
+                    "refusing to serve on {bind} without a bearer token: that address is reachable from other machines, and anyone reaching it could run tools{}. Set a token with TOOLPORT_TOKEN, --token-file or [http] token_file (--no-auth is only allowed on loopback).{suggestion}",
+                    if no_auth {
+                        " (--no-auth is not allowed there)"
+                    } else {
+                        ""
+                    }
+                ),
+            });
+        }
+
+        let extra_hosts = if args.allowed_hosts.is_empty() {
+            file.allowed_hosts.unwrap_or_default()
+        } else {
+            args.allowed_hosts.clone()
+        };
+        if extra_hosts.iter().any(|h| h.trim() == "*") {
+            s.allowed_hosts = Vec::new();
+        } else {
+            for host in extra_hosts {
+                let host = normalize_host(host.trim());
+                if host.is_empty() || host.contains('/') {
+                    return Err(ConfigError::Invalid {
+                        key: "http.allowed_hosts",
+                        message: format!(
+                            "{host:?} is not a host name or IP address (give it without scheme or port)"
+                        ),
+                    });
+                }
+                s.allowed_hosts.push(host);
+            }
+            if let Some(bind) = s.bind
+                && !bind.ip().is_unspecified()
+            {
+                s.allowed_hosts.push(normalize_host(&bind.ip().to_string()));
+            }
+            s.allowed_hosts.sort();
+            s.allowed_hosts.dedup();
+        }
+
+        let extra_origins = if args.allowed_origins.is_empty() {
+            file.allowed_origins.unwrap_or_default()
+        } else {
+            args.allowed_origins.clone()
+        };
+        for origin in extra_origins {
+            let rule = OriginRule::parse(&origin).map_err(|message| ConfigError::Invalid {
+                key: "http.allowed_origins",
+                message,
+            })?;
+            if !s.allowed_origins.contains(&rule) {
+                s.allowed_origins.push(rule);
+            }
+        }
+
+        s.max_body_bytes = file.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if !(1024..=MAX_MAX_BODY_BYTES).contains(&s.max_body_bytes) {
+            return Err(ConfigError::Invalid {
+                key: "http.max_body_bytes",
+                message: format!(
+                    "{} is out of range; allowed is 1024..={MAX_MAX_BODY_BYTES}",
+                    s.max_body_bytes
+                ),
+            });
+        }
+        s.max_sessions = file.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
+        if !(1..=100_000).contains(&s.max_sessions) {
+            return Err(ConfigError::Invalid {
+                key: "http.max_sessions",
+                message: format!("{} is out of range; allowed is 1..=100000", s.max_sessions),
+            });
+        }
+        if let Some(text) = &file.session_idle_timeout {
+            s.session_idle_timeout = duration(text, "http.session_idle_timeout", 24 * 3600)?;
+        }
+        if let Some(text) = &file.sse_keep_alive {
+            s.sse_keep_alive = duration(text, "http.sse_keep_alive", 3600)?;
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(http: &str) -> HttpArgs {
+        HttpArgs {
+            http: Some(http.into()),
+            ..HttpArgs::default()
+        }
+    }
+
+    #[test]
+    fn a_bare_port_binds_loopback_and_generates_a_token() {
+        let s = HttpSettings::load(&args("8787"), FileHttp::default()).unwrap();
+        assert_eq!(s.bind, Some("127.0.0.1:8787".parse().unwrap()));
+        assert_eq!(s.auth, AuthMode::Generate);
+        assert_eq!(s.allowed_hosts, ["127.0.0.1", "::1", "localhost"]);
+    }
+
+    #[test]
+    fn a_non_loopback_bind_without_a_token_is_refused_with_a_suggestion() {
+        let err = HttpSettings::load(&args("0.0.0.0:8787"), FileHttp::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("refusing to serve on 0.0.0.0:8787"), "{err}");
+        assert!(err.contains("TOOLPORT_TOKEN="), "{err}");
+        let mut a = args("0.0.0.0:8787");
+        a.no_auth = true;
+        assert!(HttpSettings::load(&a, FileHttp::default()).is_err());
+        a.no_auth = false;
+        a.token = Some(Secret::new("0123456789abcdef0123".into()));
+        let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
+        assert!(matches!(s.auth, AuthMode::Token(_)));
+    }
+
+    #[test]
+    fn tokens_are_checked_and_masked() {
+        let mut a = args("8787");
+        a.token = Some(Secret::new("short".into()));
+        let err = HttpSettings::load(&a, FileHttp::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("at least 16"), "{err}");
+        assert!(
+            !err.contains("short"),
+            "the error must not echo the token: {err}"
+        );
+        a.token = Some(Secret::new("a-long-enough-secret-token".into()));
+        let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
+        let shown = format!("{a:?} {s:?} {}", toml::to_string(&s).unwrap());
+        assert!(!shown.contains("a-long-enough"), "{shown}");
+        assert!(shown.contains(MASK), "{shown}");
+    }
+
+    #[test]
+    fn origin_rules_parse() {
+        assert_eq!(
+            OriginRule::parse("https://App.example.com").unwrap(),
+            OriginRule::Site {
+                scheme: "https".into(),
+                host: "app.example.com".into(),
+                port: Some(443)
+            }
+        );
+        assert_eq!(
+            OriginRule::parse("http://[::1]:*").unwrap().to_string(),
+            "http://[::1]:*"
+        );
+        assert!(OriginRule::parse("app.example.com").is_err());
+        assert!(OriginRule::parse("https://a.example/path").is_err());
+    }
+}

@@ -1,0 +1,234 @@
+//! `/mcp`: rmcp's Streamable HTTP service, plus what rmcp leaves to us.
+//!
+//! rmcp's `StreamableHttpService` does the protocol: sessions (`LocalSessionManager`, idle
+//! expiry = `--session-idle-timeout`), stateless mode, 2026-07-28 stateless requests,
+//! progress as SSE, 404 for an unknown session, 413 for an oversized body while reading it.
+//! Two things it does not do are added by a middleware in front of it ([`track`]):
+//! - **the session cap**: an `initialize` that would open a session beyond `max_sessions`
+//!   gets 503 (rmcp has no cap);
+//! - **disconnect cancellation in stateful mode**: when the client drops the SSE response of
+//!   a request before its end, the request is cancelled as if the client had sent
+//!   `notifications/cancelled`, so a running command is killed. (rmcp already does this in
+//!   stateless mode, where the handler lives only as long as the response.) The flip side:
+//!   a client cannot resume a dropped POST stream with `Last-Event-ID` and still get the
+//!   result; the call is gone, which is what an operator expects of a disconnect.
+//!
+//! The middleware reads the POST body once (bounded by the body cap) to learn the request's
+//! id and method, and hands the same bytes on.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::Router;
+use axum::body::{Body, BodyDataStream, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::http::{SessionCount, sessions_full};
+use super::http_settings::HttpSettings;
+use crate::server::{Shared, ToolportServer};
+
+/// The session header of Streamable HTTP.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The `/mcp` service.
+pub type McpService = StreamableHttpService<ToolportServer, LocalSessionManager>;
+
+/// Build the rmcp service, and return its session manager when stateful (for the session cap
+/// and disconnect cancellation). Stateless mode still takes a `LocalSessionManager` (rmcp
+/// needs a manager type) but never opens a session with it.
+pub fn service(
+    shared: Arc<Shared>,
+    settings: &HttpSettings,
+    stop: CancellationToken,
+) -> (McpService, Option<Arc<LocalSessionManager>>) {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(settings.session_idle_timeout);
+    let manager = Arc::new(manager);
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(!settings.stateless)
+        // Plain JSON answers when a stateless call sends nothing before its result.
+        .with_json_response(settings.stateless)
+        .with_cancellation_token(stop.child_token())
+        .with_max_request_body_bytes(settings.max_body_bytes)
+        .with_sse_keep_alive(Some(settings.sse_keep_alive))
+        // Host and Origin are checked by the gate in `http.rs`, for every endpoint alike.
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
+    let service = StreamableHttpService::new(
+        move || Ok(ToolportServer::new(shared.clone())),
+        manager.clone(),
+        config,
+    );
+    let stateful = (!settings.stateless).then_some(manager);
+    (service, stateful)
+}
+
+/// The `/mcp` route with its middleware.
+pub fn routes(service: McpService, count: Arc<SessionCount>, max_body_bytes: usize) -> Router {
+    Router::new()
+        .route_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(
+            Arc::new(Tracker {
+                count,
+                max_body_bytes,
+            }),
+            track,
+        ))
+}
+
+/// What [`track`] needs.
+pub struct Tracker {
+    count: Arc<SessionCount>,
+    max_body_bytes: usize,
+}
+
+/// The id and method of a JSON-RPC message; anything else is left to rmcp.
+#[derive(Debug, Default, Deserialize)]
+struct Probe {
+    id: Option<Value>,
+    method: Option<String>,
+}
+
+async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, tracker.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let error = error.into_inner();
+            return if error.is::<http_body_util::LengthLimitError>() {
+                (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the request body is over the limit of {} bytes",
+                        tracker.max_body_bytes
+                    ),
+                )
+                    .into_response()
+            } else {
+                (
+                    StatusCode::BAD_REQUEST,
+                    format!("cannot read the request body: {error}"),
+                )
+                    .into_response()
+            };
+        }
+    };
+    // Not a single JSON-RPC object (a batch, garbage): rmcp answers it.
+    let probe: Probe = serde_json::from_slice(&bytes).unwrap_or_default();
+    let session = parts
+        .headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let manager = tracker.count.streamable.clone();
+    if manager.is_some()
+        && session.is_none()
+        && probe.method.as_deref() == Some("initialize")
+        && tracker.count.full().await
+    {
+        tracing::warn!(
+            max = tracker.count.max,
+            "refused a new session: the cap is reached"
+        );
+        return sessions_full(tracker.count.max);
+    }
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    let (Some(manager), Some(session), Some(id), Some(_)) =
+        (manager, session, probe.id, probe.method)
+    else {
+        return response;
+    };
+    let is_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !is_stream {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let guarded = CancelOnDrop {
+        inner: body.into_data_stream(),
+        finished: false,
+        cancel: Some(PendingCall {
+            manager,
+            session,
+            id,
+        }),
+    };
+    Response::from_parts(parts, Body::from_stream(guarded))
+}
+
+/// A request whose response stream is still open.
+struct PendingCall {
+    manager: Arc<LocalSessionManager>,
+    session: String,
+    id: Value,
+}
+
+/// A response body that cancels its request when dropped before its end (the client went
+/// away).
+struct CancelOnDrop {
+    inner: BodyDataStream,
+    finished: bool,
+    cancel: Option<PendingCall>,
+}
+
+impl Stream for CancelOnDrop {
+    type Item = Result<Bytes, axum::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let item = std::task::ready!(self.inner.poll_next_unpin(cx));
+        if item.is_none() {
+            self.finished = true;
+        }
+        Poll::Ready(item)
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let Some(call) = self.cancel.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let message = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": call.id, "reason": "the client disconnected"},
+        });
+        let Ok(message) = serde_json::from_value::<ClientJsonRpcMessage>(message) else {
+            return;
+        };
+        runtime.spawn(async move {
+            tracing::info!(request = %call.id, "the client dropped a call's response stream; cancelling the call");
+            // The session may be gone already (closed, expired, shutting down): then so is
+            // the call.
+            let _ = call
+                .manager
+                .accept_message(&call.session.into(), message)
+                .await;
+        });
+    }
+}
