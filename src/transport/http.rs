@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -323,6 +324,28 @@ pub fn sessions_full(max: usize) -> Response {
     response
 }
 
+/// Read a request body whole, up to `max` bytes: over it → 413, a broken body → 400. For the
+/// handlers that must see a body before rmcp does (`/message`, the `/mcp` tracker); the gate
+/// has already refused a declared `Content-Length` over the cap.
+pub(crate) async fn read_body(body: Body, max: usize) -> Result<Bytes, Response> {
+    axum::body::to_bytes(body, max).await.map_err(|error| {
+        let error = error.into_inner();
+        if error.is::<http_body_util::LengthLimitError>() {
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body is over the limit of {max} bytes"),
+            )
+                .into_response()
+        } else {
+            (
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the request body: {error}"),
+            )
+                .into_response()
+        }
+    })
+}
+
 /// Serve MCP over HTTP on the configured address until `shutdown` resolves. Then every call
 /// in flight is cancelled (running commands are killed), and connections get
 /// [`SHUTDOWN_GRACE`] to finish.
@@ -473,6 +496,15 @@ mod tests {
         let mut h = headers(&good);
         h.insert("origin", "http://evil.example".parse().unwrap());
         assert!(matches!(p.check(&h), Err(Rejection::Origin(_))));
+        // Origin before the token, the token before the body size.
+        h.remove("authorization");
+        assert!(matches!(p.check(&h), Err(Rejection::Origin(_))));
+        let mut h = headers(&[("host", "localhost"), ("content-length", "99999999")]);
+        assert_eq!(p.check(&h), Err(Rejection::NoToken));
+        h.insert("host", "evil.example".parse().unwrap());
+        assert!(matches!(p.check(&h), Err(Rejection::Host(_))));
+        // A local Origin (the Inspector's) passes.
+        let mut h = headers(&good);
         h.insert("origin", "http://localhost:6274".parse().unwrap());
         assert_eq!(p.check(&h), Ok(()));
         assert_eq!(

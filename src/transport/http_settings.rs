@@ -331,11 +331,13 @@ fn parse_bind(text: &str) -> Result<SocketAddr, String> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
     }
-    let mut addrs = text.to_socket_addrs().map_err(|e| {
-        format!("{text:?} is not an address like 127.0.0.1:8787, [::1]:8787 or 8787 ({e})")
-    })?;
+    let all: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| {
+            format!("{text:?} is not an address like 127.0.0.1:8787, [::1]:8787 or 8787 ({e})")
+        })?
+        .collect();
     // Prefer IPv4 loopback for `localhost`, which most clients try first.
-    let all: Vec<SocketAddr> = addrs.by_ref().collect();
     all.iter()
         .find(|a| a.is_ipv4())
         .or(all.first())

@@ -36,7 +36,7 @@ use tokio::sync::{RwLock, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::{CancellationToken, PollSender};
 
-use super::http::{SessionCount, sessions_full};
+use super::http::{SessionCount, read_body, sessions_full};
 use super::http_settings::random_hex;
 use crate::server::{Shared, ToolportServer};
 
@@ -54,14 +54,9 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// How many sessions are open.
-    pub async fn len(&self) -> usize {
+    /// How many sessions are open (for the session cap).
+    pub(crate) async fn len(&self) -> usize {
         self.map.read().await.len()
-    }
-
-    /// Whether no session is open.
-    pub async fn is_empty(&self) -> bool {
-        self.len().await == 0
     }
 }
 
@@ -231,27 +226,9 @@ async fn message(
         return unknown_session();
     };
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, state.max_body_bytes).await {
+    let bytes = match read_body(body, state.max_body_bytes).await {
         Ok(bytes) => bytes,
-        Err(error) => {
-            let error = error.into_inner();
-            return if error.is::<http_body_util::LengthLimitError>() {
-                (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "the request body is over the limit of {} bytes",
-                        state.max_body_bytes
-                    ),
-                )
-                    .into_response()
-            } else {
-                (
-                    StatusCode::BAD_REQUEST,
-                    format!("cannot read the request body: {error}"),
-                )
-                    .into_response()
-            };
-        }
+        Err(refusal) => return refusal,
     };
     let mut message = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
         Ok(message) => message,

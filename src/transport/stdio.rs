@@ -13,7 +13,7 @@
 //! rmcp drains in-flight responses, and `close` flushes the writer before the process exits.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -76,75 +76,68 @@ impl StdioTransport<BoxReader> {
     /// blocking-pool thread instead, which costs two thread wake-ups per message. Anything
     /// else (a terminal, a regular file) keeps tokio's blocking stdio, which works for all.
     pub fn stdio() -> Self {
-        let (reader, input): (BoxReader, _) =
-            match reactor_stdio(std::io::stdin().as_fd(), Side::Read) {
-                Some(Reactor::Pipe(_, Some(rx))) => (Box::new(rx), "pipe"),
-                Some(Reactor::Socket(stream)) => (Box::new(stream), "unix socket"),
-                _ => (Box::new(tokio::io::stdin()), "blocking"),
-            };
-        let (writer, output): (BoxWriter, _) =
-            match reactor_stdio(std::io::stdout().as_fd(), Side::Write) {
-                Some(Reactor::Pipe(Some(tx), _)) => (Box::new(tx), "pipe"),
-                Some(Reactor::Socket(stream)) => (Box::new(stream), "unix socket"),
-                _ => (Box::new(tokio::io::stdout()), "blocking"),
-            };
+        use tokio::net::unix::pipe;
+        let stdin = pollable(std::io::stdin().as_fd());
+        let (reader, input): (BoxReader, _) = match stdin {
+            Some(Pollable::Pipe(fd)) => match pipe::Receiver::from_owned_fd(fd) {
+                Ok(rx) => (Box::new(rx), "pipe"),
+                Err(_) => (Box::new(tokio::io::stdin()), "blocking"),
+            },
+            Some(Pollable::Socket(stream)) => (Box::new(stream), "unix socket"),
+            None => (Box::new(tokio::io::stdin()), "blocking"),
+        };
+        let stdout = pollable(std::io::stdout().as_fd());
+        let (writer, output): (BoxWriter, _) = match stdout {
+            Some(Pollable::Pipe(fd)) => match pipe::Sender::from_owned_fd(fd) {
+                Ok(tx) => (Box::new(tx), "pipe"),
+                Err(_) => (Box::new(tokio::io::stdout()), "blocking"),
+            },
+            Some(Pollable::Socket(stream)) => (Box::new(stream), "unix socket"),
+            None => (Box::new(tokio::io::stdout()), "blocking"),
+        };
         tracing::debug!(stdin = input, stdout = output, "stdio transport");
         Self::new(reader, writer)
     }
 }
 
-/// Which way a stdio descriptor is used.
-#[derive(Clone, Copy)]
-enum Side {
-    Read,
-    Write,
-}
-
-/// A stdio descriptor registered with the reactor.
-enum Reactor {
-    Pipe(
-        Option<tokio::net::unix::pipe::Sender>,
-        Option<tokio::net::unix::pipe::Receiver>,
-    ),
+/// A stdio descriptor the reactor can drive.
+enum Pollable {
+    /// A duplicate of a pipe end (tokio's pipe types check the direction and set
+    /// non-blocking mode).
+    Pipe(OwnedFd),
+    /// A Unix socket, already non-blocking and registered with the reactor.
     Socket(tokio::net::UnixStream),
 }
 
-/// Register a duplicate of `fd` with the reactor when it is a pipe or a Unix socket (which
-/// puts the open file in non-blocking mode); `None` for anything else or on any error.
+/// What `fd` is, when the reactor can drive it: a pipe or a Unix socket. `None` for anything
+/// else (a terminal, a regular file, a TCP socket) or on any error.
 ///
 /// A descriptor that is also stderr (`2>&1`, or one socket for all three as inetd does)
 /// stays blocking: non-blocking mode belongs to the open file, and the blocking writers of
 /// stderr (logs, `eprintln!`) must never see EAGAIN.
-fn reactor_stdio(fd: BorrowedFd<'_>, side: Side) -> Option<Reactor> {
+fn pollable(fd: BorrowedFd<'_>) -> Option<Pollable> {
+    use nix::sys::socket::{AddressFamily, SockaddrLike, SockaddrStorage, getsockname};
     use nix::sys::stat::{SFlag, fstat};
     if same_file(fd, std::io::stderr().as_fd()) {
         return None;
     }
     let kind = SFlag::from_bits_truncate(fstat(fd).ok()?.st_mode) & SFlag::S_IFMT;
-    let owned = fd.try_clone_to_owned().ok()?;
     if kind == SFlag::S_IFIFO {
-        return match side {
-            Side::Read => tokio::net::unix::pipe::Receiver::from_owned_fd(owned)
-                .ok()
-                .map(|rx| Reactor::Pipe(None, Some(rx))),
-            Side::Write => tokio::net::unix::pipe::Sender::from_owned_fd(owned)
-                .ok()
-                .map(|tx| Reactor::Pipe(Some(tx), None)),
-        };
+        return fd.try_clone_to_owned().ok().map(Pollable::Pipe);
     }
-    if kind == SFlag::S_IFSOCK {
-        use nix::sys::socket::{AddressFamily, SockaddrLike, SockaddrStorage, getsockname};
-        let local = getsockname::<SockaddrStorage>(fd.as_raw_fd()).ok()?;
-        if local.family() != Some(AddressFamily::Unix) {
-            return None;
-        }
-        let stream = std::os::unix::net::UnixStream::from(owned);
-        stream.set_nonblocking(true).ok()?;
-        return tokio::net::UnixStream::from_std(stream)
-            .ok()
-            .map(Reactor::Socket);
+    if kind != SFlag::S_IFSOCK
+        || getsockname::<SockaddrStorage>(fd.as_raw_fd())
+            .ok()?
+            .family()
+            != Some(AddressFamily::Unix)
+    {
+        return None;
     }
-    None
+    let stream = std::os::unix::net::UnixStream::from(fd.try_clone_to_owned().ok()?);
+    stream.set_nonblocking(true).ok()?;
+    tokio::net::UnixStream::from_std(stream)
+        .ok()
+        .map(Pollable::Socket)
 }
 
 /// Whether two descriptors refer to the same file (device and inode).

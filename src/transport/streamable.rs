@@ -23,9 +23,9 @@ use std::task::{Context, Poll};
 use axum::Router;
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{Method, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::{Stream, StreamExt};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::SessionManager;
@@ -35,7 +35,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{SessionCount, sessions_full};
+use super::http::{SessionCount, read_body, sessions_full};
 use super::http_settings::HttpSettings;
 use crate::server::{Shared, ToolportServer};
 
@@ -75,21 +75,27 @@ pub fn service(
     (service, stateful)
 }
 
-/// The `/mcp` route with its middleware.
+/// The `/mcp` route, with [`track`] in front of it when stateful. Stateless, it has nothing
+/// to do (no session to cap; rmcp cancels a call whose response is dropped), so POST bodies
+/// go straight to rmcp instead of being buffered and probed twice.
 pub fn routes(service: McpService, count: Arc<SessionCount>, max_body_bytes: usize) -> Router {
-    Router::new()
-        .route_service("/mcp", service)
-        .layer(middleware::from_fn_with_state(
-            Arc::new(Tracker {
-                count,
-                max_body_bytes,
-            }),
-            track,
-        ))
+    let router = Router::new().route_service("/mcp", service);
+    let Some(manager) = count.streamable.clone() else {
+        return router;
+    };
+    router.layer(middleware::from_fn_with_state(
+        Arc::new(Tracker {
+            manager,
+            count,
+            max_body_bytes,
+        }),
+        track,
+    ))
 }
 
 /// What [`track`] needs.
-pub struct Tracker {
+struct Tracker {
+    manager: Arc<LocalSessionManager>,
     count: Arc<SessionCount>,
     max_body_bytes: usize,
 }
@@ -106,27 +112,9 @@ async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, tracker.max_body_bytes).await {
+    let bytes = match read_body(body, tracker.max_body_bytes).await {
         Ok(bytes) => bytes,
-        Err(error) => {
-            let error = error.into_inner();
-            return if error.is::<http_body_util::LengthLimitError>() {
-                (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "the request body is over the limit of {} bytes",
-                        tracker.max_body_bytes
-                    ),
-                )
-                    .into_response()
-            } else {
-                (
-                    StatusCode::BAD_REQUEST,
-                    format!("cannot read the request body: {error}"),
-                )
-                    .into_response()
-            };
-        }
+        Err(refusal) => return refusal,
     };
     // Not a single JSON-RPC object (a batch, garbage): rmcp answers it.
     let probe: Probe = serde_json::from_slice(&bytes).unwrap_or_default();
@@ -135,9 +123,7 @@ async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let manager = tracker.count.streamable.clone();
-    if manager.is_some()
-        && session.is_none()
+    if session.is_none()
         && probe.method.as_deref() == Some("initialize")
         && tracker.count.full().await
     {
@@ -150,9 +136,7 @@ async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
-    let (Some(manager), Some(session), Some(id), Some(_)) =
-        (manager, session, probe.id, probe.method)
-    else {
+    let (Some(session), Some(id), Some(_)) = (session, probe.id, probe.method) else {
         return response;
     };
     let is_stream = response
@@ -165,9 +149,8 @@ async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next
     let (parts, body) = response.into_parts();
     let guarded = CancelOnDrop {
         inner: body.into_data_stream(),
-        finished: false,
         cancel: Some(PendingCall {
-            manager,
+            manager: tracker.manager.clone(),
             session,
             id,
         }),
@@ -186,7 +169,7 @@ struct PendingCall {
 /// away).
 struct CancelOnDrop {
     inner: BodyDataStream,
-    finished: bool,
+    /// Cleared when the stream ends: the call is over, there is nothing left to cancel.
     cancel: Option<PendingCall>,
 }
 
@@ -196,7 +179,7 @@ impl Stream for CancelOnDrop {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let item = std::task::ready!(self.inner.poll_next_unpin(cx));
         if item.is_none() {
-            self.finished = true;
+            self.cancel = None;
         }
         Poll::Ready(item)
     }
@@ -204,9 +187,6 @@ impl Stream for CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
         let Some(call) = self.cancel.take() else {
             return;
         };

@@ -84,9 +84,7 @@ pub fn prepare_host(exe: &std::ffi::OsStr) {
         return;
     }
     match watchdog::Watchdog::spawn(exe) {
-        Ok(dog) => {
-            watchdog::install(dog);
-        }
+        Ok(dog) => watchdog::install(dog),
         Err(error) => tracing::warn!(
             %error,
             "could not start the command watchdog: commands will not die with a killed server"
@@ -94,7 +92,8 @@ pub fn prepare_host(exe: &std::ffi::OsStr) {
     }
 }
 
-/// Used when the server itself has no PATH.
+/// Used when the server itself has no PATH (and to resolve a program when a command's
+/// environment has none).
 const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 const DESCRIPTION: &str = "Run a program inside the workspace and return its stdout, stderr and exit code. `command` is the program and `args` its arguments, passed as they are: there is no shell, so pipes, redirects, globs and $VARIABLES are not interpreted unless the command is a shell itself (command \"bash\", args [\"-c\", \"…\"]), which needs the user's confirmation unless the operator allows shells. `cwd` must be inside the workspace roots (default: the first root). `timeout` is in seconds (default 60; the server caps it, 120 by default). Each output stream keeps at most 100 KiB by default (the start and the end); `truncated` says when output was cut. Commands run non-interactively: stdin is empty unless `stdin` is given, there is no terminal, and pagers and git prompts are off. Destructive commands (rm -r, git push --force, sudo …) need the user's confirmation, and the operator's policy may deny commands.";

@@ -284,19 +284,26 @@ fn resolve_program(program: &OsStr, env: &[(String, String)], cwd: &Path) -> Opt
     let path = env
         .iter()
         .find(|(key, _)| key == "PATH")
-        .map_or(DEFAULT_CHILD_PATH, |(_, value)| value.as_str());
+        .map_or(super::FALLBACK_PATH, |(_, value)| value.as_str());
     which::which_in(program, Some(path), cwd)
         .ok()
         .map(PathBuf::into_os_string)
 }
 
-/// The search path `execvp` uses when the environment has none.
-const DEFAULT_CHILD_PATH: &str = "/bin:/usr/bin";
-
-/// Owns a command's process group: when dropped (at the end of the run, or mid-run when the
-/// server stops and the call's future is dropped) it SIGKILLs whatever is left of the group
-/// and tells the watchdog the group is gone.
+/// Owns a command's process group while it runs: dropped mid-run (the server stopping and
+/// the call's future dropped), it SIGKILLs the group; either way it tells the watchdog the
+/// group is gone.
 struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    /// The run finished and already killed the group: only tell the watchdog, and signal
+    /// nothing more (the id may be reused once the group is gone).
+    fn release(mut self) {
+        if let Some(pgid) = self.0.take() {
+            watchdog::unregister(pgid);
+        }
+    }
+}
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
@@ -442,7 +449,7 @@ pub async fn run(
     for reader in &readers {
         reader.abort();
     }
-    drop(guard);
+    guard.release();
     finish(status, None, timed_out, cancelled)
 }
 

@@ -92,10 +92,10 @@ fn set_nonblocking(pipe: &ChildStdin) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Make `watchdog` the one commands register with. Returns false when one was installed
-/// already (the new one is dropped, and its process exits).
-pub fn install(watchdog: Watchdog) -> bool {
-    WATCHDOG.set(watchdog).is_ok()
+/// Make `watchdog` the one commands register with. When one was installed already the new
+/// one is dropped (its pipe closes, so its process exits).
+pub fn install(watchdog: Watchdog) {
+    let _ = WATCHDOG.set(watchdog);
 }
 
 /// Whether a watchdog is installed (in the server binary it is; in-process library use, such
