@@ -10,31 +10,38 @@
 //! the reference is skipped with a note. Under `cargo test --benches` (no `--bench`
 //! argument) it runs as a one-second smoke test.
 //!
-//! Both servers are driven by the same client: plain HTTP/1.1 requests through one reqwest
-//! connection pool (one connection per session), reading each call's SSE answer to its end.
-//! It is lighter than a full MCP client, so the servers, not the client, are what is
-//! measured. Each session does `initialize` + `notifications/initialized` first, as any MCP
-//! client does.
+//! Both servers are driven by the same client: one HTTP/1.1 connection per session (hyper's
+//! connection-level client, TCP_NODELAY), all on one thread, reading each call's answer (JSON
+//! or an SSE stream) to its end and checking it holds a non-error result. It is much lighter
+//! than a full MCP client, so the servers, not the client, are what is measured. Each session
+//! does `initialize` + `notifications/initialized` first, as any MCP client does.
 
 // Reporting results on stdout is the point of a benchmark binary.
 #![allow(clippy::print_stdout, missing_docs)]
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use axum::http::{self, HeaderValue, Request, StatusCode};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// Default concurrent sessions: enough to saturate a small machine's cores.
 const DEFAULT_SESSIONS: usize = 32;
-/// Default measured time per server.
-const DEFAULT_SECS: u64 = 10;
-/// Unmeasured warm-up per server (connections, JIT for node, caches).
-const WARMUP: Duration = Duration::from_secs(2);
+/// Default measured time per server and round.
+const DEFAULT_SECS: u64 = 5;
+/// Default rounds: each measures every server in turn, so a change in the machine's load
+/// hits all servers alike, and ratios are taken within a round.
+const DEFAULT_ROUNDS: usize = 5;
+/// Unmeasured warm-up per measurement (new sessions; JIT for node, caches on the first).
+const WARMUP: Duration = Duration::from_secs(1);
 /// How often the server's RSS is sampled.
 const RSS_TICK: Duration = Duration::from_millis(100);
 /// Bytes in the file toolport reads.
@@ -50,8 +57,12 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One server under load.
 struct Target {
-    url: String,
-    token: Option<&'static str>,
+    addr: SocketAddr,
+    /// The Host header: `127.0.0.1:PORT`.
+    authority: HeaderValue,
+    path: &'static str,
+    /// `Bearer …`, when the server wants a token.
+    authorization: Option<HeaderValue>,
     tool: &'static str,
     args: serde_json::Value,
     pid: u32,
@@ -101,19 +112,34 @@ fn rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-fn request(
-    client: &reqwest::Client,
+/// One session's HTTP/1.1 connection to the server.
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// Open a connection (TCP_NODELAY, as any latency-minded client sets).
+async fn connect(target: &Target) -> Result<Sender, BoxError> {
+    let stream = tokio::net::TcpStream::connect(target.addr).await?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+    // Drives the connection; ends when the sender is dropped.
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
+/// POST one JSON-RPC message and read the whole answer (JSON, or an SSE stream to its end).
+async fn post(
+    sender: &mut Sender,
     target: &Target,
-    session: Option<&str>,
+    session: Option<&HeaderValue>,
     body: String,
-) -> reqwest::RequestBuilder {
-    let mut builder = client
-        .post(&target.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body);
-    if let Some(token) = target.token {
-        builder = builder.header("authorization", format!("Bearer {token}"));
+) -> Result<(StatusCode, http::HeaderMap, Bytes), BoxError> {
+    sender.ready().await?;
+    let mut builder = Request::post(target.path)
+        .header(http::header::HOST, &target.authority)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json, text/event-stream");
+    if let Some(token) = &target.authorization {
+        builder = builder.header(http::header::AUTHORIZATION, token);
     }
     if let Some(session) = session {
         builder = builder.header("mcp-session-id", session);
@@ -121,46 +147,51 @@ fn request(
     if session.is_some() || target.stateless {
         builder = builder.header("mcp-protocol-version", "2025-06-18");
     }
-    builder
+    let response = sender
+        .send_request(builder.body(Full::new(Bytes::from(body)))?)
+        .await?;
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await?.to_bytes();
+    Ok((parts.status, parts.headers, bytes))
 }
 
 /// Open a session: `initialize`, then `notifications/initialized`.
-async fn open(client: &reqwest::Client, target: &Target) -> Result<Option<String>, BoxError> {
+async fn open(sender: &mut Sender, target: &Target) -> Result<Option<HeaderValue>, BoxError> {
     if target.stateless {
         return Ok(None);
     }
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "toolport-bench", "version": "0"}}});
-    let response = request(client, target, None, init.to_string())
-        .send()
-        .await?;
-    let status = response.status();
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let body = response.text().await?;
-    let session =
-        session.ok_or_else(|| format!("initialize answered {status} without a session: {body}"))?;
+    let (status, headers, body) = post(sender, target, None, init.to_string()).await?;
+    let session = headers.get("mcp-session-id").cloned().ok_or_else(|| {
+        format!(
+            "initialize answered {status} without a session: {}",
+            String::from_utf8_lossy(&body)
+        )
+    })?;
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    request(client, target, Some(&session), initialized.to_string())
-        .send()
-        .await?
-        .error_for_status()?;
+    let (status, _, _) = post(sender, target, Some(&session), initialized.to_string()).await?;
+    if !status.is_success() {
+        return Err(format!("notifications/initialized answered {status}").into());
+    }
     Ok(Some(session))
+}
+
+/// Whether `haystack` holds `needle`.
+fn holds(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// One session's loop until `end`; latencies are kept after `measure_from`.
 async fn session_loop(
-    client: reqwest::Client,
     target: Arc<Target>,
     measure_from: Instant,
     end: Instant,
     errors: Arc<AtomicU64>,
 ) -> Result<Vec<Duration>, BoxError> {
-    let session = open(&client, &target).await?;
+    let mut sender = connect(&target).await?;
+    let session = open(&mut sender, &target).await?;
     let mut latencies = Vec::new();
     let mut id = 1u64;
     while Instant::now() < end {
@@ -168,15 +199,17 @@ async fn session_loop(
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": target.tool, "arguments": target.args}});
         let started = Instant::now();
-        let ok = match request(&client, &target, session.as_deref(), call.to_string())
-            .send()
-            .await
-        {
-            Ok(response) if response.status().is_success() => match response.text().await {
-                Ok(body) => body.contains("\"result\"") && !body.contains("\"isError\":true"),
-                Err(_) => false,
-            },
-            _ => false,
+        let ok = match post(&mut sender, &target, session.as_ref(), call.to_string()).await {
+            Ok((status, _, body)) => {
+                status.is_success()
+                    && holds(&body, b"\"result\"")
+                    && !holds(&body, b"\"isError\":true")
+            }
+            // A broken connection: count it and start over on a new one.
+            Err(_) => {
+                sender = connect(&target).await?;
+                false
+            }
         };
         let took = started.elapsed();
         if !ok {
@@ -185,14 +218,26 @@ async fn session_loop(
             latencies.push(took);
         }
     }
+    // End the session, as a well-behaved client does, so rounds do not pile sessions up.
+    if let Some(session) = session {
+        let mut close = Request::delete(target.path)
+            .header(http::header::HOST, &target.authority)
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+        if let Some(token) = &target.authorization {
+            close = close.header(http::header::AUTHORIZATION, token);
+        }
+        sender.ready().await?;
+        let response = sender
+            .send_request(close.body(Full::new(Bytes::new()))?)
+            .await?;
+        response.into_body().collect().await?;
+    }
     Ok(latencies)
 }
 
-async fn run_load(target: Target, sessions: usize, secs: u64) -> Result<Measured, BoxError> {
-    let target = Arc::new(target);
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(sessions * 2)
-        .build()?;
+/// One measurement: `sessions` new sessions, [`WARMUP`], then `secs` measured.
+async fn run_load(target: &Arc<Target>, sessions: usize, secs: u64) -> Result<Measured, BoxError> {
     let measure_from = Instant::now() + WARMUP;
     let end = measure_from + Duration::from_secs(secs);
     let errors = Arc::new(AtomicU64::new(0));
@@ -219,7 +264,6 @@ async fn run_load(target: Target, sessions: usize, secs: u64) -> Result<Measured
     let tasks: Vec<_> = (0..sessions)
         .map(|_| {
             tokio::spawn(session_loop(
-                client.clone(),
                 target.clone(),
                 measure_from,
                 end,
@@ -279,12 +323,16 @@ async fn spawn(
     Ok((child, found))
 }
 
-async fn toolport(
-    dir: &Path,
-    sessions: usize,
-    secs: u64,
-    stateless: bool,
-) -> Result<Measured, BoxError> {
+/// A server kept running for all rounds, and what each round measured.
+struct Server {
+    name: &'static str,
+    target: Arc<Target>,
+    runs: Vec<Measured>,
+    /// Killed on drop.
+    _child: Child,
+}
+
+async fn toolport(dir: &Path, sessions: usize, stateless: bool) -> Result<Server, BoxError> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolport"));
     if stateless {
         cmd.arg("--stateless");
@@ -304,17 +352,30 @@ async fn toolport(
             .map(str::to_owned)
     })
     .await?;
+    let addr: SocketAddr = url
+        .strip_prefix("http://")
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| format!("toolport announced {url:?}, not http://ADDR"))?;
     let target = Target {
-        url: format!("{url}/mcp"),
-        token: Some(TOKEN),
+        addr,
+        authority: HeaderValue::from_str(&addr.to_string())?,
+        path: "/mcp",
+        authorization: Some(HeaderValue::from_str(&format!("Bearer {TOKEN}"))?),
         tool: "read_file",
         args: json!({"path": "file.txt"}),
         pid: child.id().ok_or("no pid")?,
         stateless,
     };
-    let result = run_load(target, sessions, secs).await;
-    drop(child);
-    result
+    Ok(Server {
+        name: if stateless {
+            "toolport --stateless (read_file, 1 KiB)"
+        } else {
+            "toolport (read_file, 1 KiB)"
+        },
+        target: Arc::new(target),
+        runs: Vec::new(),
+        _child: child,
+    })
 }
 
 fn everything_js() -> PathBuf {
@@ -322,7 +383,7 @@ fn everything_js() -> PathBuf {
         .join("benches/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
-async fn reference(sessions: usize, secs: u64) -> Result<Measured, BoxError> {
+async fn reference() -> Result<Server, BoxError> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -335,31 +396,79 @@ async fn reference(sessions: usize, secs: u64) -> Result<Measured, BoxError> {
         line.contains("listening on port").then(String::new)
     })
     .await?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let target = Target {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        token: None,
+        addr,
+        authority: HeaderValue::from_str(&addr.to_string())?,
+        path: "/mcp",
+        authorization: None,
         tool: "echo",
         args: json!({"message": "x".repeat(64)}),
         pid: child.id().ok_or("no pid")?,
         stateless: false,
     };
-    let result = run_load(target, sessions, secs).await;
-    drop(child);
-    result
+    Ok(Server {
+        name: "server-everything (echo)",
+        target: Arc::new(target),
+        runs: Vec::new(),
+        _child: child,
+    })
 }
 
-fn row(name: &str, m: &Measured) {
-    let calls = m.calls.max(1) as f64;
+/// The median of some values (the upper one of an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Calls per second of one run.
+fn rate(m: &Measured) -> f64 {
+    m.calls as f64 / m.secs
+}
+
+/// Server CPU seconds per call of one run.
+fn cpu_per_call(m: &Measured) -> f64 {
+    m.server_cpu_secs / m.calls.max(1) as f64
+}
+
+/// One table row: medians over the rounds, the highest RSS, total calls and errors.
+fn row(server: &Server) {
+    let runs = &server.runs;
+    let of = |f: &dyn Fn(&Measured) -> f64| median(runs.iter().map(f).collect());
     println!(
-        "| {name} | {:.0} | {:.2} ms | {:.2} ms | {:.1} MiB | {:.0} µs | {:.0} µs | {} | {} |",
-        m.calls as f64 / m.secs,
-        m.p50.as_secs_f64() * 1e3,
-        m.p99.as_secs_f64() * 1e3,
-        m.peak_rss_kib as f64 / 1024.0,
-        m.server_cpu_secs / calls * 1e6,
-        m.client_cpu_secs / calls * 1e6,
-        m.calls,
-        m.errors
+        "| {} | {:.0} | {:.2} ms | {:.2} ms | {:.1} MiB | {:.0} µs | {:.0} µs | {} | {} |",
+        server.name,
+        of(&rate),
+        of(&|m| m.p50.as_secs_f64()) * 1e3,
+        of(&|m| m.p99.as_secs_f64()) * 1e3,
+        runs.iter().map(|m| m.peak_rss_kib).max().unwrap_or(0) as f64 / 1024.0,
+        of(&cpu_per_call) * 1e6,
+        of(&|m| m.client_cpu_secs / m.calls.max(1) as f64) * 1e6,
+        runs.iter().map(|m| m.calls).sum::<u64>(),
+        runs.iter().map(|m| m.errors).sum::<u64>(),
+    );
+}
+
+/// The medians over the rounds of toolport / reference, each ratio taken within one round.
+fn ratios(ours: &Server, theirs: &Server) {
+    let paired = |f: &dyn Fn(&Measured, &Measured) -> f64| {
+        median(
+            ours.runs
+                .iter()
+                .zip(&theirs.runs)
+                .map(|(o, t)| f(o, t))
+                .collect(),
+        )
+    };
+    let secs = |d: Duration| d.as_secs_f64().max(1e-9);
+    println!(
+        "| {} | **{:.1}×** | {:.1}× lower | {:.1}× lower | {:.1}× lower | {:.1}× lower |",
+        ours.name,
+        paired(&|o, t| rate(o) / rate(t).max(1e-9)),
+        paired(&|o, t| secs(t.p50) / secs(o.p50)),
+        paired(&|o, t| secs(t.p99) / secs(o.p99)),
+        paired(&|o, t| t.peak_rss_kib as f64 / o.peak_rss_kib.max(1) as f64),
+        paired(&|o, t| cpu_per_call(t) / cpu_per_call(o).max(1e-12)),
     );
 }
 
@@ -372,13 +481,14 @@ fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
 
 fn main() -> Result<(), BoxError> {
     let measuring = std::env::args().any(|a| a == "--bench");
-    let (sessions, secs) = if measuring {
+    let (sessions, secs, rounds) = if measuring {
         (
             env_or("BENCH_HTTP_SESSIONS", DEFAULT_SESSIONS),
             env_or("BENCH_HTTP_SECS", DEFAULT_SECS),
+            env_or("BENCH_HTTP_ROUNDS", DEFAULT_ROUNDS).max(1),
         )
     } else {
-        (2, 1)
+        (2, 1, 1)
     };
     let dir = tempfile::tempdir()?;
     let line = "toolport http bench line, 64 bytes of plain ASCII text ........\n";
@@ -390,42 +500,55 @@ fn main() -> Result<(), BoxError> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        let mut servers = vec![
+            toolport(dir.path(), sessions, false).await?,
+            toolport(dir.path(), sessions, true).await?,
+        ];
+        let with_reference = everything_js().exists();
+        if with_reference {
+            match reference().await {
+                Ok(server) => servers.push(server),
+                Err(error) => {
+                    println!("\nreference failed: {error} (is node >= 18 on PATH, or BENCH_HTTP_NODE set?)");
+                    return Ok::<_, BoxError>(());
+                }
+            }
+        }
         println!();
         println!(
-            "HTTP load: {sessions} concurrent Streamable HTTP sessions, {}s warm-up + {secs}s measured per server{}",
+            "HTTP load: {sessions} concurrent Streamable HTTP sessions; {rounds} rounds, each measuring every server in turn for {}s warm-up + {secs}s{}",
             WARMUP.as_secs(),
             if measuring { "" } else { " (smoke test under `cargo test --benches`, not a measurement)" }
         );
+        for round in 1..=rounds {
+            let mut line = format!("round {round}:");
+            for server in &mut servers {
+                let measured = run_load(&server.target, sessions, secs).await?;
+                line.push_str(&format!(" {:.0}/s", rate(&measured)));
+                server.runs.push(measured);
+            }
+            println!("{line}");
+        }
+        println!();
+        println!("Medians over the rounds (peak RSS: the highest of all rounds; calls, errors: totals).");
         println!();
         println!("| Server (tool) | calls/s | p50 | p99 | peak RSS | server CPU/call | client CPU/call | calls | errors |");
         println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-        let ours = toolport(dir.path(), sessions, secs, false).await?;
-        row("toolport (read_file, 1 KiB)", &ours);
-        let stateless = toolport(dir.path(), sessions, secs, true).await?;
-        row("toolport --stateless (read_file, 1 KiB)", &stateless);
-        if !everything_js().exists() {
+        for server in &servers {
+            row(server);
+        }
+        if !with_reference {
             println!();
             println!("reference skipped: run `npm ci` in benches/node to install server-everything");
-            return Ok::<_, BoxError>(());
+            return Ok(());
         }
-        match reference(sessions, secs).await {
-            Ok(theirs) => {
-                row("server-everything (echo)", &theirs);
-                println!();
-                for (name, ours) in [("toolport", &ours), ("toolport --stateless", &stateless)] {
-                    let cpu = |m: &Measured| m.server_cpu_secs / m.calls.max(1) as f64;
-                    println!(
-                        "ratios {name} / server-everything: throughput {:.1}x, p50 {:.1}x lower, p99 {:.1}x lower, peak RSS {:.1}x lower, server CPU per call {:.1}x lower",
-                        ours.calls as f64 / theirs.calls.max(1) as f64,
-                        theirs.p50.as_secs_f64() / ours.p50.as_secs_f64().max(1e-9),
-                        theirs.p99.as_secs_f64() / ours.p99.as_secs_f64().max(1e-9),
-                        theirs.peak_rss_kib as f64 / ours.peak_rss_kib.max(1) as f64,
-                        cpu(&theirs) / cpu(ours).max(1e-12),
-                    );
-                }
-            }
-            Err(error) => println!("\nreference failed: {error} (is node >= 18 on PATH, or BENCH_HTTP_NODE set?)"),
-        }
+        println!();
+        println!("Medians of the ratios to server-everything, each taken within one round.");
+        println!();
+        println!("| toolport / server-everything | throughput | p50 | p99 | peak RSS | server CPU per call |");
+        println!("|---|---:|---:|---:|---:|---:|");
+        ratios(&servers[0], &servers[2]);
+        ratios(&servers[1], &servers[2]);
         Ok(())
     })?;
     Ok(())

@@ -16,6 +16,12 @@ use toolport::registry::{ExecuteError, ToolFilter};
 use toolport::server::Shared;
 use toolport::tool::{AlwaysConfirm, ToolContext};
 
+/// mimalloc instead of glibc malloc: a server's requests allocate and free many small
+/// objects across threads, where glibc's arenas cost about a tenth of the CPU under load
+/// (BENCHMARKS.md, HTTP load).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // The sandbox shim (`toolport __sandbox-exec … -- PROGRAM ARGS`): toolport re-executes
     // itself to confine a command with Landlock before exec'ing it. Dispatched before any

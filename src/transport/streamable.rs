@@ -19,6 +19,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, BodyDataStream, Bytes};
@@ -55,6 +56,12 @@ pub fn service(
 ) -> (McpService, Option<Arc<LocalSessionManager>>) {
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(settings.session_idle_timeout);
+    // A dropped call is cancelled, not resumed (see the module docs), so nothing is kept for
+    // a resume: rmcp would otherwise hold every finished call's answer for a minute (memory
+    // that grows with the call rate and answer size, and a scan of them all per message),
+    // and open each SSE answer with a priming event that invites a reconnect.
+    manager.session_config.completed_cache_ttl = Duration::ZERO;
+    manager.session_config.sse_retry = None;
     let manager = Arc::new(manager);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(!settings.stateless)
@@ -63,6 +70,7 @@ pub fn service(
         .with_cancellation_token(stop.child_token())
         .with_max_request_body_bytes(settings.max_body_bytes)
         .with_sse_keep_alive(Some(settings.sse_keep_alive))
+        .with_sse_retry(None)
         // Host and Origin are checked by the gate in `http.rs`, for every endpoint alike.
         .disable_allowed_hosts()
         .disable_allowed_origins();

@@ -20,6 +20,11 @@ use crate::tool::{AiTool, Annotations, JsonObject, ToolContext, ToolError, ToolO
 
 /// Bytes read from disk per step.
 const CHUNK: usize = 64 * 1024;
+/// Files up to this size are read on the async worker, like the open before them: one read
+/// of that size costs microseconds, less than handing the work to the blocking pool and back
+/// (two thread wake-ups, the largest cost of a small read under load). Bigger files go to
+/// the blocking pool, so a long read never holds a worker.
+const INLINE_READ_MAX: u64 = CHUNK as u64;
 /// How much of the start of a file is checked for NUL bytes to call it binary (as git does).
 const BINARY_SNIFF: usize = 8 * 1024;
 
@@ -134,20 +139,19 @@ impl AiTool for ReadFile {
         let opened = ctx.workspace.open_file(&p.path)?;
         let max_bytes = usize::try_from(ctx.config.limits.read_max_bytes).unwrap_or(usize::MAX);
         let cancel = ctx.cancel.clone();
-        let result = blocking(move || {
+        let size = opened.metadata.len();
+        let work = move || {
             let mut file = opened.file;
             let display = opened.display.display().to_string();
             read(
-                &mut file,
-                &display,
-                opened.metadata.len(),
-                requested,
-                window,
-                max_bytes,
-                &cancel,
+                &mut file, &display, size, requested, window, max_bytes, &cancel,
             )
-        })
-        .await?;
+        };
+        let result = if size <= INLINE_READ_MAX {
+            work()?
+        } else {
+            blocking(work).await?
+        };
         let text = render(&result);
         Ok(ToolOutput::new(to_value(&result), text))
     }
