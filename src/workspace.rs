@@ -12,7 +12,9 @@
 //!   name and then reopened, so there is no check-then-use race.
 //! - Secrets (`.env*`, keys, `.ssh/` …) are refused by pattern, checked on the path as given
 //!   and on the real path of the opened handle (so a symlink named `notes.txt` that points at
-//!   `.env` is refused too). A secret directory is not listed; a listing of its parent and
+//!   `.env` is refused too). A file whose path holds no symlink is first opened with
+//!   `RESOLVE_NO_SYMLINKS`: its real path is then the path as given, and the real-path lookup
+//!   (a `/proc` readlink, the largest cost of a small read) is skipped. A secret directory is not listed; a listing of its parent and
 //!   `path_info` may show that a secret exists, but its content is never returned.
 //! - A client's MCP roots can only narrow the operator's roots ([`Workspace::narrow`]).
 //!
@@ -437,12 +439,20 @@ impl Workspace {
             // (it is then refused as not a regular file); no controlling terminal from a tty.
             options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
         }
-        let file = target
-            .root
-            .dir
-            .open_with(&target.rel, &options)
-            .map_err(|e| self.io_error(&target, e))?
-            .into_std();
+        // A path without symlinks is what it says: its real path is the one the secret rules
+        // just checked. Only a path with one needs the open-then-check-the-real-path way.
+        let plain =
+            open_without_symlinks(&target, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY);
+        let checked = plain.is_some();
+        let file = match plain {
+            Some(fd) => std::fs::File::from(fd),
+            None => target
+                .root
+                .dir
+                .open_with(&target.rel, &options)
+                .map_err(|e| self.io_error(&target, e))?
+                .into_std(),
+        };
         let metadata = file.metadata().map_err(|e| self.io_error(&target, e))?;
         if metadata.is_dir() {
             return Err(self.io_error(&target, io::Error::from(io::ErrorKind::IsADirectory)));
@@ -454,7 +464,9 @@ impl Workspace {
                 special_kind(&metadata)
             )));
         }
-        self.check_real_path(&file, &target)?;
+        if !checked {
+            self.check_real_path(&file, &target)?;
+        }
         Ok(OpenFile {
             file,
             metadata,
@@ -516,6 +528,27 @@ impl Workspace {
 const ELOOP: i32 = 40;
 #[cfg(not(target_os = "linux"))]
 const ELOOP: i32 = 62;
+
+/// Open `target` beneath its root when no component of the path is a symlink (openat2 with
+/// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`), with `flags` and close-on-exec. `None` when that
+/// open fails for any reason (a symlink on the way, a missing file, a kernel before 5.6, or
+/// not Linux): the caller then opens the general way, which follows symlinks inside the
+/// root, checks the real path, and reports the error.
+fn open_without_symlinks(target: &Target<'_>, flags: libc::c_int) -> Option<std::os::fd::OwnedFd> {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+        let how = OpenHow::new()
+            .flags(OFlag::from_bits_retain(flags) | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
+        openat2(&target.root.dir, target.rel.as_path(), how).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (target, flags);
+        None
+    }
+}
 
 /// The real path of an open handle: `/proc/self/fd` on Linux (race-free: it names what was
 /// opened), a confined canonicalisation elsewhere.

@@ -271,6 +271,12 @@ async fn secrets_are_denied_by_default_and_name_the_rule() {
     }
     // Secret directories are not listed, not even through a symlink, nor in a recursive walk.
     symlink(".ssh", r.join("keys_link")).unwrap();
+    // A symlink in the middle of the path is followed to the secret it names.
+    let message = err(&call(&client, "read_file", json!({"path": "keys_link/config"})).await);
+    assert!(
+        message.contains("protected secret") && message.contains("\".ssh\""),
+        "keys_link/config: {message}"
+    );
     for dir in [".ssh", "keys_link"] {
         let message = err(&call(&client, "list_directory", json!({"path": dir})).await);
         assert!(
