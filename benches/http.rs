@@ -1,20 +1,26 @@
 //! HTTP load benchmark: many concurrent Streamable HTTP sessions, each calling a small tool in
-//! a loop, against toolport (`read_file` of a 1 KiB file) and, in the same run, the official
-//! reference server `@modelcontextprotocol/server-everything` (its `echo` tool), pinned in
-//! `benches/node/package.json`. Reports calls/s, p50/p99 latency and the server's peak RSS,
-//! and the ratios between the two.
+//! a loop, against toolport (`read_file` of a 1 KiB file, with sessions and `--stateless`)
+//! and, in the same run, the official reference server `@modelcontextprotocol/server-everything`
+//! (its `echo` tool), pinned in `benches/node/package.json`. Reports calls/s, p50/p99
+//! latency, the server's peak RSS and CPU per call, and the ratios between the servers.
+//!
+//! The three servers run side by side for the whole run. Each round measures every server in
+//! turn (new sessions, a warm-up, then the measured window), so a change in the machine's
+//! load hits all of them alike; the report gives medians over the rounds, and each ratio is
+//! taken within one round before its median is taken.
 //!
 //! Run: `(cd benches/node && npm ci) && cargo bench --bench http`. Knobs (environment):
-//! `BENCH_HTTP_SESSIONS` (default 32), `BENCH_HTTP_SECS` (measured seconds per server,
-//! default 10), `BENCH_HTTP_NODE` (the node binary, default `node`). Without the npm install
-//! the reference is skipped with a note. Under `cargo test --benches` (no `--bench`
-//! argument) it runs as a one-second smoke test.
+//! `BENCH_HTTP_SESSIONS` (default 32), `BENCH_HTTP_SECS` (measured seconds per server and
+//! round, default 5), `BENCH_HTTP_ROUNDS` (default 5), `BENCH_HTTP_NODE` (the node binary,
+//! default `node`). Without the npm install the reference is skipped with a note. Under
+//! `cargo test --benches` (no `--bench` argument) it runs as a one-second smoke test.
 //!
-//! Both servers are driven by the same client: one HTTP/1.1 connection per session (hyper's
-//! connection-level client, TCP_NODELAY), all on one thread, reading each call's answer (JSON
-//! or an SSE stream) to its end and checking it holds a non-error result. It is much lighter
-//! than a full MCP client, so the servers, not the client, are what is measured. Each session
-//! does `initialize` + `notifications/initialized` first, as any MCP client does.
+//! All servers are driven by the same client: one HTTP/1.1 connection per session (hyper's
+//! connection-level client, TCP_NODELAY), reading each call's answer (JSON or an SSE stream)
+//! to its end and checking it holds a non-error result. It is much lighter than a full MCP
+//! client, so the servers, not the client, are what is measured. Each session does
+//! `initialize` + `notifications/initialized` first and DELETEs its session at the end, as a
+//! well-behaved MCP client does.
 
 // Reporting results on stdout is the point of a benchmark binary.
 #![allow(clippy::print_stdout, missing_docs)]
