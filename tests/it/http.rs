@@ -788,6 +788,30 @@ async fn raw_session(server: &Server) -> String {
 }
 
 #[tokio::test]
+async fn a_session_answer_is_one_event_without_a_priming_event() {
+    // Dropped calls are cancelled, not resumed, so an answer carries no `retry:` priming
+    // event inviting a reconnect: just the message.
+    let (_d, root) = workspace();
+    let server = start(&root, &[], Some(TOKEN)).await;
+    let session = raw_session(&server).await;
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let response = within(
+        authed(post_mcp(&server, list))
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let body = within(response.text()).await.unwrap();
+    let data: Vec<&str> = body.lines().filter(|l| l.starts_with("data:")).collect();
+    assert_eq!(data.len(), 1, "{body}");
+    assert!(data[0].contains("\"read_file\""), "{body}");
+    assert!(!body.lines().any(|l| l.starts_with("retry:")), "{body}");
+}
+
+#[tokio::test]
 async fn a_disconnect_cancels_the_running_command_stateful() {
     let (_d, root) = workspace();
     let config = shells(&root);
