@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::http::{self, HeaderValue, Request, StatusCode};
+use axum::http::{self, HeaderValue, Method, Request, StatusCode};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
@@ -139,8 +139,22 @@ async fn post(
     session: Option<&HeaderValue>,
     body: String,
 ) -> Result<(StatusCode, http::HeaderMap, Bytes), BoxError> {
+    send(sender, target, Method::POST, session, body).await
+}
+
+/// Send one request to the MCP endpoint, with the headers an MCP client sends, and read the
+/// whole answer.
+async fn send(
+    sender: &mut Sender,
+    target: &Target,
+    method: Method,
+    session: Option<&HeaderValue>,
+    body: String,
+) -> Result<(StatusCode, http::HeaderMap, Bytes), BoxError> {
     sender.ready().await?;
-    let mut builder = Request::post(target.path)
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(target.path)
         .header(http::header::HOST, &target.authority)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::ACCEPT, "application/json, text/event-stream");
@@ -226,18 +240,14 @@ async fn session_loop(
     }
     // End the session, as a well-behaved client does, so rounds do not pile sessions up.
     if let Some(session) = session {
-        let mut close = Request::delete(target.path)
-            .header(http::header::HOST, &target.authority)
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18");
-        if let Some(token) = &target.authorization {
-            close = close.header(http::header::AUTHORIZATION, token);
-        }
-        sender.ready().await?;
-        let response = sender
-            .send_request(close.body(Full::new(Bytes::new()))?)
-            .await?;
-        response.into_body().collect().await?;
+        send(
+            &mut sender,
+            &target,
+            Method::DELETE,
+            Some(&session),
+            String::new(),
+        )
+        .await?;
     }
     Ok(latencies)
 }

@@ -430,28 +430,27 @@ impl Workspace {
     pub fn open_file(&self, user: &str) -> Result<OpenFile, ToolError> {
         let target = self.target(user)?;
         self.check_secret(&target, &target.normal)?;
-        let mut options = OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use cap_std::fs::OpenOptionsExt;
-            // Non-blocking, so opening a FIFO with no writer returns at once instead of hanging
-            // (it is then refused as not a regular file); no controlling terminal from a tty.
-            options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
-        }
         // A path without symlinks is what it says: its real path is the one the secret rules
         // just checked. Only a path with one needs the open-then-check-the-real-path way.
-        let plain =
-            open_without_symlinks(&target, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY);
+        let plain = open_without_symlinks(&target, READ_FLAGS);
         let checked = plain.is_some();
         let file = match plain {
             Some(fd) => std::fs::File::from(fd),
-            None => target
-                .root
-                .dir
-                .open_with(&target.rel, &options)
-                .map_err(|e| self.io_error(&target, e))?
-                .into_std(),
+            None => {
+                let mut options = OpenOptions::new();
+                options.read(true);
+                #[cfg(unix)]
+                {
+                    use cap_std::fs::OpenOptionsExt;
+                    options.custom_flags(READ_FLAGS);
+                }
+                target
+                    .root
+                    .dir
+                    .open_with(&target.rel, &options)
+                    .map_err(|e| self.io_error(&target, e))?
+                    .into_std()
+            }
         };
         let metadata = file.metadata().map_err(|e| self.io_error(&target, e))?;
         if metadata.is_dir() {
@@ -528,6 +527,14 @@ impl Workspace {
 const ELOOP: i32 = 40;
 #[cfg(not(target_os = "linux"))]
 const ELOOP: i32 = 62;
+
+/// Flags for opening a file to read (read-only is 0): non-blocking, so opening a FIFO with no
+/// writer returns at once instead of hanging (it is then refused as not a regular file); no
+/// controlling terminal from a tty.
+#[cfg(unix)]
+const READ_FLAGS: libc::c_int = libc::O_NONBLOCK | libc::O_NOCTTY;
+#[cfg(not(unix))]
+const READ_FLAGS: i32 = 0;
 
 /// Open `target` beneath its root when no component of the path is a symlink (openat2 with
 /// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`), with `flags` and close-on-exec. `None` when that
