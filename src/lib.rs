@@ -18,6 +18,8 @@
 pub mod config;
 pub mod definition;
 pub mod registry;
+pub mod secret;
+pub mod settings;
 pub mod server;
 pub mod tool;
 pub mod tools;
