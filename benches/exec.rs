@@ -95,7 +95,7 @@ fn fixture() -> Fixture {
         roots: vec![dir.path().to_path_buf()],
         ..Config::default()
     };
-    let shared = Arc::new(toolport::build(config).expect("build the server state"));
+    let shared = Arc::new(toolport::build(&config).expect("build the server state"));
     Fixture { dir, shared }
 }
 
@@ -183,7 +183,7 @@ fn spawn_true(c: &mut Criterion) {
     // Registry execute on a current-thread runtime, as in benches/registry.rs.
     let args = object(json!({"command": PROGRAM}));
     let registry = fx.shared.registry.clone();
-    let ctx = ToolContext::local(fx.shared.workspace.clone(), fx.shared.config.clone());
+    let ctx = ToolContext::local(fx.shared.workspace.clone(), fx.shared.confirm_fallback);
     let out = rt
         .block_on(registry.execute("execute_command", args.clone(), &ctx))
         .expect("execute_command succeeds via the registry");
@@ -253,7 +253,8 @@ fn spawn_true(c: &mut Criterion) {
             || args.clone(),
             |args| {
                 let registry = registry.clone();
-                let ctx = ToolContext::local(fx.shared.workspace.clone(), fx.shared.config.clone());
+                let ctx =
+                    ToolContext::local(fx.shared.workspace.clone(), fx.shared.confirm_fallback);
                 mt.block_on(
                     mt.spawn(async move { registry.execute("execute_command", args, &ctx).await }),
                 )
@@ -361,8 +362,7 @@ fn exec_pieces(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a current-thread runtime");
-    let env = toolport::tools::exec::child_env(&Config::default(), None)
-        .expect("the default environment");
+    let env = toolport::tools::exec::child_env(&[], None).expect("the default environment");
     let cancel = CancellationToken::new();
     let spec = |dir: &Path| RunSpec {
         program: PROGRAM.into(),

@@ -49,7 +49,7 @@ fn fixture() -> Fixture {
         roots: vec![dir.path().to_path_buf()],
         ..Config::default()
     };
-    let shared = Arc::new(toolport::build(config).expect("build the server state"));
+    let shared = Arc::new(toolport::build(&config).expect("build the server state"));
     Fixture {
         _dir: dir,
         file,
@@ -107,7 +107,7 @@ fn read_file(c: &mut Criterion) {
         .build()
         .expect("a current-thread runtime");
     let registry = fx.shared.registry.clone();
-    let ctx = ToolContext::local(fx.shared.workspace.clone(), fx.shared.config.clone());
+    let ctx = ToolContext::local(fx.shared.workspace.clone(), fx.shared.confirm_fallback);
     let out = rt
         .block_on(registry.execute("read_file", args.clone(), &ctx))
         .expect("read_file succeeds via the registry");

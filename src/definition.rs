@@ -1,14 +1,10 @@
 //! [`ToolDefinition`]: the provider-neutral description of a tool (`{name, description,
 //! input_schema, output_schema?}`, Anthropic-style), its validation, and its conversions to the
-//! formats of MCP, OpenAI/OpenRouter, Anthropic and Ollama.
-//!
-//! Also home to [`schema_for`], which derives a tool's input schema from a
-//! `#[derive(JsonSchema)]` params struct, and [`render_instructions`], which writes the prompt
-//! text for a tool in the recommended shape.
+//! formats of MCP, OpenAI/OpenRouter, Anthropic and Ollama. The schemas are already portable
+//! ([`crate::schema`]), so every format carries them unchanged.
 
 use std::sync::Arc;
 
-use schemars::{JsonSchema, generate::SchemaSettings};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -30,9 +26,6 @@ pub enum DefinitionError {
         "tool {0}: the input schema must be a JSON object with \"type\": \"object\" at the top"
     )]
     SchemaNotObject(String),
-    /// The output schema is not a JSON object.
-    #[error("tool {0}: the output schema must be a JSON object")]
-    OutputSchemaNotObject(String),
     /// The input schema is not valid JSON Schema.
     #[error("tool {name}: the input schema is not valid JSON Schema: {reason}")]
     InvalidSchema {
@@ -41,9 +34,6 @@ pub enum DefinitionError {
         /// What the schema compiler said.
         reason: String,
     },
-    /// The JSON could not be read as a definition (unknown field, wrong type, bad JSON).
-    #[error("invalid tool definition: {0}")]
-    Malformed(String),
 }
 
 /// A target format for exported tool definitions.
@@ -99,54 +89,26 @@ impl ToolDefinition {
         Ok(def)
     }
 
-    /// Read a definition from JSON, rejecting unknown fields, and validate it.
-    pub fn from_json(text: &str) -> Result<Self, DefinitionError> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| DefinitionError::Malformed(e.to_string()))?;
-        Self::from_value(value)
-    }
-
-    /// Read a definition from a JSON value, rejecting unknown fields, and validate it.
-    pub fn from_value(value: Value) -> Result<Self, DefinitionError> {
-        // Check the schema shapes first so the error names the real problem rather than serde's
-        // "invalid type: expected a map".
-        let name = value
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("<unnamed>")
-            .to_string();
-        if let Some(schema) = value.get("input_schema")
-            && !schema.is_object()
-        {
-            return Err(DefinitionError::SchemaNotObject(name));
-        }
-        if let Some(schema) = value.get("output_schema")
-            && !schema.is_object()
-            && !schema.is_null()
-        {
-            return Err(DefinitionError::OutputSchemaNotObject(name));
-        }
-        let def: Self =
-            serde_json::from_value(value).map_err(|e| DefinitionError::Malformed(e.to_string()))?;
-        def.validate()?;
-        Ok(def)
-    }
-
-    /// Check the name pattern and that the input schema is an object schema that compiles.
-    pub fn validate(&self) -> Result<(), DefinitionError> {
+    /// Check the name pattern and that the input schema is an object schema.
+    fn validate(&self) -> Result<(), DefinitionError> {
         if !is_valid_tool_name(&self.name) {
             return Err(DefinitionError::InvalidName(self.name.clone()));
         }
         if self.input_schema.get("type") != Some(&Value::String("object".into())) {
             return Err(DefinitionError::SchemaNotObject(self.name.clone()));
         }
+        Ok(())
+    }
+
+    /// Compile the input schema into the validator every call is checked with (the registry
+    /// does this once per tool, at registration).
+    pub(crate) fn validator(&self) -> Result<jsonschema::Validator, DefinitionError> {
         jsonschema::validator_for(&Value::Object(self.input_schema.clone())).map_err(|e| {
             DefinitionError::InvalidSchema {
                 name: self.name.clone(),
                 reason: e.to_string(),
             }
-        })?;
-        Ok(())
+        })
     }
 
     /// The MCP `Tool` (name, description, schemas). Title and annotations are not part of the
@@ -205,205 +167,6 @@ impl ToolDefinition {
     }
 }
 
-/// Derive a tool's JSON Schema from a `#[derive(JsonSchema)]` type: draft 2020-12 with
-/// sub-schemas inlined (OpenAI and Ollama do not resolve `$ref`), without the `$schema` and
-/// root `title` keys that some providers reject.
-pub fn schema_for<T: JsonSchema>() -> JsonObject {
-    let settings = SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-        s.meta_schema = None;
-    });
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    let mut object = match schema.to_value() {
-        Value::Object(map) => map,
-        _ => JsonObject::new(),
-    };
-    // The root title and description come from the Rust type's name and doc comment, which
-    // are for developers; the tool's own description is what a model reads.
-    object.remove("title");
-    object.remove("description");
-    object.remove("$schema");
-    if !object.contains_key("type") {
-        object.insert("type".into(), Value::String("object".into()));
-    }
-    for value in object.values_mut() {
-        unwrap_descriptions(value);
-    }
-    object
-}
-
-/// Doc comments are wrapped at ~100 columns; a model should see each description as one
-/// paragraph. Single newlines become spaces; blank lines (paragraph breaks) stay.
-fn unwrap_descriptions(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for (key, inner) in map.iter_mut() {
-                match inner {
-                    Value::String(text) if key == "description" => {
-                        *text = text
-                            .split("\n\n")
-                            .map(|para| {
-                                para.split('\n')
-                                    .map(str::trim)
-                                    .collect::<Vec<_>>()
-                                    .join(" ")
-                            })
-                            .collect::<Vec<_>>()
-                            .join("\n\n");
-                    }
-                    _ => unwrap_descriptions(inner),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(unwrap_descriptions),
-        _ => {}
-    }
-}
-
-/// The names of a schema's required properties.
-pub fn required_fields(schema: &JsonObject) -> Vec<&str> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
-}
-
-/// A schema's type as words for prose ("string", "integer", "array of string" …), ignoring
-/// `null` (which only marks the field optional).
-pub fn type_name(schema: &Value) -> String {
-    let base = match schema.get("type") {
-        Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(types)) => types
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|t| *t != "null")
-            .collect::<Vec<_>>()
-            .join(" or "),
-        _ if schema.get("enum").is_some() => "string".into(),
-        _ => "any".into(),
-    };
-    if base == "array"
-        && let Some(items) = schema.get("items")
-    {
-        return format!("array of {}", type_name(items));
-    }
-    base
-}
-
-/// One line per property: `- name (type, required|optional, default …): description`.
-fn describe_properties(schema: &JsonObject, with_required: bool) -> Vec<String> {
-    let required = required_fields(schema);
-    let Some(Value::Object(props)) = schema.get("properties") else {
-        return Vec::new();
-    };
-    props
-        .iter()
-        .map(|(name, prop)| {
-            let mut facts = vec![type_name(prop)];
-            if with_required {
-                facts.push(if required.contains(&name.as_str()) {
-                    "required".into()
-                } else {
-                    "optional".into()
-                });
-            }
-            if let Some(default) = prop.get("default").filter(|d| !d.is_null()) {
-                facts.push(format!("default {default}"));
-            }
-            if let Some(values) = prop.get("enum").and_then(Value::as_array) {
-                let values: Vec<String> = values
-                    .iter()
-                    .filter(|v| !v.is_null())
-                    .map(Value::to_string)
-                    .collect();
-                facts.push(format!("one of {}", values.join(", ")));
-            }
-            match (prop.get("minimum"), prop.get("maximum")) {
-                (Some(min), Some(max)) => facts.push(format!("{min}..={max}")),
-                (Some(min), None) if min != &json!(0) => facts.push(format!(">= {min}")),
-                (None, Some(max)) => facts.push(format!("<= {max}")),
-                _ => {}
-            }
-            let description = prop
-                .get("description")
-                .and_then(Value::as_str)
-                .map(|d| format!(": {d}"))
-                .unwrap_or_default();
-            format!("- {name} ({}){description}", facts.join(", "))
-        })
-        .collect()
-}
-
-/// A placeholder argument value for an example call, from the schema's own example or default.
-fn example_value(prop: &Value) -> Value {
-    if let Some(first) = prop
-        .get("examples")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
-        return first.clone();
-    }
-    if let Some(default) = prop.get("default").filter(|d| !d.is_null()) {
-        return default.clone();
-    }
-    match type_name(prop).as_str() {
-        "integer" | "number" => json!(1),
-        "boolean" => json!(true),
-        t if t.starts_with("array") => json!([]),
-        "object" => json!({}),
-        _ => json!("..."),
-    }
-}
-
-/// Write a tool's prompt instructions in the recommended shape: Tool, Description, Purpose,
-/// Parameters (type, required, default), Expected Output, Example. `purpose` defaults to the
-/// first sentence of the description, `example` to a call with every required parameter.
-pub fn render_instructions(
-    name: &str,
-    description: &str,
-    purpose: Option<&str>,
-    input_schema: &JsonObject,
-    output_schema: Option<&JsonObject>,
-    example: Option<&Value>,
-) -> String {
-    let purpose = purpose.map(str::to_string).unwrap_or_else(|| {
-        let first = description.split(". ").next().unwrap_or(description);
-        first.trim_end_matches('.').to_string() + "."
-    });
-    let mut params = describe_properties(input_schema, true);
-    if params.is_empty() {
-        params.push("(none)".into());
-    }
-    let expected = match output_schema {
-        Some(schema) => {
-            let fields = describe_properties(schema, false);
-            format!(
-                "A structured JSON result with these fields, plus a readable text rendering:\n{}",
-                fields.join("\n")
-            )
-        }
-        None => "Readable text.".into(),
-    };
-    let example = example.cloned().unwrap_or_else(|| {
-        let required = required_fields(input_schema);
-        let mut args = JsonObject::new();
-        if let Some(Value::Object(props)) = input_schema.get("properties") {
-            for (key, prop) in props {
-                if required.contains(&key.as_str()) {
-                    args.insert(key.clone(), example_value(prop));
-                }
-            }
-        }
-        Value::Object(args)
-    });
-    let example = json!({ "name": name, "arguments": example });
-    format!(
-        "Tool: {name}\nDescription: {description}\nPurpose: {purpose}\nParameters:\n{}\nExpected Output: {expected}\nExample: {example}",
-        params.join("\n")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,57 +192,24 @@ mod tests {
     }
 
     #[test]
-    fn from_json_accepts_a_valid_definition() {
-        let def = ToolDefinition::from_json(
-            r#"{"name":"search","description":"Search","input_schema":{"type":"object","properties":{"q":{"type":"string"}}}}"#,
-        )
-        .unwrap();
-        assert_eq!(def.name, "search");
-        assert_eq!(def.output_schema, None);
-    }
-
-    #[test]
-    fn from_json_rejects_unknown_fields() {
-        let err = ToolDefinition::from_json(
-            r#"{"name":"s","description":"d","input_schema":{"type":"object"},"parameters":{}}"#,
-        )
-        .unwrap_err();
-        assert!(
-            matches!(&err, DefinitionError::Malformed(m) if m.contains("unknown field `parameters`")),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn from_json_rejects_a_non_object_schema() {
-        for schema in [r#"[]"#, r#""object""#, r#"{"type":"array"}"#, r#"{}"#] {
-            let text = format!(r#"{{"name":"s","description":"d","input_schema":{schema}}}"#);
-            let err = ToolDefinition::from_json(&text).unwrap_err();
-            assert_eq!(
-                err,
-                DefinitionError::SchemaNotObject("s".into()),
-                "{schema}"
-            );
+    fn new_rejects_bad_names_and_non_object_schemas() {
+        let err = ToolDefinition::new("bad name", "d", schema(), None).unwrap_err();
+        assert_eq!(err, DefinitionError::InvalidName("bad name".into()));
+        for bad in [json!({}), json!({"type": "array"})] {
+            let err =
+                ToolDefinition::new("s", "d", bad.as_object().cloned().unwrap(), None).unwrap_err();
+            assert_eq!(err, DefinitionError::SchemaNotObject("s".into()), "{bad}");
         }
     }
 
     #[test]
-    fn from_json_rejects_bad_names_and_invalid_schemas() {
-        let err = ToolDefinition::from_json(
-            r#"{"name":"bad name","description":"d","input_schema":{"type":"object"}}"#,
-        )
-        .unwrap_err();
-        assert_eq!(err, DefinitionError::InvalidName("bad name".into()));
-        let err = ToolDefinition::from_json(
-            r#"{"name":"s","description":"d","input_schema":{"type":"object","properties":{"a":{"type":"no-such-type"}}}}"#,
-        )
-        .unwrap_err();
+    fn an_invalid_schema_does_not_compile() {
+        let bad = json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}});
+        let def = ToolDefinition::new("s", "d", bad.as_object().cloned().unwrap(), None).unwrap();
         assert!(
-            matches!(err, DefinitionError::InvalidSchema { .. }),
-            "{err}"
+            matches!(def.validator(), Err(DefinitionError::InvalidSchema { .. })),
+            "the schema compiler must refuse an unknown type"
         );
-        let err = ToolDefinition::from_json("{not json").unwrap_err();
-        assert!(matches!(err, DefinitionError::Malformed(_)));
     }
 
     #[test]
@@ -510,69 +240,6 @@ mod tests {
             mcp,
             json!({"name": "search", "title": "Search", "description": "Search the web", "inputSchema": params,
                    "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true}})
-        );
-    }
-
-    #[derive(JsonSchema, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
-    struct Params {
-        /// What to look
-        /// for.
-        query: String,
-        /// How many.
-        #[serde(default = "five")]
-        count: u8,
-        mode: Option<Mode>,
-    }
-    #[derive(JsonSchema, Deserialize)]
-    #[serde(rename_all = "lowercase")]
-    #[allow(dead_code)]
-    enum Mode {
-        Fast,
-        Full,
-    }
-    fn five() -> u8 {
-        5
-    }
-
-    #[test]
-    fn schema_for_derives_an_inline_object_schema() {
-        let schema = schema_for::<Params>();
-        assert_eq!(schema.get("type"), Some(&json!("object")));
-        assert!(!schema.contains_key("$schema") && !schema.contains_key("title"));
-        assert!(
-            !schema.contains_key("$defs"),
-            "sub-schemas are inlined: {schema:?}"
-        );
-        assert_eq!(schema.get("additionalProperties"), Some(&json!(false)));
-        assert_eq!(
-            schema["properties"]["query"]["description"],
-            json!("What to look for.")
-        );
-        assert_eq!(schema["properties"]["count"]["default"], json!(5));
-        assert_eq!(schema.get("required"), Some(&json!(["query"])));
-        ToolDefinition::new("p", "d", schema, None).unwrap();
-    }
-
-    #[test]
-    fn default_instructions_have_the_recommended_shape() {
-        let text = render_instructions(
-            "p",
-            "Finds things. Slowly.",
-            None,
-            &schema_for::<Params>(),
-            None,
-            None,
-        );
-        assert_eq!(
-            text,
-            "Tool: p\nDescription: Finds things. Slowly.\nPurpose: Finds things.\nParameters:\n\
-             - query (string, required): What to look for.\n\
-             - count (integer, optional, default 5, 0..=255): How many.\n\
-             - mode (string, optional, one of \"fast\", \"full\")\n\
-             Expected Output: Readable text.\n\
-             Example: {\"name\":\"p\",\"arguments\":{\"query\":\"...\"}}"
         );
     }
 }

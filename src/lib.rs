@@ -15,15 +15,20 @@
 //! - [`workspace`]: roots, confinement, secret rules;
 //! - [`tools`]: the built-in tools.
 
+pub mod cli;
 pub mod config;
 pub mod definition;
+pub mod hidden;
+pub mod instructions;
 pub mod registry;
+pub mod schema;
 pub mod secret;
-pub mod settings;
 pub mod server;
+pub mod settings;
 pub mod tool;
 pub mod tools;
 pub mod transport;
+pub mod typed;
 pub mod workspace;
 
 use std::sync::Arc;
@@ -56,13 +61,13 @@ pub enum Error {
 
 /// Build everything a server shares across sessions, once: open the roots, compile the secret
 /// rules, register the enabled tools (compiling their validators).
-pub fn build(config: Config) -> Result<Shared, Error> {
+pub fn build(config: &Config) -> Result<Shared, Error> {
     let workspace = workspace::Workspace::new(&config.roots, &config.workspace.secret_patterns)?;
-    let registry = tools::builtin_registry(&config)?;
+    let registry = tools::builtin_registry(config.builtin_settings(), &config.tools)?;
     Ok(Shared {
         registry: Arc::new(registry),
-        config: Arc::new(config),
         workspace: Arc::new(workspace),
+        confirm_fallback: config.exec.confirm,
     })
 }
 
@@ -125,7 +130,10 @@ pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), Error> {
 /// Serve MCP over HTTP on the configured `--http` address until the process is told to stop
 /// (SIGINT or SIGTERM); then calls in flight are cancelled (running commands are killed) and
 /// connections get a bounded grace before this returns.
-pub async fn serve_http(shared: Arc<Shared>) -> Result<(), Error> {
-    transport::http::serve(shared, shutdown_signal()).await?;
+pub async fn serve_http(
+    shared: Arc<Shared>,
+    settings: transport::http_settings::HttpSettings,
+) -> Result<(), Error> {
+    transport::http::serve(shared, settings, shutdown_signal()).await?;
     Ok(())
 }

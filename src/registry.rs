@@ -14,7 +14,8 @@ use futures::FutureExt;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::definition::{DefinitionError, ToolDefinition, ToolFormat, required_fields, type_name};
+use crate::definition::{DefinitionError, ToolDefinition, ToolFormat};
+use crate::instructions::allowed_parameters;
 use crate::tool::{AiTool, Confirmation, JsonObject, ToolContext, ToolError, ToolOutput};
 
 /// Criteria for [`ToolRegistry::filter`]; all given criteria must hold (AND).
@@ -107,11 +108,7 @@ impl ToolRegistry {
             tool.input_schema(),
             tool.output_schema(),
         )?;
-        let validator = jsonschema::validator_for(&Value::Object(definition.input_schema.clone()))
-            .map_err(|e| DefinitionError::InvalidSchema {
-                name: name.clone(),
-                reason: e.to_string(),
-            })?;
+        let validator = definition.validator()?;
         let mcp = definition.to_mcp_with(tool.title(), tool.annotations());
         self.index.insert(name, self.entries.len());
         self.entries.push(Arc::new(Entry {
@@ -311,7 +308,7 @@ fn check_arguments(entry: &Entry, instance: &Value) -> Result<(), ToolError> {
         })
         .collect();
     lines.dedup();
-    let allowed = describe_allowed(schema);
+    let allowed = allowed_parameters(schema);
     Err(ToolError::InvalidArguments(format!(
         "the arguments for {} do not match its schema:\n{}\n{allowed}",
         entry.definition.name,
@@ -319,31 +316,10 @@ fn check_arguments(entry: &Entry, instance: &Value) -> Result<(), ToolError> {
     )))
 }
 
-/// "Allowed parameters: path (string, required), offset (integer) …" from a schema.
-fn describe_allowed(schema: &JsonObject) -> String {
-    let required = required_fields(schema);
-    let Some(Value::Object(props)) = schema.get("properties") else {
-        return "This tool takes no parameters.".into();
-    };
-    let params: Vec<String> = props
-        .iter()
-        .map(|(name, prop)| {
-            let req = if required.contains(&name.as_str()) {
-                ", required"
-            } else {
-                ""
-            };
-            format!("{name} ({}{req})", type_name(prop))
-        })
-        .collect();
-    format!("Allowed parameters: {}.", params.join(", "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use crate::tool::{Annotations, NoConfirmer};
+    use crate::tool::{Annotations, ConfirmFallback, NoConfirmer};
     use crate::workspace::Workspace;
     use async_trait::async_trait;
     use serde_json::json;
@@ -431,10 +407,10 @@ mod tests {
     fn ctx() -> ToolContext {
         let dir = std::env::temp_dir();
         let ws = Workspace::new(&[dir], &[]).unwrap();
-        let mut ctx = ToolContext::local(Arc::new(ws), Arc::new(Config::default()));
+        let mut ctx = ToolContext::local(Arc::new(ws), ConfirmFallback::Deny);
         ctx.confirmer = Arc::new(NoConfirmer {
             reason: "nobody is there".into(),
-            fallback: crate::config::ConfirmFallback::Deny,
+            fallback: ConfirmFallback::Deny,
         });
         ctx
     }

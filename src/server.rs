@@ -1,6 +1,6 @@
 //! The MCP server: an rmcp [`ServerHandler`] whose tools, prompts and instructions all come from
-//! the [`ToolRegistry`]. One [`ToolportServer`] serves one connection (session); the registry,
-//! config and operator workspace are shared.
+//! the [`ToolRegistry`]. One [`ToolportServer`] serves one connection (session); the registry
+//! and the operator's workspace are shared ([`Shared`]).
 //!
 //! What it adds on top of rmcp:
 //! - tools/list and tools/call straight from the registry, with argument validation and panic
@@ -28,9 +28,8 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::OnceCell;
 
-use crate::config::{Config, ConfirmFallback};
 use crate::registry::{ExecuteError, ToolRegistry};
-use crate::tool::{Confirmation, Confirmer, NoConfirmer, ProgressSink, ToolContext};
+use crate::tool::{ConfirmFallback, Confirmation, Confirmer, ProgressSink, ToolContext};
 use crate::workspace::{Workspace, client_root_path};
 
 /// How long to wait for the client's answer to `roots/list`. A client that declares roots but
@@ -52,8 +51,9 @@ pub const ALL_INSTRUCTIONS_PROMPT: &str = "tool_instructions";
 pub struct Shared {
     /// The tools.
     pub registry: Arc<ToolRegistry>,
-    /// The configuration.
-    pub config: Arc<Config>,
+    /// What happens to a call that needs confirmation when the client cannot ask
+    /// (`[exec] confirm`).
+    pub confirm_fallback: ConfirmFallback,
     /// The operator's workspace (roots opened once).
     pub workspace: Arc<Workspace>,
 }
@@ -254,17 +254,14 @@ impl Confirmer for McpConfirmer {
                     _ => Confirmation::Declined,
                 },
                 None if self.can_elicit => Confirmation::AskClient,
-                None => NoConfirmer::answer(
-                    "the client does not support elicitation",
-                    self.fallback,
-                    description,
-                ),
+                None => self
+                    .fallback
+                    .answer("the client does not support elicitation", description),
             };
         }
         if !self.can_elicit {
-            return NoConfirmer::answer(
+            return self.fallback.answer(
                 "the client does not support elicitation, so toolport cannot ask the user",
-                self.fallback,
                 description,
             );
         }
@@ -357,7 +354,6 @@ impl ServerHandler for ToolportServer {
             cancel: context.ct.clone(),
             progress,
             workspace: self.workspace(),
-            config: self.shared.config.clone(),
             confirmer: Arc::new(McpConfirmer {
                 peer: context.peer.clone(),
                 modern: context
@@ -371,7 +367,7 @@ impl ServerHandler for ToolportServer {
                     .as_ref()
                     .and_then(|responses| responses.get(CONFIRM_KEY))
                     .cloned(),
-                fallback: self.shared.config.exec.confirm,
+                fallback: self.shared.confirm_fallback,
             }),
         };
         let args = request.arguments.clone().unwrap_or_default();

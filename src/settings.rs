@@ -128,6 +128,19 @@ impl DurationValue {
     }
 }
 
+/// A size as people write it, for tool descriptions: `1 MiB`, `100 KiB`, `1500 bytes`.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * KIB;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
 /// A duration as people write it: `30s`, `1m 30s`, `250ms`.
 pub(crate) fn human(duration: Duration) -> String {
     humantime::format_duration(duration).to_string()
@@ -139,10 +152,12 @@ pub(crate) fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S:
     s.serialize_str(&human(*d))
 }
 
-/// A non-empty environment value (an empty variable counts as unset, as shells treat
-/// `VAR=`).
+/// A non-empty environment value, trimmed (an empty variable counts as unset, as shells
+/// treat `VAR=`).
 pub(crate) fn env_value(env: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
-    env(name).filter(|v| !v.trim().is_empty())
+    env(name)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]
@@ -157,11 +172,22 @@ mod tests {
         assert_eq!(check_range("a.b", 5u64, 1..=10), Ok(5));
         assert_eq!(
             check_range("a.b", 0u64, 1..=10),
-            Err(SettingError::new("a.b", "0 is out of range; allowed is 1..=10"))
+            Err(SettingError::new(
+                "a.b",
+                "0 is out of range; allowed is 1..=10"
+            ))
         );
         assert_eq!(
             check_range("a.b", 0u64, 1..=10).map_err(|e| e.to_string()),
             Err("invalid setting a.b: 0 is out of range; allowed is 1..=10".into())
+        );
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(
+            [1024 * 1024, 100 * 1024, 1500, 3 * 1024 * 1024 + 1].map(human_bytes),
+            ["1 MiB", "100 KiB", "1500 bytes", "3145729 bytes"]
         );
     }
 

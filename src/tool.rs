@@ -9,14 +9,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Config, ConfirmFallback};
-use crate::workspace::Workspace;
-
-/// A JSON object, the shape of every input schema and every argument set.
-pub type JsonObject = Map<String, Value>;
+use crate::instructions::{InstructionsFor, render_instructions};
+pub use crate::schema::JsonObject;
+use crate::workspace::{PathError, Workspace};
 
 /// MCP tool annotations: hints for the client about what a call does. They are hints, not a
 /// security boundary; the client may use them to decide when to ask the user.
@@ -63,14 +62,6 @@ impl ToolOutput {
             text: text.into(),
         }
     }
-
-    /// A text-only result.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self {
-            structured: None,
-            text: text.into(),
-        }
-    }
 }
 
 /// Why a tool call failed. Each message is written for a model to act on: what was wrong and
@@ -98,6 +89,26 @@ pub enum ToolError {
     /// A dependency (e.g. a search provider) is unavailable right now.
     #[error("unavailable: {0}")]
     Unavailable(String),
+}
+
+impl From<PathError> for ToolError {
+    /// A path error as the tool error of the same kind, with the same message.
+    fn from(error: PathError) -> Self {
+        let message = error.to_string();
+        match error {
+            PathError::Empty { .. }
+            | PathError::NulByte
+            | PathError::IsADirectory { .. }
+            | PathError::NotRegular { .. } => Self::InvalidArguments(message),
+            PathError::NotFound { .. } | PathError::NotADirectory { .. } => Self::NotFound(message),
+            PathError::OutsideRoots { .. }
+            | PathError::Escapes { .. }
+            | PathError::Secret { .. }
+            | PathError::OsDenied { .. }
+            | PathError::LinkLoop { .. } => Self::PermissionDenied(message),
+            PathError::Io { .. } => Self::ExecutionFailed(message),
+        }
+    }
 }
 
 /// Reports progress of a long-running call. Over MCP this becomes `notifications/progress`
@@ -138,6 +149,37 @@ pub trait Confirmer: Send + Sync {
     async fn confirm(&self, description: &str) -> Confirmation;
 }
 
+/// What happens to a call that needs the user's confirmation when nobody can be asked (the
+/// client has no elicitation support, or there is no client, as with `toolport call`). The
+/// operator sets it with `[exec] confirm`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfirmFallback {
+    /// Refuse the call, explaining how to allow it (the default).
+    #[default]
+    Deny,
+    /// Run it without asking: for headless use where the operator accepts the risk.
+    Allow,
+}
+
+impl ConfirmFallback {
+    /// The answer when nobody can be asked (`reason` says why), per this fallback.
+    pub(crate) fn answer(self, reason: &str, description: &str) -> Confirmation {
+        match self {
+            Self::Allow => {
+                tracing::info!(
+                    call = description,
+                    "running without confirmation (exec.confirm = \"allow\")"
+                );
+                Confirmation::Accepted
+            }
+            Self::Deny => Confirmation::Unavailable(format!(
+                "this call needs the user's confirmation ({description}), but {reason}. The operator can allow such calls without asking by setting `confirm = \"allow\"` in the [exec] section of the config file"
+            )),
+        }
+    }
+}
+
 /// A confirmer for contexts with nobody to ask. What happens then is the operator's choice
 /// (`exec.confirm`): refuse with an explanation (the default), or run without asking.
 #[derive(Debug, Clone)]
@@ -148,28 +190,10 @@ pub struct NoConfirmer {
     pub fallback: ConfirmFallback,
 }
 
-impl NoConfirmer {
-    /// The answer when nobody can be asked, per the operator's fallback.
-    pub fn answer(reason: &str, fallback: ConfirmFallback, description: &str) -> Confirmation {
-        match fallback {
-            ConfirmFallback::Allow => {
-                tracing::info!(
-                    call = description,
-                    "running without confirmation (exec.confirm = \"allow\")"
-                );
-                Confirmation::Accepted
-            }
-            ConfirmFallback::Deny => Confirmation::Unavailable(format!(
-                "this call needs the user's confirmation ({description}), but {reason}. The operator can allow such calls without asking by setting `confirm = \"allow\"` in the [exec] section of the config file"
-            )),
-        }
-    }
-}
-
 #[async_trait]
 impl Confirmer for NoConfirmer {
     async fn confirm(&self, description: &str) -> Confirmation {
-        Self::answer(&self.reason, self.fallback, description)
+        self.fallback.answer(&self.reason, description)
     }
 }
 
@@ -194,25 +218,22 @@ pub struct ToolContext {
     pub progress: Arc<dyn ProgressSink>,
     /// The roots this call may touch (the operator's, possibly narrowed by the client's).
     pub workspace: Arc<Workspace>,
-    /// The effective, immutable configuration.
-    pub config: Arc<Config>,
     /// Who confirms risky calls.
     pub confirmer: Arc<dyn Confirmer>,
 }
 
 impl ToolContext {
     /// A context for a local run: no progress, nobody to confirm (the operator's
-    /// `exec.confirm` decides), a fresh cancellation token.
-    pub fn local(workspace: Arc<Workspace>, config: Arc<Config>) -> Self {
+    /// `exec.confirm`, `fallback`, decides), a fresh cancellation token.
+    pub fn local(workspace: Arc<Workspace>, fallback: ConfirmFallback) -> Self {
         Self {
             cancel: CancellationToken::new(),
             progress: Arc::new(NoProgress),
             confirmer: Arc::new(NoConfirmer {
                 reason: "there is no user to ask in this context (pass --yes to `toolport call` to confirm)".into(),
-                fallback: config.exec.confirm,
+                fallback,
             }),
             workspace,
-            config,
         }
     }
 }
@@ -258,14 +279,14 @@ pub trait AiTool: Send + Sync + 'static {
     /// Description, Purpose, Parameters, Expected Output, Example). The default generates it
     /// from the name, description and schemas.
     fn instructions(&self) -> String {
-        crate::definition::render_instructions(
-            self.name(),
-            self.description(),
-            None,
-            &self.input_schema(),
-            self.output_schema().as_ref(),
-            None,
-        )
+        render_instructions(InstructionsFor {
+            name: self.name(),
+            description: self.description(),
+            purpose: None,
+            input_schema: &self.input_schema(),
+            output_schema: self.output_schema().as_ref(),
+            example: None,
+        })
     }
 
     /// A human-readable description of this call if it is risky enough to need the user's

@@ -14,8 +14,9 @@
 //!   and on the real path of the opened handle (so a symlink named `notes.txt` that points at
 //!   `.env` is refused too). A file whose path holds no symlink is first opened with
 //!   `RESOLVE_NO_SYMLINKS`: its real path is then the path as given, and the real-path lookup
-//!   (a `/proc` readlink, the largest cost of a small read) is skipped. A secret directory is not listed; a listing of its parent and
-//!   `path_info` may show that a secret exists, but its content is never returned.
+//!   (a `/proc` readlink, the largest cost of a small read) is skipped. A secret directory
+//!   is not listed; a listing of its parent and `path_info` may show that a secret exists,
+//!   but its content is never returned.
 //! - A client's MCP roots can only narrow the operator's roots ([`Workspace::narrow`]).
 //!
 //! # What is not a boundary
@@ -31,7 +32,8 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use crate::tool::ToolError;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 /// Secret files denied by default: environment files, private keys and credential stores.
 /// Patterns without `/` match any single path component; patterns with `/` match the whole
@@ -80,6 +82,253 @@ pub enum WorkspaceError {
     },
 }
 
+/// Why a path cannot be used. Each message says what was wrong and what is allowed; callers
+/// branch on the variant, never on the text. Tools turn it into a `ToolError` of the matching
+/// kind (`From` in `tool.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// An empty path.
+    #[error(
+        "the path is empty; give a path relative to {first_root} or an absolute path inside the allowed roots ({roots})"
+    )]
+    Empty {
+        /// Where relative paths resolve.
+        first_root: String,
+        /// Every root.
+        roots: String,
+    },
+    /// A NUL byte in the path.
+    #[error("the path contains a NUL byte, which no file name can contain")]
+    NulByte,
+    /// The path as written lies outside every root.
+    #[error(
+        "{path} is outside the allowed roots; allowed roots are: {roots}. Relative paths resolve against {first_root}"
+    )]
+    OutsideRoots {
+        /// The path as given.
+        path: String,
+        /// Every root.
+        roots: String,
+        /// Where relative paths resolve.
+        first_root: String,
+    },
+    /// The path resolves (through `..` or a symlink) outside its root.
+    #[error(
+        "{path} resolves outside the allowed roots (through `..` or a symbolic link, or a link with an absolute target); allowed roots are: {roots}"
+    )]
+    Escapes {
+        /// The path shown to the user.
+        path: String,
+        /// Every root.
+        roots: String,
+    },
+    /// Nothing exists at the path.
+    #[error("{path} does not exist (relative paths resolve against {first_root})")]
+    NotFound {
+        /// The path shown to the user.
+        path: String,
+        /// Where relative paths resolve.
+        first_root: String,
+    },
+    /// A component of the path is a file, not a directory.
+    #[error("{path}: a component of the path is a file, not a directory")]
+    NotADirectory {
+        /// The path shown to the user.
+        path: String,
+    },
+    /// A directory where a file was expected.
+    #[error("{path} is a directory; use list_directory to see its entries")]
+    IsADirectory {
+        /// The path shown to the user.
+        path: String,
+    },
+    /// Something other than a regular file where one was expected.
+    #[error(
+        "{path} is not a regular file (it is a {}); only regular files can be read",
+        kind.describe()
+    )]
+    NotRegular {
+        /// The path shown to the user.
+        path: String,
+        /// What it is.
+        kind: FileKind,
+    },
+    /// The path matches a secret pattern.
+    #[error(
+        "{path} is a protected secret (matches the deny rule {pattern:?}); its content is never returned. The operator can change the rules with `workspace.secret_patterns` in the config file"
+    )]
+    Secret {
+        /// The path shown to the user.
+        path: String,
+        /// The rule that matched.
+        pattern: String,
+    },
+    /// The operating system refused access.
+    #[error("the operating system denied access to {path}")]
+    OsDenied {
+        /// The path shown to the user.
+        path: String,
+    },
+    /// A symlink loop.
+    #[error("{path}: too many levels of symbolic links (a link loop)")]
+    LinkLoop {
+        /// The path shown to the user.
+        path: String,
+    },
+    /// Any other I/O failure.
+    #[error("cannot access {path}: {message}")]
+    Io {
+        /// The path shown to the user.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+}
+
+/// What a path is: the one vocabulary of file kinds, in results (`"type"`) and messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic link.
+    Symlink,
+    /// A named pipe.
+    Fifo,
+    /// A Unix socket.
+    Socket,
+    /// A block device.
+    BlockDevice,
+    /// A character device.
+    CharDevice,
+    /// Anything else.
+    Other,
+}
+
+impl FileKind {
+    /// The kind of a file type (symlinks are reported as such, not followed).
+    pub(crate) fn of(t: &std::fs::FileType) -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if t.is_fifo() {
+                return Self::Fifo;
+            }
+            if t.is_socket() {
+                return Self::Socket;
+            }
+            if t.is_block_device() {
+                return Self::BlockDevice;
+            }
+            if t.is_char_device() {
+                return Self::CharDevice;
+            }
+        }
+        if t.is_symlink() {
+            Self::Symlink
+        } else if t.is_dir() {
+            Self::Directory
+        } else if t.is_file() {
+            Self::File
+        } else {
+            Self::Other
+        }
+    }
+
+    /// The kind as it appears in results: `file`, `block_device` ….
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::File => "file",
+            Self::Directory => "directory",
+            Self::Symlink => "symlink",
+            Self::Fifo => "fifo",
+            Self::Socket => "socket",
+            Self::BlockDevice => "block_device",
+            Self::CharDevice => "char_device",
+            Self::Other => "other",
+        }
+    }
+
+    /// The kind of a file type from a confined lookup (cap-std's type of the same facts).
+    pub(crate) fn of_cap(t: &cap_std::fs::FileType) -> Self {
+        #[cfg(unix)]
+        {
+            use cap_std::fs::FileTypeExt;
+            if t.is_fifo() {
+                return Self::Fifo;
+            }
+            if t.is_socket() {
+                return Self::Socket;
+            }
+            if t.is_block_device() {
+                return Self::BlockDevice;
+            }
+            if t.is_char_device() {
+                return Self::CharDevice;
+            }
+        }
+        if t.is_symlink() {
+            Self::Symlink
+        } else if t.is_dir() {
+            Self::Directory
+        } else if t.is_file() {
+            Self::File
+        } else {
+            Self::Other
+        }
+    }
+
+    /// The kind in words, for messages.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Self::File => "regular file",
+            Self::Directory => "directory",
+            Self::Symlink => "symbolic link",
+            Self::Fifo => "named pipe (FIFO)",
+            Self::Socket => "socket",
+            Self::BlockDevice => "block device",
+            Self::CharDevice => "character device",
+            Self::Other => "special file",
+        }
+    }
+}
+
+/// The `[workspace]` section of the config file.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileWorkspace {
+    secret_patterns: Option<Vec<String>>,
+}
+
+/// The secret rules the operator chose (compiled by [`Workspace::new`], which reports a bad
+/// pattern).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkspaceSettings {
+    /// Paths matching these patterns are never read.
+    pub secret_patterns: Vec<String>,
+}
+
+impl Default for WorkspaceSettings {
+    fn default() -> Self {
+        Self {
+            secret_patterns: DEFAULT_SECRET_PATTERNS
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        }
+    }
+}
+
+impl WorkspaceSettings {
+    /// The file's patterns, or the defaults.
+    pub(crate) fn load(file: FileWorkspace) -> Self {
+        file.secret_patterns
+            .map_or_else(Self::default, |secret_patterns| Self { secret_patterns })
+    }
+}
+
 /// One root: its canonical path and an open handle that every lookup starts from.
 #[derive(Debug, Clone)]
 pub struct Root {
@@ -90,17 +339,9 @@ pub struct Root {
     dir: Arc<Dir>,
 }
 
-impl Root {
-    /// The canonical path of the root.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
 /// Which patterns make a path a secret.
 #[derive(Debug, Clone)]
 struct SecretRules {
-    patterns: Vec<String>,
     component: GlobSet,
     component_patterns: Vec<String>,
     whole: GlobSet,
@@ -134,7 +375,6 @@ impl SecretRules {
             })
         };
         Ok(Self {
-            patterns: patterns.to_vec(),
             component: build(component)?,
             component_patterns,
             whole: build(whole)?,
@@ -175,11 +415,6 @@ impl Target<'_> {
     /// The absolute path (root joined with the lexically normalised relative path).
     pub fn display(&self) -> &Path {
         &self.display
-    }
-
-    /// The path relative to its root (`.` for the root itself).
-    pub fn rel(&self) -> &Path {
-        &self.rel
     }
 
     /// The canonical path of the root this target is in.
@@ -236,16 +471,6 @@ impl Workspace {
         })
     }
 
-    /// The roots, first one first.
-    pub fn roots(&self) -> &[Root] {
-        &self.roots
-    }
-
-    /// The secret patterns in force.
-    pub fn secret_patterns(&self) -> &[String] {
-        &self.secrets.patterns
-    }
-
     /// The roots, for messages: `/a, /b`.
     pub fn describe_roots(&self) -> String {
         if self.roots.is_empty() {
@@ -299,18 +524,15 @@ impl Workspace {
     }
 
     /// Resolve a user-supplied path to a root and a relative path, without touching the disk.
-    pub fn target(&self, user: &str) -> Result<Target<'_>, ToolError> {
+    pub fn target(&self, user: &str) -> Result<Target<'_>, PathError> {
         if user.is_empty() {
-            return Err(ToolError::InvalidArguments(format!(
-                "the path is empty; give a path relative to {} or an absolute path inside the allowed roots ({})",
-                self.first_root_name(),
-                self.describe_roots()
-            )));
+            return Err(PathError::Empty {
+                first_root: self.first_root_name(),
+                roots: self.describe_roots(),
+            });
         }
         if user.contains('\0') {
-            return Err(ToolError::InvalidArguments(
-                "the path contains a NUL byte, which no file name can contain".into(),
-            ));
+            return Err(PathError::NulByte);
         }
         let path = Path::new(user);
         let (root, rel) = if path.is_absolute() {
@@ -368,53 +590,48 @@ impl Workspace {
             .unwrap_or_else(|| "the first root".into())
     }
 
-    fn outside(&self, user: &str) -> ToolError {
-        ToolError::PermissionDenied(format!(
-            "{user} is outside the allowed roots; allowed roots are: {}. Relative paths resolve against {}",
-            self.describe_roots(),
-            self.first_root_name()
-        ))
+    fn outside(&self, user: &str) -> PathError {
+        PathError::OutsideRoots {
+            path: user.to_string(),
+            roots: self.describe_roots(),
+            first_root: self.first_root_name(),
+        }
     }
 
-    /// Map an I/O error from a confined lookup to an actionable tool error.
-    pub fn io_error(&self, target: &Target<'_>, error: io::Error) -> ToolError {
-        let shown = target.display.display();
+    /// Map an I/O error from a confined lookup to a path error.
+    pub(crate) fn io_error(&self, target: &Target<'_>, error: io::Error) -> PathError {
+        let path = target.display.display().to_string();
         if error.kind() == io::ErrorKind::PermissionDenied
             && error.to_string().contains(CAP_STD_ESCAPE)
         {
-            return ToolError::PermissionDenied(format!(
-                "{shown} resolves outside the allowed roots (through `..` or a symbolic link, or a link with an absolute target); allowed roots are: {}",
-                self.describe_roots()
-            ));
+            return PathError::Escapes {
+                path,
+                roots: self.describe_roots(),
+            };
         }
         match error.kind() {
-            io::ErrorKind::NotFound => ToolError::NotFound(format!(
-                "{shown} does not exist (relative paths resolve against {})",
-                self.first_root_name()
-            )),
-            io::ErrorKind::PermissionDenied => ToolError::PermissionDenied(format!(
-                "the operating system denied access to {shown}"
-            )),
-            io::ErrorKind::NotADirectory => ToolError::NotFound(format!(
-                "{shown}: a component of the path is a file, not a directory"
-            )),
-            io::ErrorKind::IsADirectory => ToolError::InvalidArguments(format!(
-                "{shown} is a directory; use list_directory to see its entries"
-            )),
-            _ if error.raw_os_error() == Some(ELOOP) => ToolError::PermissionDenied(format!(
-                "{shown}: too many levels of symbolic links (a link loop)"
-            )),
-            _ => ToolError::ExecutionFailed(format!("cannot access {shown}: {error}")),
+            io::ErrorKind::NotFound => PathError::NotFound {
+                path,
+                first_root: self.first_root_name(),
+            },
+            io::ErrorKind::PermissionDenied => PathError::OsDenied { path },
+            io::ErrorKind::NotADirectory => PathError::NotADirectory { path },
+            io::ErrorKind::IsADirectory => PathError::IsADirectory { path },
+            _ if error.raw_os_error() == Some(libc::ELOOP) => PathError::LinkLoop { path },
+            _ => PathError::Io {
+                path,
+                message: error.to_string(),
+            },
         }
     }
 
     /// Refuse `rel` if it matches a secret pattern.
-    fn check_secret(&self, target: &Target<'_>, rel: &Path) -> Result<(), ToolError> {
+    fn check_secret(&self, target: &Target<'_>, rel: &Path) -> Result<(), PathError> {
         match self.secrets.matching(rel) {
-            Some(pattern) => Err(ToolError::PermissionDenied(format!(
-                "{} is a protected secret (matches the deny rule {pattern:?}); its content is never returned. The operator can change the rules with `workspace.secret_patterns` in the config file",
-                target.display.display()
-            ))),
+            Some(pattern) => Err(PathError::Secret {
+                path: target.display.display().to_string(),
+                pattern: pattern.to_string(),
+            }),
             None => Ok(()),
         }
     }
@@ -427,7 +644,7 @@ impl Workspace {
     /// Open a file for reading, confined beneath its root. The open is non-blocking, so a FIFO
     /// or device returns at once; anything but a regular file is refused. Secrets are refused
     /// by the path as given and by the real path of the opened handle.
-    pub fn open_file(&self, user: &str) -> Result<OpenFile, ToolError> {
+    pub fn open_file(&self, user: &str) -> Result<OpenFile, PathError> {
         let target = self.target(user)?;
         self.check_secret(&target, &target.normal)?;
         // A path without symlinks is what it says: its real path is the one the secret rules
@@ -457,11 +674,10 @@ impl Workspace {
             return Err(self.io_error(&target, io::Error::from(io::ErrorKind::IsADirectory)));
         }
         if !metadata.is_file() {
-            return Err(ToolError::InvalidArguments(format!(
-                "{} is not a regular file (it is a {}); only regular files can be read",
-                target.display.display(),
-                special_kind(&metadata)
-            )));
+            return Err(PathError::NotRegular {
+                path: target.display.display().to_string(),
+                kind: FileKind::of(&metadata.file_type()),
+            });
         }
         if !checked {
             self.check_real_path(&file, &target)?;
@@ -475,7 +691,7 @@ impl Workspace {
 
     /// Refuse an opened handle whose real path (what was actually opened, after symlinks) is
     /// a secret.
-    fn check_real_path(&self, handle: &impl AsFd, target: &Target<'_>) -> Result<(), ToolError> {
+    fn check_real_path(&self, handle: &impl AsFd, target: &Target<'_>) -> Result<(), PathError> {
         match real_path(handle, target) {
             Some(real) => match real.strip_prefix(&target.root.path) {
                 Ok(rel) => self.check_secret(target, rel),
@@ -487,7 +703,7 @@ impl Workspace {
 
     /// Open a directory, confined beneath its root. Secret directories (`.ssh` …) are refused
     /// like secret files: their entries are not listed.
-    pub fn open_dir(&self, user: &str) -> Result<(Dir, Target<'_>), ToolError> {
+    pub fn open_dir(&self, user: &str) -> Result<(Dir, Target<'_>), PathError> {
         let target = self.target(user)?;
         self.check_secret(&target, &target.normal)?;
         let dir = target
@@ -520,13 +736,6 @@ impl Workspace {
         target.root.dir.read_link_contents(&target.rel)
     }
 }
-
-/// `ELOOP` on Linux and the BSDs/macOS alike (40 on Linux, 62 on BSD): std has no stable
-/// `ErrorKind` for it on every toolchain we support.
-#[cfg(target_os = "linux")]
-const ELOOP: i32 = 40;
-#[cfg(not(target_os = "linux"))]
-const ELOOP: i32 = 62;
 
 /// Flags for opening a file to read (read-only is 0): non-blocking, so opening a FIFO with no
 /// writer returns at once instead of hanging (it is then refused as not a regular file); no
@@ -576,29 +785,6 @@ fn real_path(handle: &impl AsFd, target: &Target<'_>) -> Option<PathBuf> {
             .ok()
             .map(|rel| target.root.path.join(rel))
     }
-}
-
-/// "fifo", "socket", "block device" … for a non-regular file.
-pub fn special_kind(metadata: &std::fs::Metadata) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let t = metadata.file_type();
-        if t.is_fifo() {
-            return "named pipe (FIFO)";
-        }
-        if t.is_socket() {
-            return "socket";
-        }
-        if t.is_block_device() {
-            return "block device";
-        }
-        if t.is_char_device() {
-            return "character device";
-        }
-    }
-    let _ = metadata;
-    "special file"
 }
 
 /// Parse a client root URI (`file:///home/me/proj`) into a canonical absolute path.

@@ -1,28 +1,48 @@
 //! The built-in tools, and [`builtin_registry`], which registers them and applies the
 //! operator's tool selection (enabled/disabled names, tags, category, name pattern).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::config::Config;
 use crate::registry::ToolRegistry;
 use crate::tool::AiTool;
+use crate::typed::typed;
 
 pub mod exec;
 pub mod fs;
+mod selection;
 pub mod web;
 
-/// Every built-in tool, in listing order, set up from the configuration.
-pub fn builtin_tools(config: &Config) -> Result<Vec<Arc<dyn AiTool>>, SelectionError> {
-    let exec = exec::ExecuteCommand::new(config).map_err(|reason| SelectionError::Setup {
-        tool: "execute_command",
-        reason,
+pub(crate) use selection::FileTools;
+pub use selection::{SelectionArgs, ToolSelection};
+
+/// What the built-in tools are built with: each tool family's own settings.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinSettings<'a> {
+    /// The workspace roots (the sandbox keeps them writable).
+    pub roots: &'a [PathBuf],
+    /// `read_file` and `list_directory` limits.
+    pub fs: &'a fs::FsSettings,
+    /// `execute_command`.
+    pub exec: &'a exec::ExecSettings,
+    /// `web_search`.
+    pub web: &'a web::config::WebSettings,
+}
+
+/// Every built-in tool, in listing order.
+fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Vec<Arc<dyn AiTool>>, SelectionError> {
+    let exec = exec::ExecuteCommand::new(settings.exec, settings.roots).map_err(|reason| {
+        SelectionError::Setup {
+            tool: exec::NAME,
+            reason,
+        }
     })?;
     Ok(vec![
-        Arc::new(fs::ReadFile),
-        Arc::new(fs::ListDirectory),
-        Arc::new(fs::PathInfo),
-        Arc::new(exec),
-        Arc::new(web::WebSearch::new(&config.web)),
+        typed(fs::ReadFile::new(settings.fs)),
+        typed(fs::ListDirectory::new(settings.fs)),
+        typed(fs::PathInfo),
+        typed(exec),
+        typed(web::WebSearch::new(settings.web)),
     ])
 }
 
@@ -52,14 +72,16 @@ pub enum SelectionError {
     Definition(#[from] crate::definition::DefinitionError),
 }
 
-/// The registry of built-in tools that the configuration enables.
-pub fn builtin_registry(config: &Config) -> Result<ToolRegistry, SelectionError> {
+/// The registry of the built-in tools that `selection` enables.
+pub fn builtin_registry(
+    settings: BuiltinSettings<'_>,
+    selection: &ToolSelection,
+) -> Result<ToolRegistry, SelectionError> {
     let mut all = ToolRegistry::new();
-    for tool in builtin_tools(config)? {
+    for tool in builtin_tools(settings)? {
         all.register(tool)?;
     }
     let known = all.names().join(", ");
-    let selection = &config.tools;
     for (key, names) in [
         (
             "tools.enabled",
@@ -99,18 +121,4 @@ pub(crate) async fn blocking<T: Send + 'static>(
             "the server is shutting down ({e})"
         ))),
     }
-}
-
-/// Deserialize validated arguments into a params struct. The schema check has already run, so
-/// a failure here means the schema and the struct disagree; still, say what went wrong.
-pub(crate) fn params<T: serde::de::DeserializeOwned>(
-    args: crate::tool::JsonObject,
-) -> Result<T, crate::tool::ToolError> {
-    serde_json::from_value(serde_json::Value::Object(args))
-        .map_err(|e| crate::tool::ToolError::InvalidArguments(e.to_string()))
-}
-
-/// A structured result as JSON (our result types always serialize).
-pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> serde_json::Value {
-    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }

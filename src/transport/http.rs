@@ -351,9 +351,9 @@ pub(crate) async fn read_body(body: Body, max: usize) -> Result<Bytes, Response>
 /// [`SHUTDOWN_GRACE`] to finish.
 pub async fn serve(
     shared: Arc<Shared>,
+    settings: HttpSettings,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), HttpError> {
-    let settings = shared.config.http.clone();
     let bind = settings.bind.ok_or(HttpError::NoAddress)?;
     let token = match &settings.auth {
         AuthMode::Token(token) => Some(token.clone()),

@@ -93,8 +93,10 @@ async fn tools_filters_by_tag_category_and_name() {
     )
     .await;
     assert_eq!(by_category.as_array().unwrap().len(), 3);
-    let none = json_of(&root, &["tools", "--category", "web"]).await;
-    assert_eq!(none, json!([]));
+    let web = json_of(&root, &["tools", "--category", "web"]).await;
+    assert_eq!(names(&web, "/name"), ["web_search"]);
+    let none = json_of(&root, &["tools", "--category", "Web"]).await;
+    assert_eq!(none, json!([]), "categories match exactly");
     let by_name = json_of(
         &root,
         &[

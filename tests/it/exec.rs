@@ -568,7 +568,7 @@ async fn a_command_denied_by_policy_names_the_rule() {
 }
 
 #[tokio::test]
-async fn a_timeout_over_the_servers_maximum_is_capped_with_a_note() {
+async fn a_timeout_over_the_servers_maximum_is_refused_naming_the_maximum() {
     let (_d, root) = tempdir();
     let client = connect(&root).await;
     let result = call(
@@ -577,12 +577,19 @@ async fn a_timeout_over_the_servers_maximum_is_capped_with_a_note() {
         json!({"command": "true", "timeout": 100000}),
     )
     .await;
-    assert_eq!(ok(&result)["timeout"], json!(120));
+    assert_eq!(result.is_error, Some(true));
     assert!(
-        text(&result).contains("capped to the server's maximum of 120 s"),
+        text(&result).contains("`timeout`: 100000 is greater than the maximum of 120"),
         "{}",
         text(&result)
     );
+    let result = call(
+        &client,
+        "execute_command",
+        json!({"command": "true", "timeout": 120}),
+    )
+    .await;
+    assert_eq!(ok(&result)["timeout"], json!(120));
     within(client.cancel()).await.unwrap();
 }
 

@@ -10,10 +10,9 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::json;
 use tokio::sync::mpsc;
-use toolport::config::Config;
 use toolport::registry::ToolRegistry;
 use toolport::server::Shared;
-use toolport::tool::{AiTool, JsonObject, ToolContext, ToolError, ToolOutput};
+use toolport::tool::{AiTool, ConfirmFallback, JsonObject, ToolContext, ToolError, ToolOutput};
 use toolport::transport::stdio::StdioTransport;
 use toolport::workspace::Workspace;
 
@@ -77,14 +76,10 @@ fn serve(
     for tool in tools {
         registry.register(tool).unwrap();
     }
-    let config = Config {
-        roots: vec![root.clone()],
-        ..Config::default()
-    };
     let shared = Arc::new(Shared {
         registry: Arc::new(registry),
-        workspace: Arc::new(Workspace::new(&config.roots, &[]).unwrap()),
-        config: Arc::new(config),
+        workspace: Arc::new(Workspace::new(std::slice::from_ref(&root), &[]).unwrap()),
+        confirm_fallback: ConfirmFallback::Deny,
     });
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);

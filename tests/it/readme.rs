@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use toolport::config::Config;
-use toolport::definition::{required_fields, type_name};
+use toolport::instructions::param_docs;
 
 const START: &str = "<!-- tool-reference:start (generated from the registry by tests/it/readme.rs; UPDATE_README=1 cargo test rewrites it) -->";
 const END: &str = "<!-- tool-reference:end -->";
@@ -15,7 +15,8 @@ fn cell(text: &str) -> String {
 }
 
 fn reference() -> String {
-    let registry = toolport::tools::builtin_registry(&Config::default()).unwrap();
+    let shared = toolport::build(&Config::default()).unwrap();
+    let registry = &shared.registry;
     let mut out = String::new();
     for tool in registry.all() {
         let def = registry.definition(tool.name()).unwrap();
@@ -39,27 +40,17 @@ fn reference() -> String {
             tool.tags().iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "),
             hints.join(", "),
         ));
-        let required = required_fields(&def.input_schema);
-        if let Some(Value::Object(props)) = def.input_schema.get("properties") {
-            for (name, prop) in props {
-                out.push_str(&format!(
-                    "| `{name}` | {} | {} | {} | {} |\n",
-                    type_name(prop),
-                    if required.contains(&name.as_str()) {
-                        "yes"
-                    } else {
-                        "no"
-                    },
-                    prop.get("default")
-                        .map(|d| format!("`{d}`"))
-                        .unwrap_or_else(|| "-".into()),
-                    cell(
-                        prop.get("description")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                    ),
-                ));
-            }
+        for param in param_docs(&def.input_schema) {
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} |\n",
+                param.name,
+                param.type_name,
+                if param.required { "yes" } else { "no" },
+                param
+                    .default
+                    .map_or_else(|| "-".into(), |d| format!("`{d}`")),
+                cell(param.description),
+            ));
         }
         if let Some(Value::Object(props)) =
             def.output_schema.as_ref().and_then(|s| s.get("properties"))

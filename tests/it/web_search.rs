@@ -327,10 +327,9 @@ impl Harness {
         ])
         .unwrap();
         let config = Config::load(&cli.global, |_| None).unwrap();
-        let registry = toolport::tools::builtin_registry(&config).unwrap();
-        let workspace =
-            Arc::new(Workspace::new(&config.roots, &config.workspace.secret_patterns).unwrap());
-        let ctx = ToolContext::local(workspace, Arc::new(config));
+        let shared = toolport::build(&config).unwrap();
+        let registry = (*shared.registry).clone();
+        let ctx = ToolContext::local(shared.workspace, shared.confirm_fallback);
         Self {
             registry,
             ctx,

@@ -28,24 +28,28 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::Semaphore;
 
-use super::{params, to_value};
-use crate::config::{Config, DEFAULT_EXEC_TIMEOUT_SECS, SandboxKind};
-use crate::definition::{render_instructions, schema_for};
-use crate::tool::{AiTool, Annotations, JsonObject, ToolContext, ToolError, ToolOutput};
+use crate::schema::JsonObject;
+use crate::settings::human_bytes;
+use crate::tool::{Annotations, ToolContext, ToolError};
+use crate::typed::{ToolSpec, TypedTool};
+use crate::workspace::PathError;
 
 pub mod policy;
 pub mod process;
 pub mod sandbox;
+mod settings;
 pub mod watchdog;
 
 use policy::{Decision, Policy};
 use sandbox::SandboxSpec;
+pub(crate) use settings::FileExec;
+pub use settings::{ExecArgs, ExecSettings, SandboxKind};
 
 /// The tool's name.
 pub const NAME: &str = "execute_command";
 
 /// The category of `execute_command`.
-pub const CATEGORY: &str = "System Execution";
+const CATEGORY: &str = "exec";
 
 /// Environment variables a call may not set: they change how programs are loaded or how
 /// shells start, which would let a call run code the policy never saw.
@@ -96,12 +100,26 @@ pub fn prepare_host(exe: &std::ffi::OsStr) {
 /// environment has none).
 const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-const DESCRIPTION: &str = "Run a program inside the workspace and return its stdout, stderr and exit code. `command` is the program and `args` its arguments, passed as they are: there is no shell, so pipes, redirects, globs and $VARIABLES are not interpreted unless the command is a shell itself (command \"bash\", args [\"-c\", \"…\"]), which needs the user's confirmation unless the operator allows shells. `cwd` must be inside the workspace roots (default: the first root). `timeout` is in seconds (default 60; the server caps it, 120 by default). Each output stream keeps at most 100 KiB by default (the start and the end); `truncated` says when output was cut. Commands run non-interactively: stdin is empty unless `stdin` is given, there is no terminal, and pagers and git prompts are off. Destructive commands (rm -r, git push --force, sudo …) need the user's confirmation, and the operator's policy may deny commands.";
+/// The tool's description, stating the operator's real limits.
+fn description(settings: &ExecSettings) -> String {
+    format!(
+        "Run a program inside the workspace and return its stdout, stderr and exit code. `command` is the program and `args` its arguments, passed as they are: there is no shell, so pipes, redirects, globs and $VARIABLES are not interpreted unless the command is a shell itself (command \"bash\", args [\"-c\", \"…\"]), which needs the user's confirmation unless the operator allows shells. `cwd` must be inside the workspace roots (default: the first root). `timeout` is in seconds (default {}, at most {}: the server's limit). Each output stream keeps at most {} (the start and the end); `truncated` says when output was cut. Commands run non-interactively: stdin is empty unless `stdin` is given, there is no terminal, and pagers and git prompts are off. Destructive commands (rm -r, git push --force, sudo …) need the user's confirmation, and the operator's policy may deny commands.",
+        default_timeout(settings).as_secs(),
+        settings.timeout_max.as_secs(),
+        human_bytes(settings.max_output_bytes as u64),
+    )
+}
+
+/// A call's timeout when it gives none: [`settings::DEFAULT_TIMEOUT`], or the operator's
+/// maximum when that is lower.
+fn default_timeout(settings: &ExecSettings) -> Duration {
+    settings::DEFAULT_TIMEOUT.min(settings.timeout_max)
+}
 
 /// Arguments of `execute_command`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub(crate) struct Params {
     /// The program to run, e.g. "cargo", "git", "ls" or a path. Not a command line: put the
     /// arguments in `args`.
     command: String,
@@ -111,8 +129,7 @@ struct Params {
     /// Working directory: relative to the first workspace root, or absolute inside a root.
     /// Default: the first root.
     cwd: Option<String>,
-    /// Seconds before the command is killed. Default 60; larger values are capped at the
-    /// server's maximum (120 unless the operator changed it).
+    /// Seconds before the command is killed (the default and the maximum are the server's).
     #[schemars(range(min = 1))]
     timeout: Option<u64>,
     /// Text written to the command's standard input (default: none, stdin is empty).
@@ -124,7 +141,7 @@ struct Params {
 
 /// The structured result of `execute_command`.
 #[derive(Debug, Serialize, JsonSchema)]
-struct ExecResult {
+pub(crate) struct ExecResult {
     /// Standard output (lossy UTF-8; the start and end are kept when it is over the limit).
     stdout: String,
     /// Standard error (same rules), or why the command did not start.
@@ -145,12 +162,16 @@ struct ExecResult {
     stderr_bytes: u64,
     /// The working directory it ran in.
     cwd: String,
-    /// The timeout applied, in seconds (after the server's cap).
+    /// The timeout applied, in seconds.
     timeout: u64,
+    /// The command line as a shell would show it, for the text rendering.
+    #[serde(skip)]
+    command_line: String,
 }
 
 /// The `execute_command` tool.
-pub struct ExecuteCommand {
+pub(crate) struct ExecuteCommand {
+    settings: ExecSettings,
     policy: Policy,
     slots: Arc<Semaphore>,
     /// `None` without a sandbox; `Some(Ok(spec))` when Landlock can enforce it;
@@ -165,16 +186,16 @@ impl std::fmt::Debug for ExecuteCommand {
 }
 
 impl ExecuteCommand {
-    /// Build the tool from the configuration: compile the policy, probe the sandbox.
-    pub fn new(config: &Config) -> Result<Self, String> {
-        let e = &config.exec;
+    /// Build the tool from its settings: compile the policy, probe the sandbox (which keeps
+    /// `roots` writable).
+    pub(crate) fn new(settings: &ExecSettings, roots: &[PathBuf]) -> Result<Self, String> {
+        let e = settings;
         let policy = Policy::new(&e.allow, &e.deny, &e.confirm_rules, e.allow_shells)
             .map_err(|error| error.to_string())?;
         let sandbox = match e.sandbox {
             SandboxKind::None => None,
             SandboxKind::Landlock => {
-                let mut writable: Vec<PathBuf> = config
-                    .roots
+                let mut writable: Vec<PathBuf> = roots
                     .iter()
                     .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
                     .collect();
@@ -205,6 +226,7 @@ impl ExecuteCommand {
             }
         };
         Ok(Self {
+            settings: settings.clone(),
             policy,
             slots: Arc::new(Semaphore::new(e.max_concurrent)),
             sandbox,
@@ -233,7 +255,7 @@ impl ExecuteCommand {
 /// The environment a command runs with: PATH, HOME, LANG, TMPDIR, the operator's allowlist,
 /// the non-interactive defaults, then the call's own `env` (refused names rejected).
 pub fn child_env(
-    config: &Config,
+    env_allowlist: &[String],
     extra: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<(String, String)>, ToolError> {
     let mut env: BTreeMap<String, String> = BTreeMap::new();
@@ -250,7 +272,7 @@ pub fn child_env(
     );
     // The server's temp dir: with a sandbox it is the one writable place outside the roots.
     env.insert("TMPDIR".into(), std::env::temp_dir().display().to_string());
-    for name in &config.exec.env_allowlist {
+    for name in env_allowlist {
         if let Ok(value) = std::env::var(name) {
             env.insert(name.clone(), value);
         }
@@ -296,8 +318,8 @@ fn signal_name(status: &std::process::ExitStatus) -> Option<String> {
     )
 }
 
-fn render(cmdline: &str, r: &ExecResult, notes: &[String]) -> String {
-    let mut text = format!("$ {cmdline}\n(in {})\n", r.cwd);
+fn render(r: &ExecResult) -> String {
+    let mut text = format!("$ {}\n(in {})\n", r.command_line, r.cwd);
     let outcome = if r.timed_out {
         format!("killed after the {} s timeout", r.timeout)
     } else if let Some(code) = r.return_code {
@@ -308,8 +330,11 @@ fn render(cmdline: &str, r: &ExecResult, notes: &[String]) -> String {
         "did not start".to_string()
     };
     text.push_str(&format!("{outcome} after {} ms\n", r.duration_ms));
-    for note in notes {
-        text.push_str(&format!("note: {note}\n"));
+    if r.timed_out {
+        text.push_str(&format!(
+            "note: the command was still running after {} s and was killed with its child processes\n",
+            r.timeout
+        ));
     }
     for (name, body, total) in [
         ("stdout", &r.stdout, r.stdout_bytes),
@@ -331,65 +356,59 @@ fn render(cmdline: &str, r: &ExecResult, notes: &[String]) -> String {
 }
 
 #[async_trait]
-impl AiTool for ExecuteCommand {
-    fn name(&self) -> &str {
-        NAME
-    }
-    fn title(&self) -> Option<&str> {
-        Some("Execute command")
-    }
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> JsonObject {
-        schema_for::<Params>()
-    }
-    fn output_schema(&self) -> Option<JsonObject> {
-        Some(schema_for::<ExecResult>())
-    }
-    fn category(&self) -> Option<&str> {
-        Some(CATEGORY)
-    }
-    fn tags(&self) -> &[&str] {
-        &["command", "shell", "execute", "process", "system"]
-    }
-    fn annotations(&self) -> Annotations {
-        Annotations {
-            read_only: false,
-            destructive: true,
-            idempotent: false,
-            open_world: false,
+impl TypedTool for ExecuteCommand {
+    type Params = Params;
+    type Output = ExecResult;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: NAME,
+            title: "Execute command",
+            description: description(&self.settings),
+            purpose: "Build, test, lint or inspect the project: run a program (cargo, npm, git, ls, grep …) with its arguments as a list. Set cwd to run inside a subfolder, and a larger timeout for long builds. For pipes or redirects, use command \"bash\" with args [\"-c\", \"…\"] (the user may be asked to confirm). Read return_code, stdout and stderr; when truncated is true, rerun with narrower output (e.g. filter with grep) rather than asking for all of it.",
+            example: json!({"command": "cargo", "args": ["test", "--quiet"], "cwd": "crates/core", "timeout": 120}),
+            category: CATEGORY,
+            tags: &["command", "shell", "execute", "process", "system"],
+            annotations: Annotations {
+                read_only: false,
+                destructive: true,
+                idempotent: false,
+                open_world: false,
+            },
         }
     }
-    fn instructions(&self) -> String {
-        render_instructions(
-            self.name(),
-            DESCRIPTION,
-            Some(
-                "Build, test, lint or inspect the project: run a program (cargo, npm, git, ls, grep …) with its arguments as a list. Set cwd to run inside a subfolder, and a larger timeout for long builds. For pipes or redirects, use command \"bash\" with args [\"-c\", \"…\"] (the user may be asked to confirm). Read return_code, stdout and stderr; when truncated is true, rerun with narrower output (e.g. filter with grep) rather than asking for all of it.",
-            ),
-            &self.input_schema(),
-            self.output_schema().as_ref(),
-            Some(
-                &json!({"command": "cargo", "args": ["test", "--quiet"], "cwd": "crates/core", "timeout": 120}),
-            ),
-        )
+
+    /// The timeout's default and maximum are the operator's.
+    fn adjust_input_schema(&self, schema: &mut JsonObject) {
+        if let Some(timeout) = schema
+            .get_mut("properties")
+            .and_then(|p| p.get_mut("timeout"))
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            timeout.insert(
+                "default".into(),
+                json!(default_timeout(&self.settings).as_secs()),
+            );
+            timeout.insert("maximum".into(), json!(self.settings.timeout_max.as_secs()));
+        }
     }
 
-    fn confirmation(&self, args: &JsonObject) -> Option<String> {
-        let p: Params = serde_json::from_value(serde_json::Value::Object(args.clone())).ok()?;
+    fn confirmation(&self, p: &Params) -> Option<String> {
         match self.policy.decide(&p.command, &p.args) {
             Decision::Confirm { reason } => Some(format!(
                 "Run `{}` in {}: {reason}",
-                Self::command_line(&p),
+                Self::command_line(p),
                 p.cwd.as_deref().unwrap_or("the workspace root")
             )),
             Decision::Allow | Decision::Deny { .. } => None,
         }
     }
 
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let p: Params = params(args)?;
+    fn render(&self, output: &ExecResult) -> String {
+        render(output)
+    }
+
+    async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
         if p.command.is_empty()
             || p.command.contains('\0')
             || p.args.iter().any(|a| a.contains('\0'))
@@ -413,16 +432,18 @@ impl AiTool for ExecuteCommand {
             }
         };
         let cmdline = Self::command_line(&p);
-        let config = &ctx.config;
-        let mut notes = Vec::new();
-        let requested = p.timeout.unwrap_or(DEFAULT_EXEC_TIMEOUT_SECS);
-        let timeout = requested.min(config.exec.timeout_max);
-        if timeout < requested {
-            notes.push(format!(
-                "the timeout of {requested} s was capped to the server's maximum of {timeout} s"
-            ));
+        let max = self.settings.timeout_max.as_secs();
+        let timeout = p
+            .timeout
+            .unwrap_or_else(|| default_timeout(&self.settings).as_secs());
+        if timeout > max {
+            // The schema's `maximum` says so and the registry checks it first; this keeps the
+            // rule true for any other caller.
+            return Err(ToolError::InvalidArguments(format!(
+                "timeout {timeout} is above the server's maximum of {max} seconds; give at most {max}"
+            )));
         }
-        let env = child_env(config, p.env.as_ref())?;
+        let env = child_env(&self.settings.env_allowlist, p.env.as_ref())?;
         let path = env
             .iter()
             .find(|(k, _)| k == "PATH")
@@ -432,11 +453,11 @@ impl AiTool for ExecuteCommand {
         let cwd_arg = p.cwd.as_deref().unwrap_or(".");
         let (cwd_dir, cwd_display) = match ctx.workspace.open_dir(cwd_arg) {
             Ok((dir, target)) => (dir, target.display().display().to_string()),
-            Err(ToolError::NotFound(message)) => {
-                let result = ExecResult {
+            Err(error @ (PathError::NotFound { .. } | PathError::NotADirectory { .. })) => {
+                return Ok(ExecResult {
                     stdout: String::new(),
                     stderr: format!(
-                        "toolport: the working directory {cwd_arg} does not exist: {message}"
+                        "toolport: the working directory {cwd_arg} does not exist: {error}"
                     ),
                     return_code: None,
                     timed_out: false,
@@ -447,11 +468,10 @@ impl AiTool for ExecuteCommand {
                     stderr_bytes: 0,
                     cwd: cwd_arg.to_string(),
                     timeout,
-                };
-                let text = render(&cmdline, &result, &notes);
-                return Ok(ToolOutput::new(to_value(&result), text));
+                    command_line: cmdline,
+                });
             }
-            Err(other) => return Err(other),
+            Err(other) => return Err(other.into()),
         };
 
         // Queue for a slot; a cancelled call leaves the queue.
@@ -481,7 +501,7 @@ impl AiTool for ExecuteCommand {
             env,
             stdin: p.stdin.map(String::into_bytes),
             timeout: Duration::from_secs(timeout),
-            max_output_bytes: config.exec.max_output_bytes,
+            max_output_bytes: self.settings.max_output_bytes,
         };
         let outcome = process::run(spec, &ctx.cancel, ctx.progress.as_ref()).await;
         if outcome.cancelled {
@@ -503,11 +523,8 @@ impl AiTool for ExecuteCommand {
             };
             stderr.text = format!("toolport: {why}");
         }
-        if outcome.timed_out {
-            notes.push(format!("the command was still running after {timeout} s and was killed with its child processes"));
-        }
         let signal = outcome.status.as_ref().and_then(signal_name);
-        let result = ExecResult {
+        Ok(ExecResult {
             return_code: if outcome.timed_out {
                 None
             } else {
@@ -523,8 +540,7 @@ impl AiTool for ExecuteCommand {
             signal,
             cwd: cwd_display,
             timeout,
-        };
-        let text = render(&cmdline, &result, &notes);
-        Ok(ToolOutput::new(to_value(&result), text))
+            command_line: cmdline,
+        })
     }
 }

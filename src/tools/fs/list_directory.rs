@@ -16,21 +16,27 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{ANNOTATIONS, CATEGORY, blocking, params, to_value};
-use crate::config::MAX_LIST_MAX_DEPTH;
-use crate::definition::{render_instructions, schema_for};
-use crate::tool::{AiTool, Annotations, JsonObject, ToolContext, ToolError, ToolOutput};
-use crate::workspace::Workspace;
+use super::settings::{FsSettings, MAX_LIST_MAX_DEPTH};
+use super::{ANNOTATIONS, CATEGORY, blocking};
+use crate::tool::{ToolContext, ToolError};
+use crate::typed::{ToolSpec, TypedTool};
+use crate::workspace::{FileKind, Workspace};
 
 /// A `.gitignore` larger than this is not a real one; skip it rather than read it whole.
 const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
 
-const DESCRIPTION: &str = "List the entries of a directory inside the workspace roots, with each entry's type (file, directory, symlink, other) and size in bytes. Recurses `depth` levels (default 1 = only this directory; the server caps depth, 10 by default). Hidden entries (names starting with '.') are left out unless include_hidden is true, and entries matched by .gitignore files are left out unless respect_gitignore is false. At most 1000 entries are returned by default; `truncated` says when there were more. Symlinks are listed, not followed.";
+/// The tool's description, stating the operator's real limits.
+fn description(settings: &FsSettings) -> String {
+    format!(
+        "List the entries of a directory inside the workspace roots, with each entry's type (file, directory, symlink, fifo, socket, …) and size in bytes. Recurses `depth` levels (default 1 = only this directory; the server caps depth at {}). Hidden entries (names starting with '.') are left out unless include_hidden is true, and entries matched by .gitignore files are left out unless respect_gitignore is false. At most {} entries are returned; `truncated` says when there were more. Symlinks are listed, not followed.",
+        settings.list_max_depth, settings.list_max_entries
+    )
+}
 
 /// Arguments of `list_directory`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub(crate) struct Params {
     /// The directory: relative to the first workspace root, or absolute inside a root.
     /// Default "." (the first root).
     #[serde(default = "default_path")]
@@ -43,7 +49,7 @@ struct Params {
     #[serde(default)]
     include_hidden: bool,
     /// Leave out entries matched by .gitignore files.
-    #[serde(default = "yes")]
+    #[serde(default = "default_true")]
     respect_gitignore: bool,
 }
 
@@ -53,18 +59,18 @@ fn default_path() -> String {
 fn default_depth() -> u64 {
     1
 }
-fn yes() -> bool {
+fn default_true() -> bool {
     true
 }
 
 /// One entry.
 #[derive(Debug, Serialize, JsonSchema)]
-struct Entry {
+pub(crate) struct Entry {
     /// Path relative to the listed directory, with '/' separators.
     path: String,
-    /// "file", "directory", "symlink" or "other".
+    /// What the entry is (symlinks are not followed).
     #[serde(rename = "type")]
-    kind: String,
+    kind: FileKind,
     /// Size in bytes (files only).
     #[serde(skip_serializing_if = "Option::is_none")]
     size: Option<u64>,
@@ -75,7 +81,7 @@ struct Entry {
 
 /// The structured result of `list_directory`.
 #[derive(Debug, Serialize, JsonSchema)]
-struct ListResult {
+pub(crate) struct ListResult {
     /// Absolute path of the listed directory.
     path: String,
     /// The depth actually used (after the server's cap).
@@ -84,73 +90,68 @@ struct ListResult {
     entries: Vec<Entry>,
     /// True when the entry cap cut the listing short.
     truncated: bool,
+    /// The depth the call asked for, for the text rendering's note when it was capped.
+    #[serde(skip)]
+    requested_depth: u64,
 }
 
 /// The `list_directory` tool.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ListDirectory;
+#[derive(Debug, Clone)]
+pub(crate) struct ListDirectory {
+    settings: FsSettings,
+}
+
+impl ListDirectory {
+    /// The tool with the operator's limits.
+    pub(crate) fn new(settings: &FsSettings) -> Self {
+        Self {
+            settings: settings.clone(),
+        }
+    }
+}
 
 #[async_trait]
-impl AiTool for ListDirectory {
-    fn name(&self) -> &str {
-        "list_directory"
-    }
-    fn title(&self) -> Option<&str> {
-        Some("List directory")
-    }
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> JsonObject {
-        schema_for::<Params>()
-    }
-    fn output_schema(&self) -> Option<JsonObject> {
-        Some(schema_for::<ListResult>())
-    }
-    fn category(&self) -> Option<&str> {
-        Some(CATEGORY)
-    }
-    fn tags(&self) -> &[&str] {
-        &["filesystem", "read", "directory", "list"]
-    }
-    fn annotations(&self) -> Annotations {
-        ANNOTATIONS
-    }
-    fn instructions(&self) -> String {
-        render_instructions(
-            self.name(),
-            DESCRIPTION,
-            Some(
-                "Find out what files a project or folder contains before reading them. Start shallow (depth 1 or 2) and list deeper folders one at a time rather than asking for a huge recursive listing.",
-            ),
-            &self.input_schema(),
-            self.output_schema().as_ref(),
-            Some(&json!({"path": "src", "depth": 2})),
-        )
+impl TypedTool for ListDirectory {
+    type Params = Params;
+    type Output = ListResult;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list_directory",
+            title: "List directory",
+            description: description(&self.settings),
+            purpose: "Find out what files a project or folder contains before reading them. Start shallow (depth 1 or 2) and list deeper folders one at a time rather than asking for a huge recursive listing.",
+            example: json!({"path": "src", "depth": 2}),
+            category: CATEGORY,
+            tags: &["filesystem", "read", "directory", "list"],
+            annotations: ANNOTATIONS,
+        }
     }
 
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let p: Params = params(args)?;
-        let cap = ctx.config.limits.list_max_depth.min(MAX_LIST_MAX_DEPTH) as u64;
-        let depth = p.depth.min(cap);
+    fn render(&self, output: &ListResult) -> String {
+        let mut text = render(output);
+        if output.depth < output.requested_depth {
+            text.push_str(&format!(
+                "\n[depth {} was capped to the server's maximum of {}]",
+                output.requested_depth, output.depth
+            ));
+        }
+        text
+    }
+
+    async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ListResult, ToolError> {
+        let cap = self.settings.list_max_depth.min(MAX_LIST_MAX_DEPTH) as u64;
         let options = Walk {
-            depth,
+            depth: p.depth.min(cap),
             include_hidden: p.include_hidden,
             respect_gitignore: p.respect_gitignore,
-            max_entries: ctx.config.limits.list_max_entries,
+            max_entries: self.settings.list_max_entries,
         };
         let workspace = ctx.workspace.clone();
         let cancel = ctx.cancel.clone();
-        let path = p.path.clone();
-        let result = blocking(move || list(&workspace, &path, options, &cancel)).await?;
-        let mut text = render(&result);
-        if depth < p.depth {
-            text.push_str(&format!(
-                "\n[depth {} was capped to the server's maximum of {depth}]",
-                p.depth
-            ));
-        }
-        Ok(ToolOutput::new(to_value(&result), text))
+        let mut result = blocking(move || list(&workspace, &p.path, options, &cancel)).await?;
+        result.requested_depth = p.depth;
+        Ok(result)
     }
 }
 
@@ -207,6 +208,7 @@ fn list(
             depth: walk.depth,
             entries: Vec::new(),
             truncated: false,
+            requested_depth: walk.depth,
         },
     };
     visitor.visit(&dir, &display, Path::new(""), 1)?;
@@ -286,15 +288,7 @@ impl Visitor<'_> {
             if walk.respect_gitignore && ignored(&self.ignores, &entry_abs, file_type.is_dir()) {
                 continue;
             }
-            let kind = if file_type.is_dir() {
-                "directory"
-            } else if file_type.is_file() {
-                "file"
-            } else if file_type.is_symlink() {
-                "symlink"
-            } else {
-                "other"
-            };
+            let kind = FileKind::of_cap(&file_type);
             let size = file_type
                 .is_file()
                 .then(|| entry.metadata().ok().map(|m| m.len()))
@@ -310,7 +304,7 @@ impl Visitor<'_> {
                     .map(|c| c.as_os_str().to_string_lossy())
                     .collect::<Vec<_>>()
                     .join("/"),
-                kind: kind.into(),
+                kind,
                 size,
                 symlink_target,
             });
@@ -347,11 +341,11 @@ fn render(r: &ListResult) -> String {
         text.push_str("(empty)\n");
     }
     for e in &r.entries {
-        match (e.kind.as_str(), e.size, &e.symlink_target) {
-            ("directory", _, _) => text.push_str(&format!("{}/\n", e.path)),
+        match (e.kind, e.size, &e.symlink_target) {
+            (FileKind::Directory, _, _) => text.push_str(&format!("{}/\n", e.path)),
             (_, Some(size), _) => text.push_str(&format!("{} ({size} bytes)\n", e.path)),
             (_, _, Some(target)) => text.push_str(&format!("{} -> {target}\n", e.path)),
-            (kind, _, _) => text.push_str(&format!("{} ({kind})\n", e.path)),
+            (kind, _, _) => text.push_str(&format!("{} ({})\n", e.path, kind.as_str())),
         }
     }
     text.pop();

@@ -4,18 +4,21 @@
 mod list_directory;
 mod path_info;
 mod read_file;
+mod settings;
 
-pub use list_directory::ListDirectory;
-pub use path_info::PathInfo;
-pub use read_file::ReadFile;
+pub(crate) use list_directory::ListDirectory;
+pub(crate) use path_info::PathInfo;
+pub(crate) use read_file::ReadFile;
+pub(crate) use settings::FileLimits;
+pub use settings::{FsArgs, FsSettings};
 
-use super::{blocking, params, to_value};
+use super::blocking;
 
 /// The category of every file tool.
-pub const CATEGORY: &str = "filesystem";
+const CATEGORY: &str = "filesystem";
 
 /// Annotations shared by the file tools: read-only, idempotent, closed world.
-pub const ANNOTATIONS: crate::tool::Annotations = crate::tool::Annotations {
+const ANNOTATIONS: crate::tool::Annotations = crate::tool::Annotations {
     read_only: true,
     destructive: false,
     idempotent: true,

@@ -9,30 +9,31 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{ANNOTATIONS, CATEGORY, params, to_value};
-use crate::definition::{render_instructions, schema_for};
-use crate::tool::{AiTool, Annotations, JsonObject, ToolContext, ToolError, ToolOutput};
+use super::{ANNOTATIONS, CATEGORY};
+use crate::tool::{ToolContext, ToolError};
+use crate::typed::{ToolSpec, TypedTool};
+use crate::workspace::{FileKind, PathError};
 
 const DESCRIPTION: &str = "Check whether a path exists inside the workspace roots and get its metadata: type (file, directory, symlink, fifo, socket, block_device, char_device), size in bytes, last modification time (RFC 3339, UTC), permissions, whether it is read-only, and for a symlink its target. A missing path returns exists=false, not an error. Cheap: reads no file content.";
 
 /// Arguments of `path_info`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub(crate) struct Params {
     /// The path: relative to the first workspace root, or absolute inside a root.
     path: String,
 }
 
 /// The structured result of `path_info`.
 #[derive(Debug, Default, Serialize, JsonSchema)]
-struct PathInfoResult {
+pub(crate) struct PathInfoResult {
     /// Absolute path.
     path: String,
     /// Whether anything (even a dangling symlink) exists at the path.
     exists: bool,
-    /// "file", "directory", "symlink", "fifo", "socket", "block_device", "char_device" or "other".
+    /// What the path is (a symlink is reported as such, not followed).
     #[serde(rename = "type")]
-    kind: Option<String>,
+    kind: Option<FileKind>,
     /// Size in bytes (for a symlink: of its target, when that is inside the roots).
     size: Option<u64>,
     /// Last modification time, RFC 3339 in UTC.
@@ -51,28 +52,7 @@ struct PathInfoResult {
 
 /// The `path_info` tool.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PathInfo;
-
-fn kind_of(t: &cap_std::fs::FileType) -> &'static str {
-    use cap_std::fs::FileTypeExt;
-    if t.is_symlink() {
-        "symlink"
-    } else if t.is_dir() {
-        "directory"
-    } else if t.is_file() {
-        "file"
-    } else if t.is_fifo() {
-        "fifo"
-    } else if t.is_socket() {
-        "socket"
-    } else if t.is_block_device() {
-        "block_device"
-    } else if t.is_char_device() {
-        "char_device"
-    } else {
-        "other"
-    }
-}
+pub(crate) struct PathInfo;
 
 fn ls_mode(mode: u32) -> String {
     let bits = [
@@ -105,46 +85,28 @@ fn fill(result: &mut PathInfoResult, meta: &cap_std::fs::Metadata) {
 }
 
 #[async_trait]
-impl AiTool for PathInfo {
-    fn name(&self) -> &str {
-        "path_info"
-    }
-    fn title(&self) -> Option<&str> {
-        Some("Path info")
-    }
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> JsonObject {
-        schema_for::<Params>()
-    }
-    fn output_schema(&self) -> Option<JsonObject> {
-        Some(schema_for::<PathInfoResult>())
-    }
-    fn category(&self) -> Option<&str> {
-        Some(CATEGORY)
-    }
-    fn tags(&self) -> &[&str] {
-        &["filesystem", "read", "metadata", "exists"]
-    }
-    fn annotations(&self) -> Annotations {
-        ANNOTATIONS
-    }
-    fn instructions(&self) -> String {
-        render_instructions(
-            self.name(),
-            DESCRIPTION,
-            Some(
-                "Check that a file or folder exists, or how big or how recent it is, before reading or listing it.",
-            ),
-            &self.input_schema(),
-            self.output_schema().as_ref(),
-            Some(&json!({"path": "Cargo.toml"})),
-        )
+impl TypedTool for PathInfo {
+    type Params = Params;
+    type Output = PathInfoResult;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "path_info",
+            title: "Path info",
+            description: DESCRIPTION.into(),
+            purpose: "Check that a file or folder exists, or how big or how recent it is, before reading or listing it.",
+            example: json!({"path": "Cargo.toml"}),
+            category: CATEGORY,
+            tags: &["filesystem", "read", "metadata", "exists"],
+            annotations: ANNOTATIONS,
+        }
     }
 
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let p: Params = params(args)?;
+    fn render(&self, output: &PathInfoResult) -> String {
+        render(output)
+    }
+
+    async fn run(&self, p: Params, ctx: &ToolContext) -> Result<PathInfoResult, ToolError> {
         let ws = &ctx.workspace;
         let target = ws.target(&p.path)?;
         let mut result = PathInfoResult {
@@ -154,38 +116,39 @@ impl AiTool for PathInfo {
         match ws.symlink_metadata(&target) {
             Ok(meta) => {
                 result.exists = true;
-                let kind = kind_of(&meta.file_type());
-                result.kind = Some(kind.into());
+                let kind = FileKind::of_cap(&meta.file_type());
+                result.kind = Some(kind);
                 fill(&mut result, &meta);
-                if kind == "symlink" {
+                if kind == FileKind::Symlink {
                     result.symlink_target =
                         ws.read_link(&target).ok().map(|t| t.display().to_string());
                     match ws.metadata(&target) {
                         Ok(followed) => {
-                            result.target_type = Some(kind_of(&followed.file_type()).into());
+                            result.target_type =
+                                Some(FileKind::of_cap(&followed.file_type()).as_str().into());
                             fill(&mut result, &followed);
                         }
                         Err(e) if e.kind() == io::ErrorKind::NotFound => {
                             result.target_type = Some("missing".into())
                         }
-                        Err(e) => match ws.io_error(&target, e) {
-                            ToolError::PermissionDenied(m)
-                                if m.contains("outside the allowed roots") =>
-                            {
-                                result.target_type = Some("outside_roots".into())
-                            }
-                            _ => result.target_type = Some("unreadable".into()),
-                        },
+                        Err(e) => {
+                            let state = match ws.io_error(&target, e) {
+                                PathError::Escapes { .. } | PathError::OutsideRoots { .. } => {
+                                    "outside_roots"
+                                }
+                                _ => "unreadable",
+                            };
+                            result.target_type = Some(state.into());
+                        }
                     }
                 }
             }
             Err(e)
                 if e.kind() == io::ErrorKind::NotFound
                     || e.kind() == io::ErrorKind::NotADirectory => {}
-            Err(e) => return Err(ws.io_error(&target, e)),
+            Err(e) => return Err(ws.io_error(&target, e).into()),
         }
-        let text = render(&result);
-        Ok(ToolOutput::new(to_value(&result), text))
+        Ok(result)
     }
 }
 
@@ -196,7 +159,7 @@ fn render(r: &PathInfoResult) -> String {
     let mut lines = vec![format!(
         "{}: {}",
         r.path,
-        r.kind.as_deref().unwrap_or("other")
+        r.kind.unwrap_or(FileKind::Other).as_str()
     )];
     if let Some(target) = &r.symlink_target {
         lines.push(format!(

@@ -14,9 +14,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{ANNOTATIONS, CATEGORY, blocking, params, to_value};
-use crate::definition::{render_instructions, schema_for};
-use crate::tool::{AiTool, Annotations, JsonObject, ToolContext, ToolError, ToolOutput};
+use super::settings::FsSettings;
+use super::{ANNOTATIONS, CATEGORY, blocking};
+use crate::settings::human_bytes;
+use crate::tool::{ToolContext, ToolError};
+use crate::typed::{ToolSpec, TypedTool};
 
 /// Bytes read from disk per step.
 const CHUNK: usize = 64 * 1024;
@@ -28,12 +30,18 @@ const INLINE_READ_MAX: u64 = CHUNK as u64;
 /// How much of the start of a file is checked for NUL bytes to call it binary (as git does).
 const BINARY_SNIFF: usize = 8 * 1024;
 
-const DESCRIPTION: &str = "Read a text file inside the workspace roots. Returns at most 1 MiB of text per call by default (the server's limit); page through larger files by lines with `offset` (1-based) and `limit`, or take `head`/`tail` lines, and follow `next_offset` while it is not null. Decodes utf-8 by default or any WHATWG encoding label (utf-16le, latin1, shift_jis, gbk …); a byte-order mark wins. Binary files, directories, devices and secrets (.env, keys) are refused.";
+/// The tool's description, stating the operator's real limit.
+fn description(settings: &FsSettings) -> String {
+    format!(
+        "Read a text file inside the workspace roots. Returns at most {} of text per call (the server's limit); page through larger files by lines with `offset` (1-based) and `limit`, or take `head`/`tail` lines, and follow `next_offset` while it is not null. Decodes utf-8 by default or any WHATWG encoding label (utf-16le, latin1, shift_jis, gbk …); a byte-order mark wins. Binary files, directories, devices and secrets (.env, keys) are refused.",
+        human_bytes(settings.read_max_bytes)
+    )
+}
 
 /// Arguments of `read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub(crate) struct Params {
     /// The file: relative to the first workspace root, or absolute inside a root.
     path: String,
     /// Text encoding as a WHATWG label (utf-8, utf-16le, utf-16be, latin1, windows-1252,
@@ -61,7 +69,7 @@ fn default_encoding() -> String {
 
 /// The structured result of `read_file`.
 #[derive(Debug, Serialize, JsonSchema)]
-struct ReadFileResult {
+pub(crate) struct ReadFileResult {
     /// Absolute path of the file.
     path: String,
     /// The returned text (original line endings kept).
@@ -83,50 +91,43 @@ struct ReadFileResult {
 }
 
 /// The `read_file` tool.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReadFile;
+#[derive(Debug, Clone)]
+pub(crate) struct ReadFile {
+    settings: FsSettings,
+}
+
+impl ReadFile {
+    /// The tool with the operator's limit.
+    pub(crate) fn new(settings: &FsSettings) -> Self {
+        Self {
+            settings: settings.clone(),
+        }
+    }
+}
 
 #[async_trait]
-impl AiTool for ReadFile {
-    fn name(&self) -> &str {
-        "read_file"
-    }
-    fn title(&self) -> Option<&str> {
-        Some("Read file")
-    }
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> JsonObject {
-        schema_for::<Params>()
-    }
-    fn output_schema(&self) -> Option<JsonObject> {
-        Some(schema_for::<ReadFileResult>())
-    }
-    fn category(&self) -> Option<&str> {
-        Some(CATEGORY)
-    }
-    fn tags(&self) -> &[&str] {
-        &["filesystem", "read", "file", "text"]
-    }
-    fn annotations(&self) -> Annotations {
-        ANNOTATIONS
-    }
-    fn instructions(&self) -> String {
-        render_instructions(
-            self.name(),
-            DESCRIPTION,
-            Some(
-                "Look at the content of a source file, config file, log or document before reasoning about it or changing it. For a large file, read it in pages: start without offset, then pass the returned next_offset until it is null.",
-            ),
-            &self.input_schema(),
-            self.output_schema().as_ref(),
-            Some(&json!({"path": "src/main.rs", "offset": 1, "limit": 200})),
-        )
+impl TypedTool for ReadFile {
+    type Params = Params;
+    type Output = ReadFileResult;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "read_file",
+            title: "Read file",
+            description: description(&self.settings),
+            purpose: "Look at the content of a source file, config file, log or document before reasoning about it or changing it. For a large file, read it in pages: start without offset, then pass the returned next_offset until it is null.",
+            example: json!({"path": "src/main.rs", "offset": 1, "limit": 200}),
+            category: CATEGORY,
+            tags: &["filesystem", "read", "file", "text"],
+            annotations: ANNOTATIONS,
+        }
     }
 
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let p: Params = params(args)?;
+    fn render(&self, output: &ReadFileResult) -> String {
+        render(output)
+    }
+
+    async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ReadFileResult, ToolError> {
         let window = Window::from_params(&p)?;
         let requested = Encoding::for_label(p.encoding.trim().as_bytes())
             .filter(|e| *e != encoding_rs::REPLACEMENT)
@@ -137,7 +138,7 @@ impl AiTool for ReadFile {
                 ))
             })?;
         let opened = ctx.workspace.open_file(&p.path)?;
-        let max_bytes = usize::try_from(ctx.config.limits.read_max_bytes).unwrap_or(usize::MAX);
+        let max_bytes = usize::try_from(self.settings.read_max_bytes).unwrap_or(usize::MAX);
         let cancel = ctx.cancel.clone();
         let size = opened.metadata.len();
         let work = move || {
@@ -147,13 +148,11 @@ impl AiTool for ReadFile {
                 &mut file, &display, size, requested, window, max_bytes, &cancel,
             )
         };
-        let result = if size <= INLINE_READ_MAX {
-            work()?
+        if size <= INLINE_READ_MAX {
+            work()
         } else {
-            blocking(work).await?
-        };
-        let text = render(&result);
-        Ok(ToolOutput::new(to_value(&result), text))
+            blocking(work).await
+        }
     }
 }
 

@@ -14,23 +14,27 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::ConfigError;
+pub(crate) use crate::secret::Secret;
+use crate::settings::{
+    DurationValue, LegacyUnit, SettingError, check_range, env_value, serialize_duration,
+};
 
 /// Default total time for one request to a provider (connect, send, read the whole body):
 /// search APIs answer in well under a second; 10 s leaves room for a slow network without
 /// making a model wait long before failover.
-pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time budget of one `web_search` call, over every provider it tries, throttle
 /// waits and 429 retries included: MCP clients give up after about 60 s, and a model should
 /// hear back well before that.
-pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest `call_timeout_ms`.
-pub const MAX_CALL_TIMEOUT_MS: u64 = 300_000;
+const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default time to establish a connection: a provider that cannot be reached in 5 s is down.
-pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default cap on a response body: a results page is 20-100 KiB (DuckDuckGo's HTML is the
 /// largest); 2 MiB is far beyond any honest answer and bounds what a broken server can cost.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
@@ -38,10 +42,10 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Default longest `Retry-After` toolport waits for; a provider asking for longer is skipped
 /// (failover) rather than making the model wait.
-pub const DEFAULT_MAX_RETRY_WAIT_MS: u64 = 5_000;
+const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
 /// Default cache lifetime: search results hardly change in 10 minutes, and models often repeat
 /// a query within a task.
-pub const DEFAULT_CACHE_TTL_SECS: u64 = 600;
+pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(600);
 /// Default number of cached queries (each a few KiB): bounds memory on a long-running server.
 pub const DEFAULT_CACHE_MAX_ENTRIES: usize = 256;
 /// The User-Agent sent to the JSON APIs. DuckDuckGo gets a browser-like one
@@ -52,17 +56,17 @@ pub const DUCKDUCKGO_USER_AGENT: &str =
     "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 /// Largest `timeout_ms` / `connect_timeout_ms`: a model's client gives up after about 2
 /// minutes, and several providers may be tried in one call.
-pub const MAX_TIMEOUT_MS: u64 = 60_000;
+const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest `max_response_bytes` an operator may set.
 pub const MAX_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
 /// Most 429 retries an operator may allow per provider and call.
 pub const MAX_MAX_RETRIES: u32 = 5;
 /// Longest `max_retry_wait_ms` an operator may set (one minute).
-pub const MAX_MAX_RETRY_WAIT_MS: u64 = 60_000;
+const MAX_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 /// Longest `min_interval_ms` (one request a minute).
-pub const MAX_MIN_INTERVAL_MS: u64 = 60_000;
+const MAX_MIN_INTERVAL: Duration = Duration::from_secs(60);
 /// Longest cache lifetime an operator may set (a day): search results go stale.
-pub const MAX_CACHE_TTL_SECS: u64 = 86_400;
+const MAX_CACHE_TTL: Duration = Duration::from_secs(86_400);
 /// Most cached queries an operator may set.
 pub const MAX_CACHE_MAX_ENTRIES: usize = 100_000;
 
@@ -139,12 +143,12 @@ impl ProviderId {
     /// Default least time between two requests to this provider. DuckDuckGo's HTML endpoint
     /// answers bursts with its bot challenge; Brave's free plan allows 1 request per second;
     /// the others tolerate more.
-    pub fn default_min_interval_ms(self) -> u64 {
-        match self {
+    pub fn default_min_interval(self) -> Duration {
+        Duration::from_millis(match self {
             ProviderId::Duckduckgo => 1_500,
             ProviderId::Brave => 1_000,
             ProviderId::Google | ProviderId::Searxng | ProviderId::Tavily => 200,
-        }
+        })
     }
 }
 
@@ -154,50 +158,18 @@ impl fmt::Display for ProviderId {
     }
 }
 
-/// A credential. Its `Debug` and `Serialize` forms are masked; only [`Secret::expose`] gives
-/// the value, at the one place a request is built.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-/// What a masked secret prints as.
-pub const MASK: &str = "********";
-
-impl Secret {
-    /// Wrap a value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-    /// The value, for an HTTP header. Never log or format it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(MASK)
-    }
-}
-
-impl Serialize for Secret {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(MASK)
-    }
-}
-
 /// The `[web]` section of the config file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileWeb {
     providers: Option<Vec<ProviderId>>,
-    call_timeout_ms: Option<u64>,
-    timeout_ms: Option<u64>,
-    connect_timeout_ms: Option<u64>,
+    call_timeout_ms: Option<DurationValue>,
+    timeout_ms: Option<DurationValue>,
+    connect_timeout_ms: Option<DurationValue>,
     max_response_bytes: Option<usize>,
     max_retries: Option<u32>,
-    max_retry_wait_ms: Option<u64>,
-    cache_ttl_secs: Option<u64>,
+    max_retry_wait_ms: Option<DurationValue>,
+    cache_ttl_secs: Option<DurationValue>,
     cache_max_entries: Option<usize>,
     user_agent: Option<String>,
     #[serde(default)]
@@ -221,7 +193,7 @@ struct FileProvider {
     api_key: Option<Secret>,
     api_key_file: Option<PathBuf>,
     cx: Option<String>,
-    min_interval_ms: Option<u64>,
+    min_interval_ms: Option<DurationValue>,
 }
 
 /// One provider's effective settings.
@@ -234,8 +206,9 @@ pub struct ProviderSettings {
     pub api_key: Option<Secret>,
     /// Google's search engine id.
     pub cx: Option<String>,
-    /// Least time between two requests, in ms; closer calls queue. 0: no throttle.
-    pub min_interval_ms: u64,
+    /// Least time between two requests; closer calls queue. 0: no throttle.
+    #[serde(serialize_with = "serialize_duration")]
+    pub min_interval_ms: Duration,
 }
 
 /// The effective `[web]` settings.
@@ -243,20 +216,25 @@ pub struct ProviderSettings {
 pub struct WebSettings {
     /// Providers tried in this order; the next one is tried when one fails.
     pub providers: Vec<ProviderId>,
-    /// Time budget of one call over all providers, in ms.
-    pub call_timeout_ms: u64,
-    /// Total time for one request, in ms.
-    pub timeout_ms: u64,
-    /// Time to connect, in ms.
-    pub connect_timeout_ms: u64,
+    /// Time budget of one call over all providers.
+    #[serde(serialize_with = "serialize_duration")]
+    pub call_timeout_ms: Duration,
+    /// Total time for one request.
+    #[serde(serialize_with = "serialize_duration")]
+    pub timeout_ms: Duration,
+    /// Time to connect.
+    #[serde(serialize_with = "serialize_duration")]
+    pub connect_timeout_ms: Duration,
     /// Largest response body read, in bytes.
     pub max_response_bytes: usize,
     /// Retries after a 429 before failing over.
     pub max_retries: u32,
-    /// Longest Retry-After waited for, in ms.
-    pub max_retry_wait_ms: u64,
-    /// How long a result stays cached, in seconds (0: no cache).
-    pub cache_ttl_secs: u64,
+    /// Longest Retry-After waited for.
+    #[serde(serialize_with = "serialize_duration")]
+    pub max_retry_wait_ms: Duration,
+    /// How long a result stays cached (0: no cache).
+    #[serde(serialize_with = "serialize_duration")]
+    pub cache_ttl_secs: Duration,
     /// Most cached queries.
     pub cache_max_entries: usize,
     /// The User-Agent header (`None`: toolport's own, and a browser's for DuckDuckGo).
@@ -280,17 +258,17 @@ impl Default for WebSettings {
             base_url: id.default_base_url().map(String::from),
             api_key: None,
             cx: None,
-            min_interval_ms: id.default_min_interval_ms(),
+            min_interval_ms: id.default_min_interval(),
         };
         Self {
             providers: vec![ProviderId::Duckduckgo],
-            call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
-            timeout_ms: DEFAULT_TIMEOUT_MS,
-            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            call_timeout_ms: DEFAULT_CALL_TIMEOUT,
+            timeout_ms: DEFAULT_TIMEOUT,
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_retries: DEFAULT_MAX_RETRIES,
-            max_retry_wait_ms: DEFAULT_MAX_RETRY_WAIT_MS,
-            cache_ttl_secs: DEFAULT_CACHE_TTL_SECS,
+            max_retry_wait_ms: DEFAULT_MAX_RETRY_WAIT,
+            cache_ttl_secs: DEFAULT_CACHE_TTL,
             cache_max_entries: DEFAULT_CACHE_MAX_ENTRIES,
             user_agent: None,
             duckduckgo: provider(ProviderId::Duckduckgo),
@@ -302,34 +280,23 @@ impl Default for WebSettings {
     }
 }
 
-fn invalid(key: String, message: impl Into<String>) -> ConfigError {
-    ConfigError::InvalidKey {
-        key,
-        message: message.into(),
-    }
+fn invalid(key: String, message: impl Into<String>) -> SettingError {
+    SettingError::new(key, message)
 }
 
-fn in_range<T: PartialOrd + fmt::Display + Copy>(
-    key: &str,
-    value: T,
-    min: T,
-    max: T,
-    unit: &str,
-) -> Result<T, ConfigError> {
-    if value < min || value > max {
-        return Err(invalid(
-            format!("web.{key}"),
-            format!("{value} is out of range; allowed is {min}..={max}{unit}"),
-        ));
+/// A duration key of `[web]`: a human string, or (as before the one convention) a number in
+/// the unit the key's name says.
+fn duration(
+    key: &'static str,
+    value: Option<&DurationValue>,
+    legacy: LegacyUnit,
+    default: Duration,
+    range: std::ops::RangeInclusive<Duration>,
+) -> Result<Duration, SettingError> {
+    match value {
+        Some(value) => value.resolve(key, Some(legacy), range),
+        None => Ok(default),
     }
-    Ok(value)
-}
-
-/// A non-empty environment value (an empty variable counts as unset).
-fn env_value(env: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
-    env(name)
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
 }
 
 impl WebSettings {
@@ -339,65 +306,58 @@ impl WebSettings {
         file: FileWeb,
         file_dir: &Path,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, SettingError> {
+        let d = WebSettings::default();
         let mut s = WebSettings {
-            call_timeout_ms: in_range(
-                "call_timeout_ms",
-                file.call_timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS),
-                1,
-                MAX_CALL_TIMEOUT_MS,
-                " ms",
+            call_timeout_ms: duration(
+                "web.call_timeout_ms",
+                file.call_timeout_ms.as_ref(),
+                LegacyUnit::Millis,
+                d.call_timeout_ms,
+                Duration::from_millis(1)..=MAX_CALL_TIMEOUT,
             )?,
-            timeout_ms: in_range(
-                "timeout_ms",
-                file.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
-                1,
-                MAX_TIMEOUT_MS,
-                " ms",
+            timeout_ms: duration(
+                "web.timeout_ms",
+                file.timeout_ms.as_ref(),
+                LegacyUnit::Millis,
+                d.timeout_ms,
+                Duration::from_millis(1)..=MAX_TIMEOUT,
             )?,
-            connect_timeout_ms: in_range(
-                "connect_timeout_ms",
-                file.connect_timeout_ms
-                    .unwrap_or(DEFAULT_CONNECT_TIMEOUT_MS),
-                1,
-                MAX_TIMEOUT_MS,
-                " ms",
+            connect_timeout_ms: duration(
+                "web.connect_timeout_ms",
+                file.connect_timeout_ms.as_ref(),
+                LegacyUnit::Millis,
+                d.connect_timeout_ms,
+                Duration::from_millis(1)..=MAX_TIMEOUT,
             )?,
-            max_response_bytes: in_range(
-                "max_response_bytes",
-                file.max_response_bytes
-                    .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
-                1024,
-                MAX_MAX_RESPONSE_BYTES,
-                " bytes",
+            max_response_bytes: check_range(
+                "web.max_response_bytes",
+                file.max_response_bytes.unwrap_or(d.max_response_bytes),
+                1024..=MAX_MAX_RESPONSE_BYTES,
             )?,
-            max_retries: in_range(
-                "max_retries",
-                file.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
-                0,
-                MAX_MAX_RETRIES,
-                "",
+            max_retries: check_range(
+                "web.max_retries",
+                file.max_retries.unwrap_or(d.max_retries),
+                0..=MAX_MAX_RETRIES,
             )?,
-            max_retry_wait_ms: in_range(
-                "max_retry_wait_ms",
-                file.max_retry_wait_ms.unwrap_or(DEFAULT_MAX_RETRY_WAIT_MS),
-                0,
-                MAX_MAX_RETRY_WAIT_MS,
-                " ms",
+            max_retry_wait_ms: duration(
+                "web.max_retry_wait_ms",
+                file.max_retry_wait_ms.as_ref(),
+                LegacyUnit::Millis,
+                d.max_retry_wait_ms,
+                Duration::ZERO..=MAX_MAX_RETRY_WAIT,
             )?,
-            cache_ttl_secs: in_range(
-                "cache_ttl_secs",
-                file.cache_ttl_secs.unwrap_or(DEFAULT_CACHE_TTL_SECS),
-                0,
-                MAX_CACHE_TTL_SECS,
-                " s",
+            cache_ttl_secs: duration(
+                "web.cache_ttl_secs",
+                file.cache_ttl_secs.as_ref(),
+                LegacyUnit::Secs,
+                d.cache_ttl_secs,
+                Duration::ZERO..=MAX_CACHE_TTL,
             )?,
-            cache_max_entries: in_range(
-                "cache_max_entries",
-                file.cache_max_entries.unwrap_or(DEFAULT_CACHE_MAX_ENTRIES),
-                1,
-                MAX_CACHE_MAX_ENTRIES,
-                "",
+            cache_max_entries: check_range(
+                "web.cache_max_entries",
+                file.cache_max_entries.unwrap_or(d.cache_max_entries),
+                1..=MAX_CACHE_MAX_ENTRIES,
             )?,
             ..WebSettings::default()
         };
@@ -504,18 +464,16 @@ impl WebSettings {
         }
     }
 
-    /// Every configured secret value (for scrubbing messages as a last line of defence).
-    pub fn secrets(&self) -> Vec<String> {
+    /// Every configured key (for scrubbing messages as a last line of defence).
+    pub(crate) fn secrets(&self) -> Vec<Secret> {
         ProviderId::DEFAULT_ORDER
             .into_iter()
-            .filter_map(|id| self.provider(id).api_key.as_ref())
-            .map(|k| k.expose().to_string())
-            .filter(|k| !k.is_empty())
+            .filter_map(|id| self.provider(id).api_key.clone())
             .collect()
     }
 }
 
-fn parse_provider_list(list: &str) -> Result<Vec<ProviderId>, ConfigError> {
+fn parse_provider_list(list: &str) -> Result<Vec<ProviderId>, SettingError> {
     list.split(',')
         .map(str::trim)
         .filter(|name| !name.is_empty())
@@ -540,7 +498,7 @@ fn load_provider(
     file: FileProvider,
     file_dir: &Path,
     env: &impl Fn(&str) -> Option<String>,
-) -> Result<ProviderSettings, ConfigError> {
+) -> Result<ProviderSettings, SettingError> {
     let name = id.as_str();
     let key = |field: &str| format!("web.{name}.{field}");
     if file.cx.is_some() && id != ProviderId::Google {
@@ -565,8 +523,12 @@ fn load_provider(
             } else {
                 file_dir.join(path)
             };
-            let text = std::fs::read_to_string(&path)
-                .map_err(|source| ConfigError::Read { path, source })?;
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                invalid(
+                    key("api_key_file"),
+                    format!("cannot read the key file {}: {e}", path.display()),
+                )
+            })?;
             Some(Secret::new(text.trim()))
         }
         None => file.api_key.map(|k| Secret::new(k.expose().trim())),
@@ -590,14 +552,14 @@ fn load_provider(
         ProviderId::Google => env_value(env, "TOOLPORT_GOOGLE_CX").or(file.cx),
         _ => None,
     };
-    let min_interval_ms = in_range(
-        &format!("{name}.min_interval_ms"),
-        file.min_interval_ms
-            .unwrap_or_else(|| id.default_min_interval_ms()),
-        0,
-        MAX_MIN_INTERVAL_MS,
-        " ms",
-    )?;
+    let min_interval_ms = match &file.min_interval_ms {
+        Some(value) => value.resolve(
+            key("min_interval_ms"),
+            Some(LegacyUnit::Millis),
+            Duration::ZERO..=MAX_MIN_INTERVAL,
+        )?,
+        None => id.default_min_interval(),
+    };
     Ok(ProviderSettings {
         base_url,
         api_key,
@@ -606,7 +568,7 @@ fn load_provider(
     })
 }
 
-fn check_url(key: &str, raw: String) -> Result<String, ConfigError> {
+fn check_url(key: &str, raw: String) -> Result<String, SettingError> {
     let url = url::Url::parse(raw.trim()).map_err(|e| {
         invalid(
             key.to_string(),
@@ -631,9 +593,10 @@ fn check_url(key: &str, raw: String) -> Result<String, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::MASK;
     use std::collections::HashMap;
 
-    fn load(toml_text: &str, env: &[(&str, &str)]) -> Result<WebSettings, ConfigError> {
+    fn load(toml_text: &str, env: &[(&str, &str)]) -> Result<WebSettings, SettingError> {
         let file: FileWeb = toml::from_str(toml_text).unwrap();
         let env: HashMap<String, String> = env
             .iter()

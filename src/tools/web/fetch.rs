@@ -59,11 +59,11 @@ impl Fetcher {
     pub fn new(settings: &WebSettings) -> Self {
         Self {
             client: OnceLock::new(),
-            timeout: Duration::from_millis(settings.timeout_ms),
-            connect_timeout: Duration::from_millis(settings.connect_timeout_ms),
+            timeout: settings.timeout_ms,
+            connect_timeout: settings.connect_timeout_ms,
             max_response_bytes: settings.max_response_bytes,
             max_retries: settings.max_retries,
-            max_retry_wait: Duration::from_millis(settings.max_retry_wait_ms),
+            max_retry_wait: settings.max_retry_wait_ms,
             user_agent: settings.user_agent.clone(),
         }
     }

@@ -21,9 +21,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{params, to_value};
-use crate::definition::{render_instructions, schema_for};
-use crate::tool::{AiTool, Annotations, JsonObject, ToolContext, ToolError, ToolOutput};
+use crate::secret::{Secret, scrub};
+use crate::tool::{Annotations, ToolContext, ToolError};
+use crate::typed::{ToolSpec, TypedTool};
 
 pub mod brave;
 pub mod cache;
@@ -36,12 +36,12 @@ pub mod searxng;
 pub mod tavily;
 pub mod throttle;
 
-use config::{MASK, ProviderId, WebSettings};
+use config::{ProviderId, WebSettings};
 use provider::{Failure, FailureKind, Hit, Query, SearchProvider, collapse_whitespace};
 use throttle::Throttle;
 
 /// The category of `web_search`.
-pub const CATEGORY: &str = "Web";
+const CATEGORY: &str = "web";
 /// Longest query accepted, in characters: search engines ignore words beyond about 32
 /// (Google) or a few hundred characters, so a longer "query" is a pasted document, not a search.
 pub const MAX_QUERY_CHARS: usize = 400;
@@ -60,7 +60,25 @@ pub const ANNOTATIONS: Annotations = Annotations {
     open_world: true,
 };
 
-const DESCRIPTION: &str = "Search the web and get a ranked list of results: title, url and a short snippet for each, best first. `query` is what you would type into a search box (1 to 400 characters); `num_results` is how many results to return (1 to 10, default 5). Results come from the first configured search provider that answers (DuckDuckGo by default; Brave, Google, SearXNG or Tavily when configured); if one fails, the next is tried and the result says so. The same query with the same num_results is answered from a cache for 10 minutes by default (`cached: true`). Snippets are short extracts chosen by the search engine and may be outdated: open the url for the full, current text.";
+/// The tool's description, stating the real limits and cache lifetime.
+fn description(settings: &WebSettings) -> String {
+    let cache = if settings.cache_ttl_secs.is_zero() {
+        "Results are not cached.".to_string()
+    } else {
+        let secs = settings.cache_ttl_secs.as_secs();
+        let lifetime = match secs {
+            s if s.is_multiple_of(3600) => format!("{} hour{}", s / 3600, if s == 3600 { "" } else { "s" }),
+            s if s.is_multiple_of(60) => format!("{} minute{}", s / 60, if s == 60 { "" } else { "s" }),
+            s => format!("{s} seconds"),
+        };
+        format!(
+            "The same query with the same num_results is answered from a cache for {lifetime} (`cached: true`)."
+        )
+    };
+    format!(
+        "Search the web and get a ranked list of results: title, url and a short snippet for each, best first. `query` is what you would type into a search box (1 to {MAX_QUERY_CHARS} characters); `num_results` is how many results to return (1 to {MAX_NUM_RESULTS}, default {DEFAULT_NUM_RESULTS}). Results come from the first configured search provider that answers (DuckDuckGo by default; Brave, Google, SearXNG or Tavily when configured); if one fails, the next is tried and the result says so. {cache} Snippets are short extracts chosen by the search engine and may be outdated: open the url for the full, current text."
+    )
+}
 
 const PURPOSE: &str = "Find information that is not in the workspace or may have changed since your training: documentation, release notes, error messages, news, facts you are unsure of. Phrase the query as keywords, not as a question to a person (\"tokio select cancellation safety\", not \"can you tell me about…\"); put an exact error message or phrase in double quotes; add site:docs.rs (or another site) to stay on one site. Start with the default 5 results and ask for up to 10 only when those are not enough. Results may be stale or wrong: prefer official sources, and cite the url of every result you use.";
 
@@ -71,19 +89,19 @@ fn default_num_results() -> u64 {
 /// Arguments of `web_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Params {
+pub(crate) struct Params {
     /// What to search for: keywords as typed into a search box, 1 to 400 characters.
-    #[schemars(length(min = 1, max = 400))]
+    #[schemars(length(min = 1, max = MAX_QUERY_CHARS))]
     query: String,
     /// How many results to return, 1 to 10.
     #[serde(default = "default_num_results")]
-    #[schemars(range(min = 1, max = 10))]
+    #[schemars(range(min = 1, max = MAX_NUM_RESULTS))]
     num_results: u64,
 }
 
 /// One search result.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-struct SearchResult {
+pub(crate) struct SearchResult {
     /// The page title.
     title: String,
     /// The page's address (the real one, not a search engine redirect).
@@ -100,7 +118,7 @@ struct SearchResult {
 
 /// A provider that was tried and failed before the one that answered.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-struct ProviderFailure {
+pub(crate) struct ProviderFailure {
     /// The provider.
     provider: String,
     /// Why it failed.
@@ -109,7 +127,7 @@ struct ProviderFailure {
 
 /// The structured result of `web_search`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-struct SearchOutput {
+pub(crate) struct SearchOutput {
     /// The query as searched (whitespace collapsed).
     query: String,
     /// The results, best first.
@@ -137,11 +155,12 @@ struct Answer {
 }
 
 /// The `web_search` tool.
-pub struct WebSearch {
+pub(crate) struct WebSearch {
+    description: String,
     backends: Vec<Backend>,
     fetcher: fetch::Fetcher,
     cache: cache::Cache<Answer>,
-    secrets: Vec<String>,
+    secrets: Vec<Secret>,
     call_timeout: Duration,
 }
 
@@ -182,30 +201,24 @@ impl WebSearch {
             .filter_map(|&id| {
                 Some(Backend {
                     provider: build_provider(settings, id)?,
-                    throttle: Throttle::new(Duration::from_millis(
-                        settings.provider(id).min_interval_ms,
-                    )),
+                    throttle: Throttle::new(settings.provider(id).min_interval_ms),
                 })
             })
             .collect();
         Self {
+            description: description(settings),
             backends,
             fetcher: fetch::Fetcher::new(settings),
-            cache: cache::Cache::new(
-                Duration::from_secs(settings.cache_ttl_secs),
-                settings.cache_max_entries,
-            ),
+            cache: cache::Cache::new(settings.cache_ttl_secs, settings.cache_max_entries),
             secrets: settings.secrets(),
-            call_timeout: Duration::from_millis(settings.call_timeout_ms),
+            call_timeout: settings.call_timeout_ms,
         }
     }
 
     /// `text` with every configured key replaced by a mask: a last line of defence should a
     /// provider ever echo a key back in an error.
     fn scrub(&self, text: &str) -> String {
-        self.secrets
-            .iter()
-            .fold(text.to_string(), |acc, secret| acc.replace(secret, MASK))
+        scrub(text, &self.secrets)
     }
 
     /// Ask the providers in order until one answers or the call's time budget runs out
@@ -361,44 +374,28 @@ fn render(out: &SearchOutput) -> String {
 }
 
 #[async_trait]
-impl AiTool for WebSearch {
-    fn name(&self) -> &str {
-        "web_search"
-    }
-    fn title(&self) -> Option<&str> {
-        Some("Web search")
-    }
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-    fn input_schema(&self) -> JsonObject {
-        schema_for::<Params>()
-    }
-    fn output_schema(&self) -> Option<JsonObject> {
-        Some(schema_for::<SearchOutput>())
-    }
-    fn category(&self) -> Option<&str> {
-        Some(CATEGORY)
-    }
-    fn tags(&self) -> &[&str] {
-        &["search", "web", "internet"]
-    }
-    fn annotations(&self) -> Annotations {
-        ANNOTATIONS
-    }
-    fn instructions(&self) -> String {
-        render_instructions(
-            self.name(),
-            DESCRIPTION,
-            Some(PURPOSE),
-            &self.input_schema(),
-            self.output_schema().as_ref(),
-            Some(&json!({"query": "rust reqwest connect timeout", "num_results": 5})),
-        )
+impl TypedTool for WebSearch {
+    type Params = Params;
+    type Output = SearchOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "web_search",
+            title: "Web search",
+            description: self.description.clone(),
+            purpose: PURPOSE,
+            example: json!({"query": "rust reqwest connect timeout", "num_results": 5}),
+            category: CATEGORY,
+            tags: &["search", "web", "internet"],
+            annotations: ANNOTATIONS,
+        }
     }
 
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let p: Params = params(args)?;
+    fn render(&self, output: &SearchOutput) -> String {
+        render(output)
+    }
+
+    async fn run(&self, p: Params, ctx: &ToolContext) -> Result<SearchOutput, ToolError> {
         let text = collapse_whitespace(&p.query);
         if text.is_empty() {
             return Err(ToolError::InvalidArguments(format!(
@@ -422,8 +419,6 @@ impl AiTool for WebSearch {
             // In range 1..=10 (checked above), so the conversion is exact.
             count: p.num_results as usize,
         };
-        let out = self.search(query, ctx).await?;
-        let rendered = render(&out);
-        Ok(ToolOutput::new(to_value(&out), rendered))
+        self.search(query, ctx).await
     }
 }

@@ -1,0 +1,122 @@
+//! The command-line surface (clap): the subcommands and the global flags, which compose each
+//! feature's own flags. Parsing does no I/O; [`super::Config::load`] layers the result over the
+//! file and validates it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::definition::ToolFormat;
+use crate::tools::SelectionArgs;
+use crate::tools::exec::ExecArgs;
+use crate::tools::fs::FsArgs;
+use crate::transport::http_settings::HttpArgs;
+
+const ABOUT: &str = "Serve AI tools (read_file, list_directory, path_info, …) to any MCP client.";
+
+const LONG_ABOUT: &str = "\
+toolport serves AI tools to MCP clients (Claude Desktop, VS Code, Cursor, Zed, the MCP Inspector,
+agent frameworks). With no subcommand it serves MCP over stdio, with the current directory as the
+workspace root: every path a tool touches must stay inside the roots.
+
+Examples:
+  toolport                                   serve stdio in the current directory
+  toolport --root ~/code/app --root /data    serve stdio with two roots
+  toolport serve --http 127.0.0.1:8787       serve HTTP: /mcp (Streamable HTTP), /sse (legacy)
+  toolport tools --format openai             print tool definitions for the OpenAI API
+  toolport call read_file --args '{\"path\":\"README.md\"}'
+  toolport config                            show the effective configuration";
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(name = "toolport", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options shared by every subcommand.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+/// Options shared by every subcommand.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GlobalArgs {
+    /// A workspace root: tools may only touch paths inside the roots. Repeat for several; the
+    /// first one is where relative paths resolve. Default: the current directory.
+    /// [env: TOOLPORT_ROOTS, a path list like PATH]
+    #[arg(long = "root", value_name = "DIR", global = true)]
+    pub roots: Vec<PathBuf>,
+
+    /// TOML config file. Default: toolport.toml in the user config dir (~/.config/toolport/),
+    /// if it exists.
+    #[arg(long, value_name = "FILE", env = "TOOLPORT_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+
+    /// Log level or filter for the logs on stderr: error, warn, info, debug, trace, or a
+    /// tracing filter such as "toolport=debug". RUST_LOG is used when this is not set.
+    #[arg(long, value_name = "LEVEL", env = "TOOLPORT_LOG_LEVEL", global = true)]
+    pub log_level: Option<String>,
+
+    /// `read_file` / `list_directory` limits.
+    #[command(flatten)]
+    pub fs: FsArgs,
+
+    /// Which tools are served.
+    #[command(flatten)]
+    pub selection: SelectionArgs,
+
+    /// `execute_command`'s flags (`--sandbox`).
+    #[command(flatten)]
+    pub exec: ExecArgs,
+
+    /// The HTTP transport's flags (`--http ADDR`, `--token-file`, …).
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio (the default when no subcommand is given), or over HTTP with
+    /// --http ADDR.
+    Serve,
+    /// Print the tool definitions as JSON, for MCP or a model provider's API.
+    Tools(ToolsArgs),
+    /// Print every tool's prompt instructions (for a system prompt).
+    Instructions,
+    /// Run one tool locally and print its structured result as JSON.
+    Call(CallArgs),
+    /// Print the effective configuration (after file, environment and flags) as TOML.
+    Config,
+}
+
+/// `toolport tools`.
+#[derive(Debug, Clone, Args)]
+pub struct ToolsArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "mcp")]
+    pub format: ToolFormat,
+    /// Only tools with this tag (repeat: tools must have all of them).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Only tools in exactly this category (e.g. filesystem).
+    #[arg(long, value_name = "CATEGORY")]
+    pub category: Option<String>,
+    /// Only tools whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub name_pattern: Option<String>,
+}
+
+/// `toolport call`.
+#[derive(Debug, Clone, Args)]
+pub struct CallArgs {
+    /// The tool to run, e.g. read_file.
+    pub tool: String,
+    /// The arguments, as a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// Answer "yes" to any confirmation the tool asks for (there is nobody else to ask).
+    #[arg(long)]
+    pub yes: bool,
+}

@@ -1,0 +1,330 @@
+//! Configuration in two stages (as ripgrep does it): the command line is parsed by clap
+//! ([`Cli`], with `env =` on each flag), then [`Config::load`] layers it over the TOML file and
+//! the defaults into one immutable [`Config`].
+//!
+//! This module only composes: each feature owns its settings (file section, flags, defaults,
+//! validation; see [`crate::settings`]) and `load` hands each its part. Precedence, lowest
+//! first: built-in defaults < TOML file (`--config`, else
+//! `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` environment < flags.
+//! An unknown key in the file is an error that names the key.
+//!
+//! - [`cli`]: the subcommands and flags;
+//! - [`file`]: the file's root, which composes each feature's section.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+mod cli;
+mod file;
+
+pub use cli::{CallArgs, Cli, Command, GlobalArgs, ToolsArgs};
+use file::FileConfig;
+
+use crate::settings::SettingError;
+use crate::tools::exec::ExecSettings;
+use crate::tools::fs::FsSettings;
+use crate::tools::web::config::WebSettings;
+use crate::tools::{BuiltinSettings, ToolSelection};
+use crate::transport::http_settings::HttpSettings;
+use crate::workspace::WorkspaceSettings;
+
+/// Why the configuration is unusable. Each message names the file or the setting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file cannot be read.
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML or has an unknown key or a wrong type.
+    #[error("invalid config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, naming the key and position.
+        message: String,
+    },
+    /// A setting has a value outside what is allowed.
+    #[error(transparent)]
+    Setting(#[from] SettingError),
+    /// An HTTP setting is invalid (the transport's settings move to [`SettingError`] next).
+    #[error("invalid setting {key}: {message}")]
+    Invalid {
+        /// The setting.
+        key: &'static str,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+}
+
+/// How the server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Newline-delimited JSON-RPC on stdin/stdout (the default).
+    Stdio,
+    /// Streamable HTTP and legacy SSE on this address (`--http`).
+    Http(SocketAddr),
+}
+
+/// The effective, validated, immutable configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    /// Workspace roots (absolute), first one first.
+    pub roots: Vec<PathBuf>,
+    /// Log filter.
+    pub log_level: Option<String>,
+    /// Which tools are served.
+    pub tools: ToolSelection,
+    /// `read_file` / `list_directory` limits.
+    pub limits: FsSettings,
+    /// The secret rules.
+    pub workspace: WorkspaceSettings,
+    /// `execute_command`.
+    pub exec: ExecSettings,
+    /// `web_search` (keys masked when printed).
+    pub web: WebSettings,
+    /// The HTTP transport (the token is masked when printed).
+    pub http: HttpSettings,
+    /// The config file that was read, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<PathBuf>,
+}
+
+impl Default for Config {
+    /// Defaults, with the current directory as the only root.
+    fn default() -> Self {
+        Self {
+            roots: vec![std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))],
+            log_level: None,
+            tools: ToolSelection::default(),
+            limits: FsSettings::default(),
+            workspace: WorkspaceSettings::default(),
+            exec: ExecSettings::default(),
+            web: WebSettings::default(),
+            http: HttpSettings::default(),
+            config_file: None,
+        }
+    }
+}
+
+/// Where the config file is looked for when `--config` is not given.
+fn default_config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("toolport").join("toolport.toml"))
+}
+
+/// `path` made absolute against `base`.
+fn absolute(base: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    }
+}
+
+impl Config {
+    /// Layer defaults < file < environment < flags and validate. `env` is read through the
+    /// given function so tests need not touch the process environment.
+    pub fn load(
+        args: &GlobalArgs,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let cwd = std::env::current_dir().map_err(|source| ConfigError::Read {
+            path: PathBuf::from("."),
+            source,
+        })?;
+        let path = args
+            .config
+            .clone()
+            .or_else(|| default_config_path().filter(|p| p.is_file()))
+            .map(|p| absolute(&cwd, &p));
+        let (file, file_dir) = match &path {
+            Some(path) => (
+                FileConfig::read(path)?,
+                path.parent().map_or_else(|| cwd.clone(), Path::to_path_buf),
+            ),
+            None => (FileConfig::default(), cwd.clone()),
+        };
+
+        // Roots: flags > TOOLPORT_ROOTS > file (relative to the file's folder) > cwd.
+        let env_roots: Vec<PathBuf> = env("TOOLPORT_ROOTS")
+            .map(|v| {
+                std::env::split_paths(&v)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let roots = if !args.roots.is_empty() {
+            args.roots.iter().map(|r| absolute(&cwd, r)).collect()
+        } else if !env_roots.is_empty() {
+            env_roots.iter().map(|r| absolute(&cwd, r)).collect()
+        } else if let Some(roots) = &file.roots {
+            roots.iter().map(|r| absolute(&file_dir, r)).collect()
+        } else {
+            vec![cwd.clone()]
+        };
+        if roots.is_empty() {
+            return Err(SettingError::new("roots", "at least one root is needed").into());
+        }
+
+        Ok(Self {
+            roots,
+            log_level: args.log_level.clone().or(file.log_level),
+            tools: ToolSelection::load(file.tools, &args.selection)?,
+            limits: FsSettings::load(file.limits, &args.fs)?,
+            workspace: WorkspaceSettings::load(file.workspace),
+            exec: ExecSettings::load(file.exec, &args.exec)?,
+            web: WebSettings::load(file.web, &file_dir, &env)?,
+            http: HttpSettings::load(&args.http, file.http)?,
+            config_file: path,
+        })
+    }
+
+    /// How the server is reached: HTTP when `--http` gave an address, else stdio.
+    pub fn transport(&self) -> Transport {
+        self.http.bind.map_or(Transport::Stdio, Transport::Http)
+    }
+
+    /// What the built-in tools are built with.
+    pub fn builtin_settings(&self) -> BuiltinSettings<'_> {
+        BuiltinSettings {
+            roots: &self.roots,
+            fs: &self.limits,
+            exec: &self.exec,
+            web: &self.web,
+        }
+    }
+
+    /// The effective configuration as TOML, for `toolport config`. Secrets (the web search
+    /// API keys, the HTTP token) serialize masked.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::collections::HashMap;
+
+    fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut argv = vec!["toolport"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::load(&cli.global, |k| env.get(k).cloned())
+    }
+
+    fn file(text: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolport.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path.display().to_string())
+    }
+
+    #[test]
+    fn defaults_use_the_current_directory() {
+        let (_d, path) = file("");
+        let c = load(&["--config", &path], &[]).unwrap();
+        assert_eq!(c.roots, vec![std::env::current_dir().unwrap()]);
+        assert_eq!(c.limits, FsSettings::default());
+        assert_eq!(c.workspace, WorkspaceSettings::default());
+    }
+
+    #[test]
+    fn layers_file_then_env_then_flags() {
+        let (dir, path) =
+            file("roots = [\"sub\"]\n[limits]\nread_max_bytes = 2048\nlist_max_entries = 7\n");
+        let c = load(&["--config", &path], &[]).unwrap();
+        assert_eq!(
+            c.roots,
+            vec![dir.path().join("sub")],
+            "file roots are relative to the file"
+        );
+        assert_eq!(
+            (c.limits.read_max_bytes, c.limits.list_max_entries),
+            (2048, 7)
+        );
+
+        let c = load(&["--config", &path], &[("TOOLPORT_ROOTS", "/a:/b")]).unwrap();
+        assert_eq!(c.roots, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+
+        let c = load(
+            &[
+                "--config",
+                &path,
+                "--root",
+                "/c",
+                "--read-max-bytes",
+                "4096",
+            ],
+            &[("TOOLPORT_ROOTS", "/a")],
+        )
+        .unwrap();
+        assert_eq!(c.roots, vec![PathBuf::from("/c")]);
+        assert_eq!(c.limits.read_max_bytes, 4096);
+        assert_eq!(c.limits.list_max_entries, 7);
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_naming_it() {
+        let (_d, path) = file("[limits]\nread_max_byte = 10\n");
+        let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+        assert!(err.contains("unknown field `read_max_byte`"), "{err}");
+        assert!(
+            err.contains("read_max_bytes"),
+            "the message lists the allowed keys: {err}"
+        );
+        let (_d, path) = file("colour = true\n");
+        let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+        assert!(err.contains("unknown field `colour`"), "{err}");
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_setting() {
+        let (_d, path) = file("[limits]\nread_max_bytes = 1\n");
+        let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("limits.read_max_bytes") && err.contains("1024..="),
+            "{err}"
+        );
+        let (_d, path) = file("[tools]\nname_pattern = \"(\"\n");
+        let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+        assert!(err.contains("tools.name_pattern"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_explicit_file_is_an_error() {
+        let err = load(&["--config", "/no/such/toolport.toml"], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/no/such/toolport.toml"), "{err}");
+    }
+
+    #[test]
+    fn tool_selection_from_flags() {
+        let (_d, path) = file("[tools]\nenabled = [\"read_file\"]\n");
+        let c = load(
+            &[
+                "--config",
+                &path,
+                "--enable-tool",
+                "path_info,list_directory",
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            c.tools.enabled,
+            Some(vec!["path_info".into(), "list_directory".into()])
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! The hidden helper commands: toolport re-executes itself as a helper process in two places,
+//! and those processes must decide what they are **before** anything else happens (no
+//! argument parsing, no logging, no async runtime, no threads), as codex's `arg0` does:
+//! - `toolport __sandbox-exec … -- PROGRAM ARGS`: confine a command with Landlock, then exec
+//!   it ([`crate::tools::exec::sandbox`]);
+//! - `toolport __watchdog`: the companion process that kills running commands' process groups
+//!   when the server dies ([`crate::tools::exec::watchdog`]).
+//!
+//! Neither is shown in `--help`.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use crate::tools::exec::{sandbox, watchdog};
+
+/// Exit status when a helper's own status does not fit a process exit code.
+const UNREPRESENTABLE_STATUS: u8 = 125;
+
+/// Run the hidden helper that `argv` names, if any, and return its exit status; `None` when
+/// this is an ordinary `toolport` invocation.
+pub fn dispatch(argv: &[OsString]) -> Option<ExitCode> {
+    let command = argv.get(1)?;
+    let code = if command == sandbox::SHIM_SUBCOMMAND {
+        sandbox::run_shim(argv.get(2..).unwrap_or_default())
+    } else if command == watchdog::WATCHDOG_SUBCOMMAND {
+        watchdog::run_watchdog()
+    } else {
+        return None;
+    };
+    Some(ExitCode::from(
+        u8::try_from(code).unwrap_or(UNREPRESENTABLE_STATUS),
+    ))
+}
