@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::definition::ToolFormat;
 use crate::registry::ToolFilter;
-use crate::transport::http_settings::{FileHttp, HttpArgs, HttpSettings};
+use crate::transport::http::settings::{FileHttp, HttpArgs, HttpSettings};
 use crate::workspace::DEFAULT_SECRET_PATTERNS;
 
 /// Default cap on text returned by one `read_file` call: 1 MiB is ~250k tokens, already more

@@ -19,8 +19,8 @@ pub mod config;
 pub mod definition;
 pub mod registry;
 pub mod secret;
-pub mod settings;
 pub mod server;
+pub mod settings;
 pub mod tool;
 pub mod tools;
 pub mod transport;
@@ -78,18 +78,13 @@ where
         .serve(transport)
         .await
         .map_err(|e| Error::Serve(e.to_string()))?;
-    let stop = running.cancellation_token();
-    let waiting = running.waiting();
-    tokio::pin!(waiting);
-    let result = tokio::select! {
-        result = &mut waiting => result,
-        () = shutdown_signal() => {
-            tracing::info!("stopping: cancelling calls in flight");
-            stop.cancel();
-            waiting.await
-        }
+    let stop = async {
+        shutdown_signal().await;
+        tracing::info!("stopping: cancelling calls in flight");
     };
-    result.map_err(|e| Error::Serve(e.to_string()))?;
+    transport::serve_until_stopped(running, stop)
+        .await
+        .map_err(|e| Error::Serve(e.to_string()))?;
     Ok(())
 }
 
@@ -126,6 +121,7 @@ pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), Error> {
 /// (SIGINT or SIGTERM); then calls in flight are cancelled (running commands are killed) and
 /// connections get a bounded grace before this returns.
 pub async fn serve_http(shared: Arc<Shared>) -> Result<(), Error> {
-    transport::http::serve(shared, shutdown_signal()).await?;
+    let settings = shared.config.http.clone();
+    transport::http::serve(shared, &settings, shutdown_signal()).await?;
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! Settings of the HTTP transports: the `--http …` flags, the `[http]` section of the TOML file,
 //! and their validation into one immutable [`HttpSettings`].
 //!
-//! Kept apart from `config.rs` so the HTTP feature is one module; `config.rs` only flattens
-//! [`HttpArgs`] into its flags, [`FileHttp`] into its file and calls [`HttpSettings::load`].
+//! The HTTP feature's settings module: `config.rs` only flattens [`HttpArgs`] into its flags,
+//! [`FileHttp`] into its file and calls [`HttpSettings::load`]. The gate's rules are parsed
+//! with the gate ([`super::gate::OriginRule`], [`super::gate::normalize_host`]).
 //!
 //! The rule that matters most is checked here, before anything listens: a server bound beyond
 //! loopback must have a bearer token ([`HttpSettings::load`] refuses otherwise, and suggests a
@@ -16,31 +17,31 @@ use std::time::Duration;
 use clap::Args;
 use serde::{Deserialize, Serialize, Serializer};
 
+use super::gate::{OriginRule, normalize_host};
 use crate::config::ConfigError;
+use crate::secret::{Secret, random_token};
 
 /// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
 /// bounds what one request can make the server buffer. Matches rmcp's own default.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Largest body cap an operator may set.
-pub const MAX_MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const MAX_MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
 /// Default cap on live sessions (Streamable HTTP and legacy SSE together). Each costs a task
 /// and a few small buffers; 256 is far beyond what the agents on one machine open, and
 /// bounds what a client with the token can make the server hold.
-pub const DEFAULT_MAX_SESSIONS: usize = 256;
+pub(crate) const DEFAULT_MAX_SESSIONS: usize = 256;
 /// Default idle expiry: a session with no message from its client for this long is closed.
 /// Five minutes is rmcp's default and outlasts the longest `execute_command` timeout clients
 /// usually wait for.
-pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
 /// Default interval of SSE keep-alive comments: well under the 30-60 s idle timeouts of
 /// common proxies and load balancers, rare enough to cost nothing.
-pub const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Shortest token accepted: 16 characters of a random token are ~96 bits and more; shorter
 /// ones are guessable and almost certainly typed by hand.
-pub const MIN_TOKEN_LEN: usize = 16;
+pub(crate) const MIN_TOKEN_LEN: usize = 16;
 /// Bytes of randomness in a generated token (hex-encoded, so 64 characters).
-pub const GENERATED_TOKEN_BYTES: usize = 32;
-/// What masked secrets print as.
-const MASK: &str = "********";
+pub(crate) const GENERATED_TOKEN_BYTES: usize = 32;
 
 /// The `--http …` flags (global, so `toolport --http ADDR` and `toolport serve --http ADDR`
 /// both work, and `toolport config` shows their effect).
@@ -92,7 +93,7 @@ pub struct HttpArgs {
 /// The `[http]` section of the TOML file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileHttp {
+pub(crate) struct FileHttp {
     stateless: Option<bool>,
     token: Option<String>,
     token_file: Option<PathBuf>,
@@ -107,144 +108,13 @@ pub struct FileHttp {
     sse_keep_alive: Option<String>,
 }
 
-/// A secret string: its `Debug` and `Serialize` forms are a mask.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wrap a secret.
-    pub fn new(value: String) -> Self {
-        Self(value)
-    }
-
-    /// The secret itself. Call sites are the authentication check and the one start-up line
-    /// that shows a generated token to the operator.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for Secret {
-    type Err = std::convert::Infallible;
-
-    /// For clap: the flag and `TOOLPORT_TOKEN` are held masked from the moment they are parsed.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Self(s.to_string()))
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(MASK)
-    }
-}
-
-impl Serialize for Secret {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(MASK)
-    }
-}
-
-/// An allowed browser Origin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OriginRule {
-    /// Any Origin (`*`).
-    Any,
-    /// The literal `null` origin (sandboxed frames, `file://` pages).
-    Null,
-    /// A scheme and host, with one port or any port.
-    Site {
-        /// `http` or `https`.
-        scheme: String,
-        /// Lower-case host (IPv6 without brackets).
-        host: String,
-        /// `None`: any port.
-        port: Option<u16>,
-    },
-}
-
-impl Serialize for OriginRule {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_string())
-    }
-}
-
-impl std::fmt::Display for OriginRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            OriginRule::Any => f.write_str("*"),
-            OriginRule::Null => f.write_str("null"),
-            OriginRule::Site { scheme, host, port } => {
-                let host = if host.contains(':') {
-                    format!("[{host}]")
-                } else {
-                    host.clone()
-                };
-                match port {
-                    Some(port) => write!(f, "{scheme}://{host}:{port}"),
-                    None => write!(f, "{scheme}://{host}:*"),
-                }
-            }
-        }
-    }
-}
-
-impl OriginRule {
-    /// Parse `*`, `null`, `scheme://host`, `scheme://host:port` or `scheme://host:*`. A rule
-    /// without a port matches the scheme's default port only (as browsers send it).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        match text {
-            "*" => return Ok(OriginRule::Any),
-            "null" => return Ok(OriginRule::Null),
-            _ => {}
-        }
-        let (base, any_port) = match text.strip_suffix(":*") {
-            Some(base) => (base, true),
-            None => (text, false),
-        };
-        let url = url::Url::parse(base).map_err(|e| {
-            format!(
-                "{text:?} is not an origin like https://app.example.com or http://localhost:* ({e})"
-            )
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("{text:?}: only http and https origins exist"));
-        }
-        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
-            return Err(format!(
-                "{text:?}: an origin is scheme://host[:port], without a path"
-            ));
-        }
-        let host = url
-            .host_str()
-            .ok_or_else(|| format!("{text:?} has no host"))?;
-        Ok(OriginRule::Site {
-            scheme: url.scheme().to_string(),
-            host: normalize_host(host),
-            port: if any_port {
-                None
-            } else {
-                url.port_or_known_default()
-            },
-        })
-    }
-}
-
-/// Lower-case a host name and strip IPv6 brackets, so rules and headers compare equal.
-pub fn normalize_host(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
-}
-
 /// Host names that always mean this machine.
-pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+pub(crate) const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
 /// How clients authenticate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum AuthMode {
+pub(crate) enum AuthMode {
     /// Clients must send this bearer token.
     Token(Secret),
     /// No token was configured: generate one at start-up and print it on stderr (loopback
@@ -260,23 +130,23 @@ pub struct HttpSettings {
     /// Where to listen; `None` serves stdio.
     pub bind: Option<SocketAddr>,
     /// Stateless Streamable HTTP (no sessions).
-    pub stateless: bool,
+    pub(crate) stateless: bool,
     /// How clients authenticate.
-    pub auth: AuthMode,
+    pub(crate) auth: AuthMode,
     /// Accepted `Host` names (lower case, without port); empty means any.
-    pub allowed_hosts: Vec<String>,
+    pub(crate) allowed_hosts: Vec<String>,
     /// Accepted browser Origins.
-    pub allowed_origins: Vec<OriginRule>,
+    pub(crate) allowed_origins: Vec<OriginRule>,
     /// Request body cap in bytes.
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
     /// Most live sessions.
-    pub max_sessions: usize,
+    pub(crate) max_sessions: usize,
     /// Idle expiry of a session.
     #[serde(serialize_with = "serialize_duration")]
-    pub session_idle_timeout: Duration,
+    pub(crate) session_idle_timeout: Duration,
     /// Interval of keep-alive comments on SSE streams (both transports).
     #[serde(serialize_with = "serialize_duration")]
-    pub sse_keep_alive: Duration,
+    pub(crate) sse_keep_alive: Duration,
 }
 
 fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -312,13 +182,6 @@ fn default_origins() -> Vec<OriginRule> {
         }
     }
     rules
-}
-
-/// A random hex string from the operating system's CSPRNG.
-pub fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf)?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Parse `--http`: `HOST:PORT`, `[V6]:PORT`, or a bare port (on 127.0.0.1). A host name is
@@ -383,7 +246,7 @@ fn duration(text: &str, key: &'static str, max_secs: u64) -> Result<Duration, Co
 impl HttpSettings {
     /// Layer file < environment/flags (clap has already merged the environment into `args`)
     /// and validate.
-    pub fn load(args: &HttpArgs, file: FileHttp) -> Result<Self, ConfigError> {
+    pub(crate) fn load(args: &HttpArgs, file: FileHttp) -> Result<Self, ConfigError> {
         let mut s = HttpSettings {
             stateless: args.stateless || file.stateless.unwrap_or(false),
             ..HttpSettings::default()
@@ -430,7 +293,7 @@ impl HttpSettings {
             && !bind.ip().is_loopback()
             && !matches!(s.auth, AuthMode::Token(_))
         {
-            let suggestion = random_hex(GENERATED_TOKEN_BYTES)
+            let suggestion = random_token(GENERATED_TOKEN_BYTES)
                 .map(|t| format!(" For example, this freshly generated one: TOOLPORT_TOKEN={t}"))
                 .unwrap_or_default();
             return Err(ConfigError::Invalid {
@@ -520,6 +383,7 @@ impl HttpSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::MASK;
 
     fn args(http: &str) -> HttpArgs {
         HttpArgs {
@@ -547,7 +411,7 @@ mod tests {
         a.no_auth = true;
         assert!(HttpSettings::load(&a, FileHttp::default()).is_err());
         a.no_auth = false;
-        a.token = Some(Secret::new("0123456789abcdef0123".into()));
+        a.token = Some(Secret::new("0123456789abcdef0123"));
         let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
         assert!(matches!(s.auth, AuthMode::Token(_)));
     }
@@ -555,7 +419,7 @@ mod tests {
     #[test]
     fn tokens_are_checked_and_masked() {
         let mut a = args("8787");
-        a.token = Some(Secret::new("short".into()));
+        a.token = Some(Secret::new("short"));
         let err = HttpSettings::load(&a, FileHttp::default())
             .unwrap_err()
             .to_string();
@@ -564,28 +428,10 @@ mod tests {
             !err.contains("short"),
             "the error must not echo the token: {err}"
         );
-        a.token = Some(Secret::new("a-long-enough-secret-token".into()));
+        a.token = Some(Secret::new("a-long-enough-secret-token"));
         let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
         let shown = format!("{a:?} {s:?} {}", toml::to_string(&s).unwrap());
         assert!(!shown.contains("a-long-enough"), "{shown}");
         assert!(shown.contains(MASK), "{shown}");
-    }
-
-    #[test]
-    fn origin_rules_parse() {
-        assert_eq!(
-            OriginRule::parse("https://App.example.com").unwrap(),
-            OriginRule::Site {
-                scheme: "https".into(),
-                host: "app.example.com".into(),
-                port: Some(443)
-            }
-        );
-        assert_eq!(
-            OriginRule::parse("http://[::1]:*").unwrap().to_string(),
-            "http://[::1]:*"
-        );
-        assert!(OriginRule::parse("app.example.com").is_err());
-        assert!(OriginRule::parse("https://a.example/path").is_err());
     }
 }
