@@ -280,6 +280,9 @@ pub enum ConfigError {
         /// What is wrong and what is allowed.
         message: String,
     },
+    /// A feature's settings are invalid (the shape of `crate::settings`).
+    #[error(transparent)]
+    Setting(#[from] crate::settings::SettingError),
 }
 
 /// Which tools are served.

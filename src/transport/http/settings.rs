@@ -1,9 +1,11 @@
 //! Settings of the HTTP transports: the `--http …` flags, the `[http]` section of the TOML file,
 //! and their validation into one immutable [`HttpSettings`].
 //!
-//! The HTTP feature's settings module: `config.rs` only flattens [`HttpArgs`] into its flags,
-//! [`FileHttp`] into its file and calls [`HttpSettings::load`]. The gate's rules are parsed
-//! with the gate ([`super::gate::OriginRule`], [`super::gate::normalize_host`]).
+//! The HTTP feature's settings module, in the shape every feature's settings share
+//! ([`crate::settings`]): `config.rs` only flattens [`HttpArgs`] into its flags, [`FileHttp`]
+//! into its file and calls [`HttpSettings::load`], which returns a [`SettingError`] naming the
+//! key and what is allowed. The gate's rules are parsed with the gate
+//! ([`super::gate::OriginRule`], [`super::gate::normalize_host`]).
 //!
 //! The rule that matters most is checked here, before anything listens: a server bound beyond
 //! loopback must have a bearer token ([`HttpSettings::load`] refuses otherwise, and suggests a
@@ -15,21 +17,28 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::gate::{OriginRule, normalize_host};
-use crate::config::ConfigError;
 use crate::secret::{Secret, random_token};
+use crate::settings::{DurationValue, SettingError, check_range, serialize_duration};
 
 /// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
 /// bounds what one request can make the server buffer. Matches rmcp's own default.
 pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
-/// Largest body cap an operator may set.
-pub(crate) const MAX_MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
+/// Smallest body cap an operator may set: an `initialize` request alone is a few hundred
+/// bytes, so below 1 KiB no client could even start.
+const MIN_MAX_BODY_BYTES: usize = 1024;
+/// Largest body cap an operator may set: 256 MiB is far beyond any tool argument, and every
+/// request up to the cap may be buffered whole.
+const MAX_MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
 /// Default cap on live sessions (Streamable HTTP and legacy SSE together). Each costs a task
 /// and a few small buffers; 256 is far beyond what the agents on one machine open, and
 /// bounds what a client with the token can make the server hold.
 pub(crate) const DEFAULT_MAX_SESSIONS: usize = 256;
+/// Largest session cap an operator may set: each session holds a task, channels and a server
+/// instance, so 100 000 is already gigabytes; a larger number is a typo, not a plan.
+const MAX_MAX_SESSIONS: usize = 100_000;
 /// Default idle expiry: a session with no message from its client for this long is closed.
 /// Five minutes is rmcp's default and outlasts the longest `execute_command` timeout clients
 /// usually wait for.
@@ -37,6 +46,13 @@ pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
 /// Default interval of SSE keep-alive comments: well under the 30-60 s idle timeouts of
 /// common proxies and load balancers, rare enough to cost nothing.
 pub(crate) const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Shortest idle expiry and keep-alive interval: under a second, a session would expire
+/// between two messages of a working client, and keep-alives would be noise.
+const MIN_SESSION_DURATION: Duration = Duration::from_secs(1);
+/// Longest idle expiry: a day; an abandoned session holds its slot under the cap that long.
+const MAX_SESSION_IDLE: Duration = Duration::from_secs(24 * 3600);
+/// Longest keep-alive interval: an hour; proxies close quiet connections far sooner.
+const MAX_SSE_KEEP_ALIVE: Duration = Duration::from_secs(3600);
 /// Shortest token accepted: 16 characters of a random token are ~96 bits and more; shorter
 /// ones are guessable and almost certainly typed by hand.
 pub(crate) const MIN_TOKEN_LEN: usize = 16;
@@ -102,10 +118,10 @@ pub(crate) struct FileHttp {
     allowed_origins: Option<Vec<String>>,
     max_body_bytes: Option<usize>,
     max_sessions: Option<usize>,
-    /// A humantime duration such as "5m" or "90s".
-    session_idle_timeout: Option<String>,
-    /// A humantime duration such as "15s".
-    sse_keep_alive: Option<String>,
+    /// A duration such as "5m" or "90s".
+    session_idle_timeout: Option<DurationValue>,
+    /// A duration such as "15s".
+    sse_keep_alive: Option<DurationValue>,
 }
 
 /// Host names that always mean this machine.
@@ -147,10 +163,6 @@ pub struct HttpSettings {
     /// Interval of keep-alive comments on SSE streams (both transports).
     #[serde(serialize_with = "serialize_duration")]
     pub(crate) sse_keep_alive: Duration,
-}
-
-fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&humantime::format_duration(*d).to_string())
 }
 
 impl Default for HttpSettings {
@@ -208,9 +220,9 @@ fn parse_bind(text: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{text:?} resolves to no address"))
 }
 
-fn check_token(token: String, key: &'static str) -> Result<Secret, ConfigError> {
+fn check_token(token: String, key: &'static str) -> Result<Secret, SettingError> {
     let token = token.trim().to_string();
-    let invalid = |message: String| ConfigError::Invalid { key, message };
+    let invalid = |message: String| SettingError::new(key, message);
     if token.len() < MIN_TOKEN_LEN {
         return Err(invalid(format!(
             "the token is {} characters long; use at least {MIN_TOKEN_LEN} (e.g. `openssl rand -hex 32`)",
@@ -225,28 +237,10 @@ fn check_token(token: String, key: &'static str) -> Result<Secret, ConfigError> 
     Ok(Secret::new(token))
 }
 
-/// Parse a humantime duration between 1 s and `max_secs`.
-fn duration(text: &str, key: &'static str, max_secs: u64) -> Result<Duration, ConfigError> {
-    let value = humantime::parse_duration(text).map_err(|e| ConfigError::Invalid {
-        key,
-        message: format!("{text:?} is not a duration like \"5m\" or \"90s\" ({e})"),
-    })?;
-    if value < Duration::from_secs(1) || value > Duration::from_secs(max_secs) {
-        return Err(ConfigError::Invalid {
-            key,
-            message: format!(
-                "{text:?} is out of range; allowed is 1s..={}",
-                humantime::format_duration(Duration::from_secs(max_secs))
-            ),
-        });
-    }
-    Ok(value)
-}
-
 impl HttpSettings {
     /// Layer file < environment/flags (clap has already merged the environment into `args`)
     /// and validate.
-    pub(crate) fn load(args: &HttpArgs, file: FileHttp) -> Result<Self, ConfigError> {
+    pub(crate) fn load(args: &HttpArgs, file: FileHttp) -> Result<Self, SettingError> {
         let mut s = HttpSettings {
             stateless: args.stateless || file.stateless.unwrap_or(false),
             ..HttpSettings::default()
@@ -256,10 +250,7 @@ impl HttpSettings {
             .as_deref()
             .map(parse_bind)
             .transpose()
-            .map_err(|message| ConfigError::Invalid {
-                key: "--http",
-                message,
-            })?;
+            .map_err(|message| SettingError::new("--http", message))?;
 
         let token = if let Some(token) = &args.token {
             Some(check_token(
@@ -267,9 +258,11 @@ impl HttpSettings {
                 "--token / TOOLPORT_TOKEN",
             )?)
         } else if let Some(path) = args.token_file.as_ref().or(file.token_file.as_ref()) {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
-                key: "http.token_file",
-                message: format!("cannot read the token file {}: {e}", path.display()),
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                SettingError::new(
+                    "http.token_file",
+                    format!("cannot read the token file {}: {e}", path.display()),
+                )
             })?;
             Some(check_token(text, "http.token_file")?)
         } else if let Some(token) = file.token {
@@ -280,10 +273,10 @@ impl HttpSettings {
         let no_auth = args.no_auth || file.no_auth.unwrap_or(false);
         s.auth = match (token, no_auth) {
             (Some(_), true) => {
-                return Err(ConfigError::Invalid {
-                    key: "http.no_auth",
-                    message: "a token is configured and --no-auth is set; choose one".into(),
-                });
+                return Err(SettingError::new(
+                    "http.no_auth",
+                    "a token is configured and --no-auth is set; choose one",
+                ));
             }
             (Some(token), false) => AuthMode::Token(token),
             (None, true) => AuthMode::Disabled,
@@ -296,9 +289,9 @@ impl HttpSettings {
             let suggestion = random_token(GENERATED_TOKEN_BYTES)
                 .map(|t| format!(" For example, this freshly generated one: TOOLPORT_TOKEN={t}"))
                 .unwrap_or_default();
-            return Err(ConfigError::Invalid {
-                key: "--http",
-                message: format!(
+            return Err(SettingError::new(
+                "--http",
+                format!(
                     "refusing to serve on {bind} without a bearer token: that address is reachable from other machines, and anyone reaching it could run tools{}. Set a token with TOOLPORT_TOKEN, --token-file or [http] token_file (--no-auth is only allowed on loopback).{suggestion}",
                     if no_auth {
                         " (--no-auth is not allowed there)"
@@ -306,7 +299,7 @@ impl HttpSettings {
                         ""
                     }
                 ),
-            });
+            ));
         }
 
         let extra_hosts = if args.allowed_hosts.is_empty() {
@@ -320,12 +313,12 @@ impl HttpSettings {
             for host in extra_hosts {
                 let host = normalize_host(host.trim());
                 if host.is_empty() || host.contains('/') {
-                    return Err(ConfigError::Invalid {
-                        key: "http.allowed_hosts",
-                        message: format!(
+                    return Err(SettingError::new(
+                        "http.allowed_hosts",
+                        format!(
                             "{host:?} is not a host name or IP address (give it without scheme or port)"
                         ),
-                    });
+                    ));
                 }
                 s.allowed_hosts.push(host);
             }
@@ -344,37 +337,36 @@ impl HttpSettings {
             args.allowed_origins.clone()
         };
         for origin in extra_origins {
-            let rule = OriginRule::parse(&origin).map_err(|message| ConfigError::Invalid {
-                key: "http.allowed_origins",
-                message,
-            })?;
+            let rule = OriginRule::parse(&origin)
+                .map_err(|message| SettingError::new("http.allowed_origins", message))?;
             if !s.allowed_origins.contains(&rule) {
                 s.allowed_origins.push(rule);
             }
         }
 
-        s.max_body_bytes = file.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        if !(1024..=MAX_MAX_BODY_BYTES).contains(&s.max_body_bytes) {
-            return Err(ConfigError::Invalid {
-                key: "http.max_body_bytes",
-                message: format!(
-                    "{} is out of range; allowed is 1024..={MAX_MAX_BODY_BYTES}",
-                    s.max_body_bytes
-                ),
-            });
+        if let Some(bytes) = file.max_body_bytes {
+            s.max_body_bytes = check_range(
+                "http.max_body_bytes",
+                bytes,
+                MIN_MAX_BODY_BYTES..=MAX_MAX_BODY_BYTES,
+            )?;
         }
-        s.max_sessions = file.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
-        if !(1..=100_000).contains(&s.max_sessions) {
-            return Err(ConfigError::Invalid {
-                key: "http.max_sessions",
-                message: format!("{} is out of range; allowed is 1..=100000", s.max_sessions),
-            });
+        if let Some(sessions) = file.max_sessions {
+            s.max_sessions = check_range("http.max_sessions", sessions, 1..=MAX_MAX_SESSIONS)?;
         }
-        if let Some(text) = &file.session_idle_timeout {
-            s.session_idle_timeout = duration(text, "http.session_idle_timeout", 24 * 3600)?;
+        if let Some(idle) = &file.session_idle_timeout {
+            s.session_idle_timeout = idle.resolve(
+                "http.session_idle_timeout",
+                None,
+                MIN_SESSION_DURATION..=MAX_SESSION_IDLE,
+            )?;
         }
-        if let Some(text) = &file.sse_keep_alive {
-            s.sse_keep_alive = duration(text, "http.sse_keep_alive", 3600)?;
+        if let Some(interval) = &file.sse_keep_alive {
+            s.sse_keep_alive = interval.resolve(
+                "http.sse_keep_alive",
+                None,
+                MIN_SESSION_DURATION..=MAX_SSE_KEEP_ALIVE,
+            )?;
         }
         Ok(s)
     }
@@ -433,5 +425,35 @@ mod tests {
         let shown = format!("{a:?} {s:?} {}", toml::to_string(&s).unwrap());
         assert!(!shown.contains("a-long-enough"), "{shown}");
         assert!(shown.contains(MASK), "{shown}");
+    }
+
+    #[test]
+    fn limits_and_durations_name_the_key_and_the_allowed_range() {
+        let load = |toml_text: &str| {
+            let file: FileHttp = toml::from_str(toml_text).unwrap();
+            HttpSettings::load(&args("8787"), file).map_err(|e| e.to_string())
+        };
+        let s = load("max_sessions = 3\nsession_idle_timeout = \"90s\"\nsse_keep_alive = \"2s\"")
+            .unwrap();
+        assert_eq!(
+            (s.max_sessions, s.session_idle_timeout, s.sse_keep_alive),
+            (3, Duration::from_secs(90), Duration::from_secs(2))
+        );
+        assert_eq!(
+            load("max_sessions = 0").unwrap_err(),
+            "invalid setting http.max_sessions: 0 is out of range; allowed is 1..=100000"
+        );
+        assert_eq!(
+            load("max_body_bytes = 10").unwrap_err(),
+            "invalid setting http.max_body_bytes: 10 is out of range; allowed is 1024..=268435456"
+        );
+        assert_eq!(
+            load("session_idle_timeout = \"2days\"").unwrap_err(),
+            "invalid setting http.session_idle_timeout: 2days is out of range; allowed is 1s..=1day"
+        );
+        assert_eq!(
+            load("sse_keep_alive = 15").unwrap_err(),
+            "invalid setting http.sse_keep_alive: 15 has no unit; write a duration like \"30s\", \"500ms\" or \"5m\""
+        );
     }
 }
