@@ -13,13 +13,15 @@
 //!   nothing) and [`serve`] (listen, print the address, shut down in bounds).
 //!
 //! The transports import from `gate`, `sessions` and `settings`, never from each other or
-//! from this file.
+//! from this file. `tests.rs` drives [`router`] in process, one gate rule at a time.
 
 pub(crate) mod gate;
 pub(crate) mod sessions;
 pub mod settings;
 pub(crate) mod sse;
 pub(crate) mod streamable;
+#[cfg(test)]
+mod tests;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
