@@ -66,12 +66,12 @@ pub struct HttpArgs {
     /// Serve MCP over HTTP on this address instead of stdio: Streamable HTTP at /mcp, legacy
     /// HTTP+SSE at /sse, /healthz for load balancers. "8787" means 127.0.0.1:8787.
     #[arg(long, value_name = "ADDR", env = "TOOLPORT_HTTP", global = true)]
-    pub http: Option<String>,
+    pub(crate) http: Option<String>,
 
     /// With --http: no sessions (each POST is served on its own), for replicas behind a
     /// load balancer.
     #[arg(long, env = "TOOLPORT_STATELESS", global = true)]
-    pub stateless: bool,
+    pub(crate) stateless: bool,
 
     /// With --http: the bearer token clients must send (`Authorization: Bearer TOKEN`).
     /// Prefer TOOLPORT_TOKEN or --token-file: a flag is visible to other local users in `ps`.
@@ -83,27 +83,27 @@ pub struct HttpArgs {
         global = true,
         conflicts_with = "token_file"
     )]
-    pub token: Option<Secret>,
+    pub(crate) token: Option<Secret>,
 
     /// With --http: read the bearer token from this file (surrounding whitespace is ignored).
     #[arg(long, value_name = "FILE", env = "TOOLPORT_TOKEN_FILE", global = true)]
-    pub token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
 
     /// With --http on a loopback address: accept requests without a token. Without a token
     /// and without this flag, toolport generates one at start-up and prints it on stderr.
     #[arg(long, env = "TOOLPORT_NO_AUTH", global = true)]
-    pub no_auth: bool,
+    pub(crate) no_auth: bool,
 
     /// With --http: also accept this Host (name or IP, any port; repeatable; "*" accepts any
     /// Host). Default: localhost, 127.0.0.1, ::1 and the bound address.
     #[arg(long = "allowed-host", value_name = "HOST", global = true)]
-    pub allowed_hosts: Vec<String>,
+    pub(crate) allowed_hosts: Vec<String>,
 
     /// With --http: also accept browser requests from this Origin, e.g. https://app.example.com
     /// or http://localhost:* (repeatable; "*" accepts any). Default: loopback origins.
     /// Requests without an Origin header (non-browser clients) are always accepted.
     #[arg(long = "allowed-origin", value_name = "ORIGIN", global = true)]
-    pub allowed_origins: Vec<String>,
+    pub(crate) allowed_origins: Vec<String>,
 }
 
 /// The `[http]` section of the TOML file.

@@ -15,7 +15,6 @@ use tower::ServiceExt;
 use super::gate::Gate;
 use super::router;
 use super::settings::HttpSettings;
-use crate::config::Config;
 use crate::secret::Secret;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
@@ -26,9 +25,9 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// The router with the default settings (loopback Host and Origin, 4 MiB body cap) and
 /// `TOKEN`.
 fn app() -> Router {
-    let config = Config::default();
-    let settings = config.http.clone();
-    let shared = Arc::new(crate::build(config).unwrap());
+    let settings = HttpSettings::default();
+    // The default configuration: the tools on the current directory.
+    let shared = Arc::new(crate::build(Default::default()).unwrap());
     let gate = Arc::new(Gate::new(&settings, Some(Secret::new(TOKEN))));
     router(shared, &settings, gate, CancellationToken::new())
 }
