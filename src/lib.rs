@@ -83,18 +83,13 @@ where
         .serve(transport)
         .await
         .map_err(|e| Error::Serve(e.to_string()))?;
-    let stop = running.cancellation_token();
-    let waiting = running.waiting();
-    tokio::pin!(waiting);
-    let result = tokio::select! {
-        result = &mut waiting => result,
-        () = shutdown_signal() => {
-            tracing::info!("stopping: cancelling calls in flight");
-            stop.cancel();
-            waiting.await
-        }
+    let stop = async {
+        shutdown_signal().await;
+        tracing::info!("stopping: cancelling calls in flight");
     };
-    result.map_err(|e| Error::Serve(e.to_string()))?;
+    transport::serve_until_stopped(running, stop)
+        .await
+        .map_err(|e| Error::Serve(e.to_string()))?;
     Ok(())
 }
 
@@ -132,8 +127,8 @@ pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), Error> {
 /// connections get a bounded grace before this returns.
 pub async fn serve_http(
     shared: Arc<Shared>,
-    settings: transport::http_settings::HttpSettings,
+    settings: transport::http::settings::HttpSettings,
 ) -> Result<(), Error> {
-    transport::http::serve(shared, settings, shutdown_signal()).await?;
+    transport::http::serve(shared, &settings, shutdown_signal()).await?;
     Ok(())
 }

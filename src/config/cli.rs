@@ -10,7 +10,7 @@ use crate::definition::ToolFormat;
 use crate::tools::SelectionArgs;
 use crate::tools::exec::ExecArgs;
 use crate::tools::fs::FsArgs;
-use crate::transport::http_settings::HttpArgs;
+use crate::transport::http::settings::HttpArgs;
 
 const ABOUT: &str = "Serve AI tools (read_file, list_directory, path_info, …) to any MCP client.";
 

@@ -9,8 +9,8 @@ use super::ConfigError;
 use crate::tools::FileTools;
 use crate::tools::exec::FileExec;
 use crate::tools::fs::FileLimits;
-use crate::tools::web::config::FileWeb;
-use crate::transport::http_settings::FileHttp;
+use crate::tools::web::settings::FileWeb;
+use crate::transport::http::settings::FileHttp;
 use crate::workspace::FileWorkspace;
 
 /// The whole file.

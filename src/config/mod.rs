@@ -25,9 +25,9 @@ use file::FileConfig;
 use crate::settings::SettingError;
 use crate::tools::exec::ExecSettings;
 use crate::tools::fs::FsSettings;
-use crate::tools::web::config::WebSettings;
+use crate::tools::web::settings::WebSettings;
 use crate::tools::{BuiltinSettings, ToolSelection};
-use crate::transport::http_settings::HttpSettings;
+use crate::transport::http::settings::HttpSettings;
 use crate::workspace::WorkspaceSettings;
 
 /// Why the configuration is unusable. Each message names the file or the setting.
@@ -52,14 +52,6 @@ pub enum ConfigError {
     /// A setting has a value outside what is allowed.
     #[error(transparent)]
     Setting(#[from] SettingError),
-    /// An HTTP setting is invalid (the transport's settings move to [`SettingError`] next).
-    #[error("invalid setting {key}: {message}")]
-    Invalid {
-        /// The setting.
-        key: &'static str,
-        /// What is wrong and what is allowed.
-        message: String,
-    },
 }
 
 /// How the server is reached.

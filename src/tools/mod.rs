@@ -26,7 +26,7 @@ pub struct BuiltinSettings<'a> {
     /// `execute_command`.
     pub exec: &'a exec::ExecSettings,
     /// `web_search`.
-    pub web: &'a web::config::WebSettings,
+    pub web: &'a web::settings::WebSettings,
 }
 
 /// Every built-in tool, in listing order.

@@ -1,12 +1,35 @@
 //! Transports: how MCP messages reach the [`crate::server::ToolportServer`].
 //!
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout (the default);
-//! - [`http`]: the HTTP server and its security gate, carrying [`streamable`] (Streamable
-//!   HTTP at `/mcp`) and [`sse`] (legacy HTTP+SSE at `/sse` + `/message`);
-//! - [`http_settings`]: the `--http` flags and the `[http]` config section.
+//! - [`http`]: the HTTP server, its security gate and its settings, carrying Streamable HTTP
+//!   at `/mcp` and legacy HTTP+SSE at `/sse` + `/message`.
+//!
+//! Every session, whatever carries it, ends the same way: [`serve_until_stopped`].
 
 pub mod http;
-pub mod http_settings;
-pub mod sse;
 pub mod stdio;
-pub mod streamable;
+
+use rmcp::RoleServer;
+use rmcp::service::{QuitReason, RunningService};
+
+use crate::server::ToolportServer;
+
+/// Run a served session until the client leaves or `stop` resolves; on `stop`, cancel the
+/// session (every call in flight is cancelled, so running commands are killed with their
+/// process groups) and wait for it to wind down. The one "serve until stopped" loop of stdio,
+/// the in-process server and each legacy SSE session.
+pub(crate) async fn serve_until_stopped(
+    running: RunningService<RoleServer, ToolportServer>,
+    stop: impl Future<Output = ()>,
+) -> Result<QuitReason, tokio::task::JoinError> {
+    let cancel = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        result = &mut waiting => result,
+        () = stop => {
+            cancel.cancel();
+            waiting.await
+        }
+    }
+}

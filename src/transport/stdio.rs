@@ -16,7 +16,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ErrorCode, ServerJsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
@@ -28,16 +28,11 @@ use tokio::task::JoinHandle;
 
 /// Longest accepted line (one message). Tool arguments can be large (a file to write, a long
 /// stdin for a command); 64 MiB is well above any sane message and bounds memory per line.
-pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Outgoing messages queued for the writer. Bounded so a client that stops reading stdout
 /// slows the server down instead of growing its memory without limit.
 const OUTGOING_QUEUE: usize = 256;
-
-/// JSON-RPC parse error.
-const PARSE_ERROR: i64 = -32700;
-/// JSON-RPC invalid request.
-const INVALID_REQUEST: i64 = -32600;
 
 enum Outgoing {
     Message(Box<ServerJsonRpcMessage>),
@@ -59,7 +54,6 @@ pub struct StdioTransport<R> {
     reader: BufReader<R>,
     tx: Option<mpsc::Sender<Outgoing>>,
     writer: Option<JoinHandle<()>>,
-    max_line: usize,
 }
 
 /// A boxed reader or writer: the process's stdio is a pipe, a socket or something else.
@@ -77,26 +71,39 @@ impl StdioTransport<BoxReader> {
     /// else (a terminal, a regular file) keeps tokio's blocking stdio, which works for all.
     pub fn stdio() -> Self {
         use tokio::net::unix::pipe;
-        let stdin = pollable(std::io::stdin().as_fd());
-        let (reader, input): (BoxReader, _) = match stdin {
-            Some(Pollable::Pipe(fd)) => match pipe::Receiver::from_owned_fd(fd) {
-                Ok(rx) => (Box::new(rx), "pipe"),
-                Err(_) => (Box::new(tokio::io::stdin()), "blocking"),
-            },
-            Some(Pollable::Socket(stream)) => (Box::new(stream), "unix socket"),
-            None => (Box::new(tokio::io::stdin()), "blocking"),
-        };
-        let stdout = pollable(std::io::stdout().as_fd());
-        let (writer, output): (BoxWriter, _) = match stdout {
-            Some(Pollable::Pipe(fd)) => match pipe::Sender::from_owned_fd(fd) {
-                Ok(tx) => (Box::new(tx), "pipe"),
-                Err(_) => (Box::new(tokio::io::stdout()), "blocking"),
-            },
-            Some(Pollable::Socket(stream)) => (Box::new(stream), "unix socket"),
-            None => (Box::new(tokio::io::stdout()), "blocking"),
-        };
+        let (reader, input) = driven(
+            std::io::stdin().as_fd(),
+            |fd| pipe::Receiver::from_owned_fd(fd).map(|rx| Box::new(rx) as BoxReader),
+            |stream| Box::new(stream) as BoxReader,
+            || Box::new(tokio::io::stdin()) as BoxReader,
+        );
+        let (writer, output) = driven(
+            std::io::stdout().as_fd(),
+            |fd| pipe::Sender::from_owned_fd(fd).map(|tx| Box::new(tx) as BoxWriter),
+            |stream| Box::new(stream) as BoxWriter,
+            || Box::new(tokio::io::stdout()) as BoxWriter,
+        );
         tracing::debug!(stdin = input, stdout = output, "stdio transport");
         Self::new(reader, writer)
+    }
+}
+
+/// `fd` as the reactor drives it (a pipe end or a Unix socket), else the `blocking` form;
+/// with what it is, for the log. One body for stdin and stdout, which differ only in the
+/// pipe type and the blocking fallback.
+fn driven<T>(
+    fd: BorrowedFd<'_>,
+    pipe: impl FnOnce(OwnedFd) -> io::Result<T>,
+    socket: impl FnOnce(tokio::net::UnixStream) -> T,
+    blocking: impl FnOnce() -> T,
+) -> (T, &'static str) {
+    match pollable(fd) {
+        Some(Pollable::Pipe(fd)) => match pipe(fd) {
+            Ok(end) => (end, "pipe"),
+            Err(_) => (blocking(), "blocking"),
+        },
+        Some(Pollable::Socket(stream)) => (socket(stream), "unix socket"),
+        None => (blocking(), "blocking"),
     }
 }
 
@@ -158,20 +165,18 @@ impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
             reader: BufReader::with_capacity(64 * 1024, reader),
             tx: Some(tx),
             writer: Some(writer),
-            max_line: MAX_LINE_BYTES,
         }
-    }
-
-    /// Change the line limit (tests use a small one).
-    pub fn with_max_line(mut self, max_line: usize) -> Self {
-        self.max_line = max_line;
-        self
     }
 }
 
 /// Queue an error reply with a raw id (which may be `null`).
-async fn reply_error(tx: Option<mpsc::Sender<Outgoing>>, id: Value, code: i64, message: String) {
-    let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+async fn reply_error(
+    tx: Option<mpsc::Sender<Outgoing>>,
+    id: Value,
+    code: ErrorCode,
+    message: String,
+) {
+    let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code.0, "message": message}});
     if let Some(tx) = tx {
         let _ = tx.send(Outgoing::Raw(line.to_string())).await;
     }
@@ -179,43 +184,40 @@ async fn reply_error(tx: Option<mpsc::Sender<Outgoing>>, id: Value, code: i64, m
 
 /// Answer a line that is not a valid message; log and drop what must not be answered.
 async fn reject(tx: Option<mpsc::Sender<Outgoing>>, line: &[u8], error: serde_json::Error) {
-    {
-        let value: Value = match serde_json::from_slice(line) {
-            Ok(value) => value,
-            Err(parse) => {
-                tracing::warn!(%parse, "received a line that is not JSON");
-                reply_error(
-                    tx,
-                    Value::Null,
-                    PARSE_ERROR,
-                    format!("Parse error: the line is not valid JSON ({parse}); send one JSON-RPC message per line"),
-                )
-                .await;
-                return;
-            }
-        };
-        let id = value
-            .get("id")
-            .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
-            .cloned()
-            .unwrap_or(Value::Null);
-        if value.is_object()
-            && value.get("method").is_none()
-            && (value.get("result").is_some() || value.get("error").is_some())
-        {
-            // A malformed response: JSON-RPC forbids replying to responses.
-            tracing::warn!(%error, "dropping a malformed response from the client");
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(value) => value,
+        Err(parse) => {
+            tracing::warn!(%parse, "received a line that is not JSON");
+            reply_error(
+                tx,
+                Value::Null,
+                ErrorCode::PARSE_ERROR,
+                format!("Parse error: the line is not valid JSON ({parse}); send one JSON-RPC message per line"),
+            )
+            .await;
             return;
         }
-        let message = if value.is_array() {
-            "Invalid Request: batches are not supported; send one JSON-RPC message per line"
-                .to_string()
-        } else {
-            format!("Invalid Request: not a valid JSON-RPC 2.0 message for this server ({error})")
-        };
-        tracing::warn!(%error, "received an invalid JSON-RPC message");
-        reply_error(tx, id, INVALID_REQUEST, message).await;
+    };
+    let id = value
+        .get("id")
+        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+        .cloned()
+        .unwrap_or(Value::Null);
+    if value.is_object()
+        && value.get("method").is_none()
+        && (value.get("result").is_some() || value.get("error").is_some())
+    {
+        // A malformed response: JSON-RPC forbids replying to responses.
+        tracing::warn!(%error, "dropping a malformed response from the client");
+        return;
     }
+    let message = if value.is_array() {
+        "Invalid Request: batches are not supported; send one JSON-RPC message per line".to_string()
+    } else {
+        format!("Invalid Request: not a valid JSON-RPC 2.0 message for this server ({error})")
+    };
+    tracing::warn!(%error, "received an invalid JSON-RPC message");
+    reply_error(tx, id, ErrorCode::INVALID_REQUEST, message).await;
 }
 
 /// Read one line, up to `max` bytes. A longer line is consumed and discarded without
@@ -310,17 +312,16 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTrans
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            let line = match read_line(&mut self.reader, self.max_line).await {
+            let line = match read_line(&mut self.reader, MAX_LINE_BYTES).await {
                 Ok(Line::Data(line)) => line,
                 Ok(Line::Eof) => return None,
                 Ok(Line::TooLong(len)) => {
                     tracing::warn!(len, "received a line longer than the limit");
-                    let max = self.max_line;
                     reply_error(
                         self.tx.clone(),
                         Value::Null,
-                        INVALID_REQUEST,
-                        format!("Invalid Request: the message is {len} bytes, over the limit of {max} bytes per line"),
+                        ErrorCode::INVALID_REQUEST,
+                        format!("Invalid Request: the message is {len} bytes, over the limit of {MAX_LINE_BYTES} bytes per line"),
                     )
                     .await;
                     continue;

@@ -247,3 +247,133 @@ async fn help_explains_the_commands() {
         );
     }
 }
+
+/// The schema portability rules of the MCP Inspector's `--strict` report (CI runs the
+/// Inspector itself on `tools/list`), applied here to every export format: no `type` arrays,
+/// no remote `$ref`, no bare boolean schema where a schema object is expected, no schema
+/// that constrains nothing; and no `format` outside JSON Schema's own list.
+fn portability_findings(schema: &Value, path: &str, out: &mut Vec<String>) {
+    const FORMATS: &[&str] = &[
+        "date-time",
+        "date",
+        "time",
+        "duration",
+        "email",
+        "hostname",
+        "ipv4",
+        "ipv6",
+        "uri",
+        "uri-reference",
+        "uuid",
+        "regex",
+    ];
+    const CONSTRAINING: &[&str] = &[
+        "type",
+        "enum",
+        "const",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "not",
+        "properties",
+        "items",
+        "required",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "additionalProperties",
+        "$ref",
+    ];
+    let Some(node) = schema.as_object() else {
+        out.push(format!(
+            "{path}: bare {schema} where a schema object is expected"
+        ));
+        return;
+    };
+    if node.get("type").is_some_and(Value::is_array) {
+        out.push(format!("{path}: `type` is an array"));
+    }
+    if let Some(format) = node.get("format").and_then(Value::as_str)
+        && !FORMATS.contains(&format)
+    {
+        out.push(format!("{path}: non-standard format {format:?}"));
+    }
+    if node
+        .get("$ref")
+        .and_then(Value::as_str)
+        .is_some_and(|r| !r.starts_with('#'))
+    {
+        out.push(format!("{path}: remote $ref"));
+    }
+    if !CONSTRAINING.iter().any(|k| node.contains_key(*k)) {
+        out.push(format!("{path}: constrains nothing"));
+    }
+    for key in ["properties", "$defs", "patternProperties"] {
+        if let Some(Value::Object(children)) = node.get(key) {
+            for (name, child) in children {
+                portability_findings(child, &format!("{path}.{key}.{name}"), out);
+            }
+        }
+    }
+    for key in ["items", "not", "contains"] {
+        if let Some(child) = node.get(key) {
+            portability_findings(child, &format!("{path}.{key}"), out);
+        }
+    }
+    // `additionalProperties: false` is the one place a boolean is a normal value.
+    if let Some(child) = node.get("additionalProperties").filter(|v| v.is_object()) {
+        portability_findings(child, &format!("{path}.additionalProperties"), out);
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(children)) = node.get(key) {
+            for (i, child) in children.iter().enumerate() {
+                portability_findings(child, &format!("{path}.{key}[{i}]"), out);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_export_format_has_portable_schemas() {
+    let (_d, root) = tempdir();
+    for (format, schemas) in [
+        ("mcp", &["/inputSchema", "/outputSchema"][..]),
+        ("openai", &["/function/parameters"][..]),
+        ("anthropic", &["/input_schema"][..]),
+        ("ollama", &["/function/parameters"][..]),
+    ] {
+        let defs = json_of(&root, &["tools", "--format", format]).await;
+        let mut findings = Vec::new();
+        for def in defs.as_array().unwrap() {
+            for pointer in schemas {
+                let schema = def.pointer(pointer).unwrap();
+                portability_findings(
+                    schema,
+                    &format!("{format} {}{pointer}", def["name"]),
+                    &mut findings,
+                );
+            }
+        }
+        assert_eq!(findings, Vec::<String>::new(), "{format}");
+    }
+    // The checker itself finds what it is for.
+    let mut findings = Vec::new();
+    portability_findings(
+        &json!({"type": "object", "properties": {
+            "a": {"type": ["integer", "null"], "format": "uint64"},
+            "b": {"description": "anything"},
+        }}),
+        "t",
+        &mut findings,
+    );
+    assert_eq!(
+        findings,
+        [
+            "t.properties.a: `type` is an array",
+            "t.properties.a: non-standard format \"uint64\"",
+            "t.properties.b: constrains nothing",
+        ]
+    );
+}

@@ -144,7 +144,7 @@ async fn every_client_config_launches_a_working_toolport() {
 async fn every_http_client_config_reaches_a_working_toolport() {
     let (_d, root) = tempdir();
     std::fs::write(root.join("hello.txt"), "hi\n").unwrap();
-    let server = crate::http::start(&root, &[], Some(crate::http::TOKEN)).await;
+    let server = crate::common::http::start(&root, &[], Some(crate::common::http::TOKEN)).await;
     let mut seen = Vec::new();
     for file in config_files() {
         let config = read(&file);
@@ -174,18 +174,23 @@ async fn every_http_client_config_reaches_a_working_toolport() {
         );
         match path {
             "/mcp" => {
-                let client =
-                    crate::http::mcp_client(&server, crate::http::TOKEN, TestClient::default())
-                        .await;
+                let client = crate::common::http::mcp_client(
+                    &server,
+                    crate::common::http::TOKEN,
+                    TestClient::default(),
+                )
+                .await;
                 let read = ok(&call(&client, "read_file", json!({"path": "hello.txt"})).await);
                 assert_eq!(read["content"], json!("hi\n"), "{name}");
                 within(client.cancel()).await.unwrap();
             }
             "/sse" => {
-                let (mut reader, endpoint) = crate::http::legacy_session(&server).await;
+                let (mut reader, endpoint) = crate::common::http::legacy_session(&server).await;
                 let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
                 assert_eq!(
-                    crate::http::post_message(&endpoint, list).await.status(),
+                    crate::common::http::post_message(&endpoint, list)
+                        .await
+                        .status(),
                     202
                 );
                 let answer = reader.message().await;

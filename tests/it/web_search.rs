@@ -25,7 +25,6 @@ use tokio::io::AsyncReadExt;
 use toolport::config::{Cli, Config};
 use toolport::registry::{ExecuteError, ToolRegistry};
 use toolport::tool::{ToolContext, ToolOutput};
-use toolport::workspace::Workspace;
 
 use crate::common::*;
 

@@ -6,11 +6,11 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, HeaderValue};
 use serde::Deserialize;
 
-use super::config::{ProviderId, Secret};
 use super::provider::{
     Failure, FailureKind, Hit, Query, SearchProvider, endpoint, finish, from_json,
     json_error_detail, plain_text, secret_header,
 };
+use super::settings::{ProviderId, Secret};
 
 /// The Brave provider.
 #[derive(Debug, Clone)]

@@ -12,10 +12,10 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use scraper::{ElementRef, Html, Selector};
 
-use super::config::ProviderId;
 use super::provider::{
     Failure, FailureKind, Hit, Query, SearchProvider, collapse_whitespace, finish,
 };
+use super::settings::ProviderId;
 
 /// Where DuckDuckGo's redirect links are resolved from (they are protocol-relative).
 const REDIRECT_BASE: &str = "https://duckduckgo.com/";

@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::{HeaderMap, RETRY_AFTER, USER_AGENT};
 use reqwest::{Client, StatusCode};
 
-use super::config::{DEFAULT_USER_AGENT, DUCKDUCKGO_USER_AGENT, ProviderId, WebSettings};
 use super::provider::{Failure, FailureKind, Hit, Query, SearchProvider};
+use super::settings::{DEFAULT_USER_AGENT, DUCKDUCKGO_USER_AGENT, ProviderId, WebSettings};
 use super::throttle::Throttle;
 
 /// How long to wait after a 429 that carries no `Retry-After`: long enough for a per-second

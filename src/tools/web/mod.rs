@@ -2,7 +2,7 @@
 //! throttle and a short TTL cache.
 //!
 //! A call normalises the query, answers from the [`cache`] when it can, and otherwise asks the
-//! configured providers in order (see [`config`] for the default order). Each provider is a
+//! configured providers in order (see [`settings`] for the default order). Each provider is a
 //! pure [`provider::SearchProvider`] (request builder + parser: [`duckduckgo`], [`brave`],
 //! [`google`], [`searxng`], [`tavily`]); [`fetch`] sends its request through the provider's
 //! [`throttle`], retries 429s within bounds and caps the body. Any failure (network, timeout,
@@ -10,7 +10,7 @@
 //! provider, and the result says which providers failed and why. When all fail, the error
 //! lists every provider's failure in words the operator can act on.
 //!
-//! API keys live only in [`config::Secret`]s and request headers. Failure messages are
+//! API keys live only in [`crate::secret::Secret`]s and request headers. Failure messages are
 //! additionally scrubbed of every configured key before they reach a result or a log line.
 
 use std::sync::Arc;
@@ -27,17 +27,17 @@ use crate::typed::{ToolSpec, TypedTool};
 
 pub mod brave;
 pub mod cache;
-pub mod config;
 pub mod duckduckgo;
 pub mod fetch;
 pub mod google;
 pub mod provider;
 pub mod searxng;
+pub mod settings;
 pub mod tavily;
 pub mod throttle;
 
-use config::{ProviderId, WebSettings};
 use provider::{Failure, FailureKind, Hit, Query, SearchProvider, collapse_whitespace};
+use settings::{ProviderId, WebSettings};
 use throttle::Throttle;
 
 /// The category of `web_search`.
@@ -67,8 +67,12 @@ fn description(settings: &WebSettings) -> String {
     } else {
         let secs = settings.cache_ttl_secs.as_secs();
         let lifetime = match secs {
-            s if s.is_multiple_of(3600) => format!("{} hour{}", s / 3600, if s == 3600 { "" } else { "s" }),
-            s if s.is_multiple_of(60) => format!("{} minute{}", s / 60, if s == 60 { "" } else { "s" }),
+            s if s.is_multiple_of(3600) => {
+                format!("{} hour{}", s / 3600, if s == 3600 { "" } else { "s" })
+            }
+            s if s.is_multiple_of(60) => {
+                format!("{} minute{}", s / 60, if s == 60 { "" } else { "s" })
+            }
             s => format!("{s} seconds"),
         };
         format!(

@@ -8,7 +8,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use super::config::ProviderId;
+use super::settings::ProviderId;
 
 /// One search result, before ranking.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,10 +6,10 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, HeaderValue};
 use serde::Deserialize;
 
-use super::config::ProviderId;
 use super::provider::{
     Failure, FailureKind, Hit, Query, SearchProvider, endpoint, finish, from_json, plain_text,
 };
+use super::settings::ProviderId;
 
 /// The SearXNG provider.
 #[derive(Debug, Clone)]

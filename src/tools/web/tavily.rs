@@ -6,11 +6,11 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::config::{ProviderId, Secret};
 use super::provider::{
     Failure, FailureKind, Hit, Query, SearchProvider, collapse_whitespace, finish, from_json,
     json_error_detail, secret_header,
 };
+use super::settings::{ProviderId, Secret};
 
 /// The Tavily provider.
 #[derive(Debug, Clone)]

@@ -22,6 +22,9 @@ use serde_json::Value;
 use tokio::process::Command;
 use tokio::sync::mpsc;
 
+pub mod http;
+pub mod process;
+
 /// Generous: CI machines are shared and slow; a hang still fails the test.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -1,8 +1,11 @@
 //! Settings of the HTTP transports: the `--http …` flags, the `[http]` section of the TOML file,
 //! and their validation into one immutable [`HttpSettings`].
 //!
-//! Kept apart from `config.rs` so the HTTP feature is one module; `config.rs` only flattens
-//! [`HttpArgs`] into its flags, [`FileHttp`] into its file and calls [`HttpSettings::load`].
+//! The HTTP feature's settings module, in the shape every feature's settings share
+//! ([`crate::settings`]): `config.rs` only flattens [`HttpArgs`] into its flags, [`FileHttp`]
+//! into its file and calls [`HttpSettings::load`], which returns a [`SettingError`] naming the
+//! key and what is allowed. The gate's rules are parsed with the gate
+//! ([`super::gate::OriginRule`], [`super::gate::normalize_host`]).
 //!
 //! The rule that matters most is checked here, before anything listens: a server bound beyond
 //! loopback must have a bearer token ([`HttpSettings::load`] refuses otherwise, and suggests a
@@ -14,33 +17,47 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
-use crate::config::ConfigError;
+use super::gate::{Gate, OriginRule, normalize_host};
+use crate::secret::{Secret, random_token};
+use crate::settings::{DurationValue, SettingError, check_range, serialize_duration};
 
 /// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
 /// bounds what one request can make the server buffer. Matches rmcp's own default.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
-/// Largest body cap an operator may set.
-pub const MAX_MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Smallest body cap an operator may set: an `initialize` request alone is a few hundred
+/// bytes, so below 1 KiB no client could even start.
+const MIN_MAX_BODY_BYTES: usize = 1024;
+/// Largest body cap an operator may set: 256 MiB is far beyond any tool argument, and every
+/// request up to the cap may be buffered whole.
+const MAX_MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
 /// Default cap on live sessions (Streamable HTTP and legacy SSE together). Each costs a task
 /// and a few small buffers; 256 is far beyond what the agents on one machine open, and
 /// bounds what a client with the token can make the server hold.
-pub const DEFAULT_MAX_SESSIONS: usize = 256;
+pub(crate) const DEFAULT_MAX_SESSIONS: usize = 256;
+/// Largest session cap an operator may set: each session holds a task, channels and a server
+/// instance, so 100 000 is already gigabytes; a larger number is a typo, not a plan.
+const MAX_MAX_SESSIONS: usize = 100_000;
 /// Default idle expiry: a session with no message from its client for this long is closed.
 /// Five minutes is rmcp's default and outlasts the longest `execute_command` timeout clients
 /// usually wait for.
-pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
 /// Default interval of SSE keep-alive comments: well under the 30-60 s idle timeouts of
 /// common proxies and load balancers, rare enough to cost nothing.
-pub const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Shortest idle expiry and keep-alive interval: under a second, a session would expire
+/// between two messages of a working client, and keep-alives would be noise.
+const MIN_SESSION_DURATION: Duration = Duration::from_secs(1);
+/// Longest idle expiry: a day; an abandoned session holds its slot under the cap that long.
+const MAX_SESSION_IDLE: Duration = Duration::from_secs(24 * 3600);
+/// Longest keep-alive interval: an hour; proxies close quiet connections far sooner.
+const MAX_SSE_KEEP_ALIVE: Duration = Duration::from_secs(3600);
 /// Shortest token accepted: 16 characters of a random token are ~96 bits and more; shorter
 /// ones are guessable and almost certainly typed by hand.
-pub const MIN_TOKEN_LEN: usize = 16;
+pub(crate) const MIN_TOKEN_LEN: usize = 16;
 /// Bytes of randomness in a generated token (hex-encoded, so 64 characters).
-pub const GENERATED_TOKEN_BYTES: usize = 32;
-/// What masked secrets print as.
-const MASK: &str = "********";
+pub(crate) const GENERATED_TOKEN_BYTES: usize = 32;
 
 /// The `--http …` flags (global, so `toolport --http ADDR` and `toolport serve --http ADDR`
 /// both work, and `toolport config` shows their effect).
@@ -49,12 +66,12 @@ pub struct HttpArgs {
     /// Serve MCP over HTTP on this address instead of stdio: Streamable HTTP at /mcp, legacy
     /// HTTP+SSE at /sse, /healthz for load balancers. "8787" means 127.0.0.1:8787.
     #[arg(long, value_name = "ADDR", env = "TOOLPORT_HTTP", global = true)]
-    pub http: Option<String>,
+    pub(crate) http: Option<String>,
 
     /// With --http: no sessions (each POST is served on its own), for replicas behind a
     /// load balancer.
     #[arg(long, env = "TOOLPORT_STATELESS", global = true)]
-    pub stateless: bool,
+    pub(crate) stateless: bool,
 
     /// With --http: the bearer token clients must send (`Authorization: Bearer TOKEN`).
     /// Prefer TOOLPORT_TOKEN or --token-file: a flag is visible to other local users in `ps`.
@@ -66,33 +83,33 @@ pub struct HttpArgs {
         global = true,
         conflicts_with = "token_file"
     )]
-    pub token: Option<Secret>,
+    pub(crate) token: Option<Secret>,
 
     /// With --http: read the bearer token from this file (surrounding whitespace is ignored).
     #[arg(long, value_name = "FILE", env = "TOOLPORT_TOKEN_FILE", global = true)]
-    pub token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
 
     /// With --http on a loopback address: accept requests without a token. Without a token
     /// and without this flag, toolport generates one at start-up and prints it on stderr.
     #[arg(long, env = "TOOLPORT_NO_AUTH", global = true)]
-    pub no_auth: bool,
+    pub(crate) no_auth: bool,
 
     /// With --http: also accept this Host (name or IP, any port; repeatable; "*" accepts any
     /// Host). Default: localhost, 127.0.0.1, ::1 and the bound address.
     #[arg(long = "allowed-host", value_name = "HOST", global = true)]
-    pub allowed_hosts: Vec<String>,
+    pub(crate) allowed_hosts: Vec<String>,
 
     /// With --http: also accept browser requests from this Origin, e.g. https://app.example.com
     /// or http://localhost:* (repeatable; "*" accepts any). Default: loopback origins.
     /// Requests without an Origin header (non-browser clients) are always accepted.
     #[arg(long = "allowed-origin", value_name = "ORIGIN", global = true)]
-    pub allowed_origins: Vec<String>,
+    pub(crate) allowed_origins: Vec<String>,
 }
 
 /// The `[http]` section of the TOML file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileHttp {
+pub(crate) struct FileHttp {
     stateless: Option<bool>,
     token: Option<String>,
     token_file: Option<PathBuf>,
@@ -101,150 +118,19 @@ pub struct FileHttp {
     allowed_origins: Option<Vec<String>>,
     max_body_bytes: Option<usize>,
     max_sessions: Option<usize>,
-    /// A humantime duration such as "5m" or "90s".
-    session_idle_timeout: Option<String>,
-    /// A humantime duration such as "15s".
-    sse_keep_alive: Option<String>,
-}
-
-/// A secret string: its `Debug` and `Serialize` forms are a mask.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wrap a secret.
-    pub fn new(value: String) -> Self {
-        Self(value)
-    }
-
-    /// The secret itself. Call sites are the authentication check and the one start-up line
-    /// that shows a generated token to the operator.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for Secret {
-    type Err = std::convert::Infallible;
-
-    /// For clap: the flag and `TOOLPORT_TOKEN` are held masked from the moment they are parsed.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Self(s.to_string()))
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(MASK)
-    }
-}
-
-impl Serialize for Secret {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(MASK)
-    }
-}
-
-/// An allowed browser Origin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OriginRule {
-    /// Any Origin (`*`).
-    Any,
-    /// The literal `null` origin (sandboxed frames, `file://` pages).
-    Null,
-    /// A scheme and host, with one port or any port.
-    Site {
-        /// `http` or `https`.
-        scheme: String,
-        /// Lower-case host (IPv6 without brackets).
-        host: String,
-        /// `None`: any port.
-        port: Option<u16>,
-    },
-}
-
-impl Serialize for OriginRule {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_string())
-    }
-}
-
-impl std::fmt::Display for OriginRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            OriginRule::Any => f.write_str("*"),
-            OriginRule::Null => f.write_str("null"),
-            OriginRule::Site { scheme, host, port } => {
-                let host = if host.contains(':') {
-                    format!("[{host}]")
-                } else {
-                    host.clone()
-                };
-                match port {
-                    Some(port) => write!(f, "{scheme}://{host}:{port}"),
-                    None => write!(f, "{scheme}://{host}:*"),
-                }
-            }
-        }
-    }
-}
-
-impl OriginRule {
-    /// Parse `*`, `null`, `scheme://host`, `scheme://host:port` or `scheme://host:*`. A rule
-    /// without a port matches the scheme's default port only (as browsers send it).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        match text {
-            "*" => return Ok(OriginRule::Any),
-            "null" => return Ok(OriginRule::Null),
-            _ => {}
-        }
-        let (base, any_port) = match text.strip_suffix(":*") {
-            Some(base) => (base, true),
-            None => (text, false),
-        };
-        let url = url::Url::parse(base).map_err(|e| {
-            format!(
-                "{text:?} is not an origin like https://app.example.com or http://localhost:* ({e})"
-            )
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("{text:?}: only http and https origins exist"));
-        }
-        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
-            return Err(format!(
-                "{text:?}: an origin is scheme://host[:port], without a path"
-            ));
-        }
-        let host = url
-            .host_str()
-            .ok_or_else(|| format!("{text:?} has no host"))?;
-        Ok(OriginRule::Site {
-            scheme: url.scheme().to_string(),
-            host: normalize_host(host),
-            port: if any_port {
-                None
-            } else {
-                url.port_or_known_default()
-            },
-        })
-    }
-}
-
-/// Lower-case a host name and strip IPv6 brackets, so rules and headers compare equal.
-pub fn normalize_host(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
+    /// A duration such as "5m" or "90s".
+    session_idle_timeout: Option<DurationValue>,
+    /// A duration such as "15s".
+    sse_keep_alive: Option<DurationValue>,
 }
 
 /// Host names that always mean this machine.
-pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+pub(crate) const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
 /// How clients authenticate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum AuthMode {
+pub(crate) enum AuthMode {
     /// Clients must send this bearer token.
     Token(Secret),
     /// No token was configured: generate one at start-up and print it on stderr (loopback
@@ -260,27 +146,23 @@ pub struct HttpSettings {
     /// Where to listen; `None` serves stdio.
     pub bind: Option<SocketAddr>,
     /// Stateless Streamable HTTP (no sessions).
-    pub stateless: bool,
+    pub(crate) stateless: bool,
     /// How clients authenticate.
-    pub auth: AuthMode,
+    pub(crate) auth: AuthMode,
     /// Accepted `Host` names (lower case, without port); empty means any.
-    pub allowed_hosts: Vec<String>,
+    pub(crate) allowed_hosts: Vec<String>,
     /// Accepted browser Origins.
-    pub allowed_origins: Vec<OriginRule>,
+    pub(crate) allowed_origins: Vec<OriginRule>,
     /// Request body cap in bytes.
-    pub max_body_bytes: usize,
+    pub(crate) max_body_bytes: usize,
     /// Most live sessions.
-    pub max_sessions: usize,
+    pub(crate) max_sessions: usize,
     /// Idle expiry of a session.
     #[serde(serialize_with = "serialize_duration")]
-    pub session_idle_timeout: Duration,
+    pub(crate) session_idle_timeout: Duration,
     /// Interval of keep-alive comments on SSE streams (both transports).
     #[serde(serialize_with = "serialize_duration")]
-    pub sse_keep_alive: Duration,
-}
-
-fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&humantime::format_duration(*d).to_string())
+    pub(crate) sse_keep_alive: Duration,
 }
 
 impl Default for HttpSettings {
@@ -314,13 +196,6 @@ fn default_origins() -> Vec<OriginRule> {
     rules
 }
 
-/// A random hex string from the operating system's CSPRNG.
-pub fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf)?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// Parse `--http`: `HOST:PORT`, `[V6]:PORT`, or a bare port (on 127.0.0.1). A host name is
 /// resolved (`localhost:8787` binds 127.0.0.1).
 fn parse_bind(text: &str) -> Result<SocketAddr, String> {
@@ -345,9 +220,9 @@ fn parse_bind(text: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{text:?} resolves to no address"))
 }
 
-fn check_token(token: String, key: &'static str) -> Result<Secret, ConfigError> {
+fn check_token(token: String, key: &'static str) -> Result<Secret, SettingError> {
     let token = token.trim().to_string();
-    let invalid = |message: String| ConfigError::Invalid { key, message };
+    let invalid = |message: String| SettingError::new(key, message);
     if token.len() < MIN_TOKEN_LEN {
         return Err(invalid(format!(
             "the token is {} characters long; use at least {MIN_TOKEN_LEN} (e.g. `openssl rand -hex 32`)",
@@ -362,28 +237,20 @@ fn check_token(token: String, key: &'static str) -> Result<Secret, ConfigError> 
     Ok(Secret::new(token))
 }
 
-/// Parse a humantime duration between 1 s and `max_secs`.
-fn duration(text: &str, key: &'static str, max_secs: u64) -> Result<Duration, ConfigError> {
-    let value = humantime::parse_duration(text).map_err(|e| ConfigError::Invalid {
-        key,
-        message: format!("{text:?} is not a duration like \"5m\" or \"90s\" ({e})"),
-    })?;
-    if value < Duration::from_secs(1) || value > Duration::from_secs(max_secs) {
-        return Err(ConfigError::Invalid {
-            key,
-            message: format!(
-                "{text:?} is out of range; allowed is 1s..={}",
-                humantime::format_duration(Duration::from_secs(max_secs))
-            ),
-        });
-    }
-    Ok(value)
-}
-
 impl HttpSettings {
+    /// The security gate these settings describe, holding `token` (when auth is on).
+    pub(crate) fn gate(&self, token: Option<Secret>) -> Gate {
+        Gate::new(
+            token,
+            self.allowed_hosts.clone(),
+            self.allowed_origins.clone(),
+            self.max_body_bytes,
+        )
+    }
+
     /// Layer file < environment/flags (clap has already merged the environment into `args`)
     /// and validate.
-    pub fn load(args: &HttpArgs, file: FileHttp) -> Result<Self, ConfigError> {
+    pub(crate) fn load(args: &HttpArgs, file: FileHttp) -> Result<Self, SettingError> {
         let mut s = HttpSettings {
             stateless: args.stateless || file.stateless.unwrap_or(false),
             ..HttpSettings::default()
@@ -393,10 +260,7 @@ impl HttpSettings {
             .as_deref()
             .map(parse_bind)
             .transpose()
-            .map_err(|message| ConfigError::Invalid {
-                key: "--http",
-                message,
-            })?;
+            .map_err(|message| SettingError::new("--http", message))?;
 
         let token = if let Some(token) = &args.token {
             Some(check_token(
@@ -404,9 +268,11 @@ impl HttpSettings {
                 "--token / TOOLPORT_TOKEN",
             )?)
         } else if let Some(path) = args.token_file.as_ref().or(file.token_file.as_ref()) {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
-                key: "http.token_file",
-                message: format!("cannot read the token file {}: {e}", path.display()),
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                SettingError::new(
+                    "http.token_file",
+                    format!("cannot read the token file {}: {e}", path.display()),
+                )
             })?;
             Some(check_token(text, "http.token_file")?)
         } else if let Some(token) = file.token {
@@ -417,10 +283,10 @@ impl HttpSettings {
         let no_auth = args.no_auth || file.no_auth.unwrap_or(false);
         s.auth = match (token, no_auth) {
             (Some(_), true) => {
-                return Err(ConfigError::Invalid {
-                    key: "http.no_auth",
-                    message: "a token is configured and --no-auth is set; choose one".into(),
-                });
+                return Err(SettingError::new(
+                    "http.no_auth",
+                    "a token is configured and --no-auth is set; choose one",
+                ));
             }
             (Some(token), false) => AuthMode::Token(token),
             (None, true) => AuthMode::Disabled,
@@ -430,12 +296,12 @@ impl HttpSettings {
             && !bind.ip().is_loopback()
             && !matches!(s.auth, AuthMode::Token(_))
         {
-            let suggestion = random_hex(GENERATED_TOKEN_BYTES)
+            let suggestion = random_token(GENERATED_TOKEN_BYTES)
                 .map(|t| format!(" For example, this freshly generated one: TOOLPORT_TOKEN={t}"))
                 .unwrap_or_default();
-            return Err(ConfigError::Invalid {
-                key: "--http",
-                message: format!(
+            return Err(SettingError::new(
+                "--http",
+                format!(
                     "refusing to serve on {bind} without a bearer token: that address is reachable from other machines, and anyone reaching it could run tools{}. Set a token with TOOLPORT_TOKEN, --token-file or [http] token_file (--no-auth is only allowed on loopback).{suggestion}",
                     if no_auth {
                         " (--no-auth is not allowed there)"
@@ -443,7 +309,7 @@ impl HttpSettings {
                         ""
                     }
                 ),
-            });
+            ));
         }
 
         let extra_hosts = if args.allowed_hosts.is_empty() {
@@ -457,12 +323,12 @@ impl HttpSettings {
             for host in extra_hosts {
                 let host = normalize_host(host.trim());
                 if host.is_empty() || host.contains('/') {
-                    return Err(ConfigError::Invalid {
-                        key: "http.allowed_hosts",
-                        message: format!(
+                    return Err(SettingError::new(
+                        "http.allowed_hosts",
+                        format!(
                             "{host:?} is not a host name or IP address (give it without scheme or port)"
                         ),
-                    });
+                    ));
                 }
                 s.allowed_hosts.push(host);
             }
@@ -481,37 +347,36 @@ impl HttpSettings {
             args.allowed_origins.clone()
         };
         for origin in extra_origins {
-            let rule = OriginRule::parse(&origin).map_err(|message| ConfigError::Invalid {
-                key: "http.allowed_origins",
-                message,
-            })?;
+            let rule = OriginRule::parse(&origin)
+                .map_err(|message| SettingError::new("http.allowed_origins", message))?;
             if !s.allowed_origins.contains(&rule) {
                 s.allowed_origins.push(rule);
             }
         }
 
-        s.max_body_bytes = file.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        if !(1024..=MAX_MAX_BODY_BYTES).contains(&s.max_body_bytes) {
-            return Err(ConfigError::Invalid {
-                key: "http.max_body_bytes",
-                message: format!(
-                    "{} is out of range; allowed is 1024..={MAX_MAX_BODY_BYTES}",
-                    s.max_body_bytes
-                ),
-            });
+        if let Some(bytes) = file.max_body_bytes {
+            s.max_body_bytes = check_range(
+                "http.max_body_bytes",
+                bytes,
+                MIN_MAX_BODY_BYTES..=MAX_MAX_BODY_BYTES,
+            )?;
         }
-        s.max_sessions = file.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
-        if !(1..=100_000).contains(&s.max_sessions) {
-            return Err(ConfigError::Invalid {
-                key: "http.max_sessions",
-                message: format!("{} is out of range; allowed is 1..=100000", s.max_sessions),
-            });
+        if let Some(sessions) = file.max_sessions {
+            s.max_sessions = check_range("http.max_sessions", sessions, 1..=MAX_MAX_SESSIONS)?;
         }
-        if let Some(text) = &file.session_idle_timeout {
-            s.session_idle_timeout = duration(text, "http.session_idle_timeout", 24 * 3600)?;
+        if let Some(idle) = &file.session_idle_timeout {
+            s.session_idle_timeout = idle.resolve(
+                "http.session_idle_timeout",
+                None,
+                MIN_SESSION_DURATION..=MAX_SESSION_IDLE,
+            )?;
         }
-        if let Some(text) = &file.sse_keep_alive {
-            s.sse_keep_alive = duration(text, "http.sse_keep_alive", 3600)?;
+        if let Some(interval) = &file.sse_keep_alive {
+            s.sse_keep_alive = interval.resolve(
+                "http.sse_keep_alive",
+                None,
+                MIN_SESSION_DURATION..=MAX_SSE_KEEP_ALIVE,
+            )?;
         }
         Ok(s)
     }
@@ -520,6 +385,7 @@ impl HttpSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::MASK;
 
     fn args(http: &str) -> HttpArgs {
         HttpArgs {
@@ -547,7 +413,7 @@ mod tests {
         a.no_auth = true;
         assert!(HttpSettings::load(&a, FileHttp::default()).is_err());
         a.no_auth = false;
-        a.token = Some(Secret::new("0123456789abcdef0123".into()));
+        a.token = Some(Secret::new("0123456789abcdef0123"));
         let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
         assert!(matches!(s.auth, AuthMode::Token(_)));
     }
@@ -555,7 +421,7 @@ mod tests {
     #[test]
     fn tokens_are_checked_and_masked() {
         let mut a = args("8787");
-        a.token = Some(Secret::new("short".into()));
+        a.token = Some(Secret::new("short"));
         let err = HttpSettings::load(&a, FileHttp::default())
             .unwrap_err()
             .to_string();
@@ -564,7 +430,7 @@ mod tests {
             !err.contains("short"),
             "the error must not echo the token: {err}"
         );
-        a.token = Some(Secret::new("a-long-enough-secret-token".into()));
+        a.token = Some(Secret::new("a-long-enough-secret-token"));
         let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
         let shown = format!("{a:?} {s:?} {}", toml::to_string(&s).unwrap());
         assert!(!shown.contains("a-long-enough"), "{shown}");
@@ -572,20 +438,32 @@ mod tests {
     }
 
     #[test]
-    fn origin_rules_parse() {
+    fn limits_and_durations_name_the_key_and_the_allowed_range() {
+        let load = |toml_text: &str| {
+            let file: FileHttp = toml::from_str(toml_text).unwrap();
+            HttpSettings::load(&args("8787"), file).map_err(|e| e.to_string())
+        };
+        let s = load("max_sessions = 3\nsession_idle_timeout = \"90s\"\nsse_keep_alive = \"2s\"")
+            .unwrap();
         assert_eq!(
-            OriginRule::parse("https://App.example.com").unwrap(),
-            OriginRule::Site {
-                scheme: "https".into(),
-                host: "app.example.com".into(),
-                port: Some(443)
-            }
+            (s.max_sessions, s.session_idle_timeout, s.sse_keep_alive),
+            (3, Duration::from_secs(90), Duration::from_secs(2))
         );
         assert_eq!(
-            OriginRule::parse("http://[::1]:*").unwrap().to_string(),
-            "http://[::1]:*"
+            load("max_sessions = 0").unwrap_err(),
+            "invalid setting http.max_sessions: 0 is out of range; allowed is 1..=100000"
         );
-        assert!(OriginRule::parse("app.example.com").is_err());
-        assert!(OriginRule::parse("https://a.example/path").is_err());
+        assert_eq!(
+            load("max_body_bytes = 10").unwrap_err(),
+            "invalid setting http.max_body_bytes: 10 is out of range; allowed is 1024..=268435456"
+        );
+        assert_eq!(
+            load("session_idle_timeout = \"2days\"").unwrap_err(),
+            "invalid setting http.session_idle_timeout: 2days is out of range; allowed is 1s..=1day"
+        );
+        assert_eq!(
+            load("sse_keep_alive = 15").unwrap_err(),
+            "invalid setting http.sse_keep_alive: 15 has no unit; write a duration like \"30s\", \"500ms\" or \"5m\""
+        );
     }
 }

@@ -15,7 +15,8 @@
 //!   cancelled, running commands killed), when the client sends nothing for the idle timeout,
 //!   or at shutdown. It is then removed, so later POSTs get 404.
 //!
-//! Host, Origin and the token are checked by the gate in `http.rs` before these handlers run.
+//! Each session holds a [`Slot`] of the shared session cap for its life. Host, Origin and the
+//! token are checked by the gate (`gate.rs`) before these handlers run.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -36,9 +37,10 @@ use tokio::sync::{RwLock, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::{CancellationToken, PollSender};
 
-use super::http::{SessionCount, read_body, sessions_full};
-use super::http_settings::random_hex;
+use super::sessions::{SessionSlots, Slot, read_body, sessions_full};
+use crate::secret::random_token;
 use crate::server::{Shared, ToolportServer};
+use crate::transport::serve_until_stopped;
 
 /// Messages queued per direction and session. Small: a POST waits (backpressure) rather
 /// than letting a client grow the server's memory.
@@ -49,21 +51,15 @@ const SESSION_ID_BYTES: usize = 16;
 
 /// The live sessions: id → the sender into that session's server.
 #[derive(Debug, Default)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     map: RwLock<HashMap<String, mpsc::Sender<ClientJsonRpcMessage>>>,
 }
 
-impl Sessions {
-    /// How many sessions are open (for the session cap).
-    pub(crate) async fn len(&self) -> usize {
-        self.map.read().await.len()
-    }
-}
-
-/// Removes its session when the SSE stream is dropped.
+/// Removes its session when the SSE stream is dropped, and frees its place under the cap.
 struct SessionGuard {
     id: String,
     sessions: Arc<Sessions>,
+    _slot: Slot,
 }
 
 impl Drop for SessionGuard {
@@ -81,25 +77,23 @@ impl Drop for SessionGuard {
 
 /// What the handlers share.
 #[derive(Clone)]
-pub struct SseState {
-    /// Registry, config, workspace.
-    pub shared: Arc<Shared>,
+pub(crate) struct SseState {
+    pub(crate) shared: Arc<Shared>,
     /// The live legacy sessions.
-    pub sessions: Arc<Sessions>,
-    /// All live sessions, for the cap.
-    pub count: Arc<SessionCount>,
+    pub(crate) sessions: Arc<Sessions>,
+    /// The session cap, shared with Streamable HTTP.
+    pub(crate) slots: Arc<SessionSlots>,
     /// Idle expiry.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
     /// Keep-alive comment interval.
-    pub keep_alive: Duration,
-    /// Body cap.
-    pub max_body_bytes: usize,
+    pub(crate) keep_alive: Duration,
+    pub(crate) max_body_bytes: usize,
     /// Cancelled at shutdown.
-    pub stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
 }
 
 /// `GET /sse` and `POST /message`.
-pub fn routes(state: SseState) -> Router {
+pub(crate) fn routes(state: SseState) -> Router {
     Router::new()
         .route("/sse", get(connect))
         .route("/message", post(message))
@@ -134,10 +128,10 @@ fn event(message: &ServerJsonRpcMessage) -> Option<Result<Event, Infallible>> {
 }
 
 async fn connect(State(state): State<SseState>) -> Response {
-    if state.count.full().await {
-        return sessions_full(state.count.max);
-    }
-    let id = match random_hex(SESSION_ID_BYTES) {
+    let Some(slot) = state.slots.try_take() else {
+        return sessions_full(state.slots.max());
+    };
+    let id = match random_token(SESSION_ID_BYTES) {
         Ok(id) => id,
         Err(error) => {
             return (
@@ -171,21 +165,13 @@ async fn connect(State(state): State<SseState>) -> Response {
                 return;
             }
         };
-        let cancel = running.cancellation_token();
-        let waiting = running.waiting();
-        tokio::pin!(waiting);
-        tokio::select! {
-            _ = &mut waiting => {}
-            () = stop.cancelled() => {
-                cancel.cancel();
-                let _ = waiting.await;
-            }
-        }
+        let _ = serve_until_stopped(running, stop.cancelled()).await;
     });
 
     let guard = SessionGuard {
         id: id.clone(),
         sessions: state.sessions.clone(),
+        _slot: slot,
     };
     tracing::debug!(session = %id, "legacy SSE session opened");
     let endpoint = Event::default()

@@ -3,9 +3,10 @@
 //! rmcp's `StreamableHttpService` does the protocol: sessions (`LocalSessionManager`, idle
 //! expiry = `--session-idle-timeout`), stateless mode, 2026-07-28 stateless requests,
 //! progress as SSE, 404 for an unknown session, 413 for an oversized body while reading it.
-//! Two things it does not do are added by a middleware in front of it ([`track`]):
-//! - **the session cap**: an `initialize` that would open a session beyond `max_sessions`
-//!   gets 503 (rmcp has no cap);
+//! Two things it does not do are added here:
+//! - **the session cap** (rmcp has none): sessions live in [`CappedSessions`], which takes a
+//!   slot of the shared cap for each, and a middleware in front of rmcp ([`track`]) answers
+//!   503 to an `initialize` that would open a session beyond `max_sessions`;
 //! - **disconnect cancellation in stateful mode**: when the client drops the SSE response of
 //!   a request before its end, the request is cancelled as if the client had sent
 //!   `notifications/cancelled`, so a running command is killed. (rmcp already does this in
@@ -13,7 +14,7 @@
 //!   a client cannot resume a dropped POST stream with `Last-Event-ID` and still get the
 //!   result; the call is gone, which is what an operator expects of a disconnect.
 //!
-//! The middleware reads the POST body once (bounded by the body cap) to learn the request's
+//! [`track`] reads the POST body once (bounded by the body cap) to learn the request's
 //! id and method, and hands the same bytes on.
 
 use std::pin::Pin;
@@ -36,24 +37,24 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{SessionCount, read_body, sessions_full};
-use super::http_settings::HttpSettings;
+use super::sessions::{CappedSessions, SessionSlots, read_body, sessions_full};
+use super::settings::HttpSettings;
 use crate::server::{Shared, ToolportServer};
 
 /// The session header of Streamable HTTP.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// The `/mcp` service.
-pub type McpService = StreamableHttpService<ToolportServer, LocalSessionManager>;
-
-/// Build the rmcp service, and return its session manager when stateful (for the session cap
-/// and disconnect cancellation). Stateless mode still takes a `LocalSessionManager` (rmcp
-/// needs a manager type) but never opens a session with it.
-pub fn service(
+/// The `/mcp` route: rmcp's service, with [`track`] in front of it when stateful. Stateless
+/// mode still takes a session manager (rmcp needs a manager type) but never opens a session
+/// with it, and [`track`] has nothing to do (no session to cap; rmcp cancels a call whose
+/// response is dropped), so POST bodies go straight to rmcp instead of being buffered and
+/// probed twice.
+pub(crate) fn routes(
     shared: Arc<Shared>,
     settings: &HttpSettings,
+    slots: Arc<SessionSlots>,
     stop: CancellationToken,
-) -> (McpService, Option<Arc<LocalSessionManager>>) {
+) -> Router {
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(settings.session_idle_timeout);
     // A dropped call is cancelled, not resumed (see the module docs), so nothing is kept for
@@ -62,7 +63,7 @@ pub fn service(
     // and open each SSE answer with a priming event that invites a reconnect.
     manager.session_config.completed_cache_ttl = Duration::ZERO;
     manager.session_config.sse_retry = None;
-    let manager = Arc::new(manager);
+    let manager = Arc::new(CappedSessions::new(manager, slots));
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(!settings.stateless)
         // Plain JSON answers when a stateless call sends nothing before its result.
@@ -71,7 +72,7 @@ pub fn service(
         .with_max_request_body_bytes(settings.max_body_bytes)
         .with_sse_keep_alive(Some(settings.sse_keep_alive))
         .with_sse_retry(None)
-        // Host and Origin are checked by the gate in `http.rs`, for every endpoint alike.
+        // Host and Origin are checked by the gate (`gate.rs`), for every endpoint alike.
         .disable_allowed_hosts()
         .disable_allowed_origins();
     let service = StreamableHttpService::new(
@@ -79,23 +80,14 @@ pub fn service(
         manager.clone(),
         config,
     );
-    let stateful = (!settings.stateless).then_some(manager);
-    (service, stateful)
-}
-
-/// The `/mcp` route, with [`track`] in front of it when stateful. Stateless, it has nothing
-/// to do (no session to cap; rmcp cancels a call whose response is dropped), so POST bodies
-/// go straight to rmcp instead of being buffered and probed twice.
-pub fn routes(service: McpService, count: Arc<SessionCount>, max_body_bytes: usize) -> Router {
     let router = Router::new().route_service("/mcp", service);
-    let Some(manager) = count.streamable.clone() else {
+    if settings.stateless {
         return router;
-    };
+    }
     router.layer(middleware::from_fn_with_state(
         Arc::new(Tracker {
             manager,
-            count,
-            max_body_bytes,
+            max_body_bytes: settings.max_body_bytes,
         }),
         track,
     ))
@@ -103,8 +95,7 @@ pub fn routes(service: McpService, count: Arc<SessionCount>, max_body_bytes: usi
 
 /// What [`track`] needs.
 struct Tracker {
-    manager: Arc<LocalSessionManager>,
-    count: Arc<SessionCount>,
+    manager: Arc<CappedSessions>,
     max_body_bytes: usize,
 }
 
@@ -133,13 +124,11 @@ async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next
         .map(str::to_owned);
     if session.is_none()
         && probe.method.as_deref() == Some("initialize")
-        && tracker.count.full().await
+        && tracker.manager.slots().full()
     {
-        tracing::warn!(
-            max = tracker.count.max,
-            "refused a new session: the cap is reached"
-        );
-        return sessions_full(tracker.count.max);
+        let max = tracker.manager.slots().max();
+        tracing::warn!(max, "refused a new session: the cap is reached");
+        return sessions_full(max);
     }
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
@@ -168,7 +157,7 @@ async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next
 
 /// A request whose response stream is still open.
 struct PendingCall {
-    manager: Arc<LocalSessionManager>,
+    manager: Arc<CappedSessions>,
     session: String,
     id: Value,
 }

@@ -1,0 +1,421 @@
+//! The security gate of the HTTP server, whole: every rule a request must pass before any
+//! endpoint except `/healthz` sees it, and the parsing of the rules' configured values, so a
+//! security reviewer reads the whole rule in this one file.
+//!
+//! [`Gate::check`] applies, in this order:
+//! 1. `Host` must be in the allowlist (loopback names and the bound address by default) →
+//!    403. Together with 2 this is the DNS-rebinding defence: a hostile web page that makes
+//!    its own domain resolve to 127.0.0.1 still sends its own name as `Host`.
+//! 2. `Origin`, when present, must match an [`OriginRule`] (loopback pages by default) → 403.
+//!    Requests without `Origin` come from non-browser clients and pass.
+//! 3. `Authorization: Bearer TOKEN`, compared in constant time, unless the operator chose
+//!    `--no-auth` on loopback → 401 with `WWW-Authenticate: Bearer`. The scheme name is
+//!    case-insensitive (RFC 9110 §11.1: `bearer` passes too), the token is not.
+//! 4. A declared `Content-Length` over the body cap → 413 before anything is read; bodies
+//!    without one are capped while they are read (by rmcp on `/mcp`, by
+//!    [`super::sessions::read_body`] elsewhere).
+//!
+//! rmcp's own Host check is switched off and its Origin list left empty: this gate applies
+//! the same rules to every endpoint, including the legacy ones rmcp knows nothing about, so
+//! there is one implementation to review.
+//!
+//! The bearer check is written by hand, not taken from tower-http: its
+//! `ValidateRequestHeaderLayer::bearer` compares `actual == header_value`, which is not
+//! constant time (a timing oracle on the token), and it requires the exact `Bearer` case,
+//! which RFC 9110 does not. Here the comparison uses `subtle`.
+//!
+//! Tokens never reach a log line or an error message: the presented token is only compared,
+//! and the expected one lives in a masked [`Secret`].
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::{Serialize, Serializer};
+use subtle::ConstantTimeEq;
+
+use crate::secret::Secret;
+
+/// The gate's rules, built once from the settings.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    /// The expected bearer token; `None` only with `--no-auth` on loopback.
+    token: Option<Secret>,
+    /// Accepted Host names (normalized); empty: any.
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<OriginRule>,
+    max_body_bytes: usize,
+}
+
+/// Why the gate refused a request. The messages say what to fix and never echo a token.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Rejection {
+    /// No or unparsable `Host` header.
+    MissingHost,
+    /// `Host` not in the allowlist.
+    Host(String),
+    /// `Origin` not in the allowlist.
+    Origin(String),
+    /// No `Authorization` header.
+    NoToken,
+    /// `Authorization` without the `Bearer` scheme.
+    WrongScheme,
+    /// A bearer token that is not the server's.
+    WrongToken,
+    /// `Content-Length` over the cap.
+    TooLarge { length: u64, max: usize },
+}
+
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        const HOW: &str = "send `Authorization: Bearer <token>` with the token the server was given (TOOLPORT_TOKEN, --token-file, --token) or printed on its stderr at start-up";
+        let (status, message, challenge) = match self {
+            Rejection::MissingHost => (
+                StatusCode::FORBIDDEN,
+                "forbidden: the request has no valid Host header".to_string(),
+                None,
+            ),
+            Rejection::Host(host) => (
+                StatusCode::FORBIDDEN,
+                format!(
+                    "forbidden: Host {host:?} is not allowed (DNS-rebinding protection); the operator can allow it with --allowed-host"
+                ),
+                None,
+            ),
+            Rejection::Origin(origin) => (
+                StatusCode::FORBIDDEN,
+                format!(
+                    "forbidden: Origin {origin:?} is not allowed; the operator can allow it with --allowed-origin"
+                ),
+                None,
+            ),
+            Rejection::NoToken => (
+                StatusCode::UNAUTHORIZED,
+                format!("unauthorized: no bearer token; {HOW}"),
+                Some(r#"Bearer realm="toolport""#),
+            ),
+            Rejection::WrongScheme => (
+                StatusCode::UNAUTHORIZED,
+                format!("unauthorized: the Authorization header must use the Bearer scheme; {HOW}"),
+                Some(r#"Bearer realm="toolport", error="invalid_request""#),
+            ),
+            Rejection::WrongToken => (
+                StatusCode::UNAUTHORIZED,
+                format!("unauthorized: wrong bearer token; {HOW}"),
+                Some(r#"Bearer realm="toolport", error="invalid_token""#),
+            ),
+            Rejection::TooLarge { length, max } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body is {length} bytes, over the limit of {max} bytes"),
+                None,
+            ),
+        };
+        let mut response = (status, message).into_response();
+        if let Some(challenge) = challenge {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
+        }
+        response
+    }
+}
+
+impl Gate {
+    /// Build the gate; the token is the configured one or the one generated at start-up.
+    pub(crate) fn new(
+        token: Option<Secret>,
+        allowed_hosts: Vec<String>,
+        allowed_origins: Vec<OriginRule>,
+        max_body_bytes: usize,
+    ) -> Self {
+        Self {
+            token,
+            allowed_hosts,
+            allowed_origins,
+            max_body_bytes,
+        }
+    }
+
+    /// Apply the rules, in order, to a request's headers.
+    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), Rejection> {
+        if !self.allowed_hosts.is_empty() {
+            let raw = headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .ok_or(Rejection::MissingHost)?;
+            let host = host_of(raw).ok_or(Rejection::MissingHost)?;
+            if !self.allowed_hosts.contains(&host) {
+                return Err(Rejection::Host(raw.to_string()));
+            }
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
+            if !origin_allowed(&origin, &self.allowed_origins) {
+                return Err(Rejection::Origin(origin));
+            }
+        }
+        if let Some(expected) = &self.token {
+            let value = headers
+                .get(header::AUTHORIZATION)
+                .ok_or(Rejection::NoToken)?
+                .as_bytes();
+            // The scheme is case-insensitive (RFC 9110 §11.1).
+            let presented = match value.split_at_checked(7) {
+                Some((scheme, rest)) if scheme.eq_ignore_ascii_case(b"bearer ") => {
+                    rest.trim_ascii()
+                }
+                _ => return Err(Rejection::WrongScheme),
+            };
+            // Constant time in the contents; only a length mismatch returns early.
+            if !bool::from(presented.ct_eq(expected.expose().as_bytes())) {
+                return Err(Rejection::WrongToken);
+            }
+        }
+        if let Some(length) = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            && length > self.max_body_bytes as u64
+        {
+            return Err(Rejection::TooLarge {
+                length,
+                max: self.max_body_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The gate, as axum middleware: refusals are answered here and logged (without tokens).
+pub(crate) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    match gate.check(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(rejection) => {
+            tracing::warn!(
+                method = %request.method(),
+                path = %request.uri().path(),
+                reason = ?rejection,
+                "refused an HTTP request"
+            );
+            rejection.into_response()
+        }
+    }
+}
+
+/// The host part of a `Host` header value (no port, no IPv6 brackets, no trailing dot),
+/// normalized.
+fn host_of(value: &str) -> Option<String> {
+    let value = value.trim();
+    let host = if let Some(rest) = value.strip_prefix('[') {
+        rest.split_once(']')?.0
+    } else {
+        match value.rsplit_once(':') {
+            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+            _ => value,
+        }
+    };
+    let host = normalize_host(host.trim_end_matches('.'));
+    (!host.is_empty()).then_some(host)
+}
+
+/// Whether an `Origin` header value matches one of the rules.
+fn origin_allowed(origin: &str, rules: &[OriginRule]) -> bool {
+    let parsed = url::Url::parse(origin).ok();
+    rules.iter().any(|rule| match rule {
+        OriginRule::Any => true,
+        OriginRule::Null => origin == "null",
+        OriginRule::Site { scheme, host, port } => parsed.as_ref().is_some_and(|url| {
+            url.scheme() == scheme
+                && url.host_str().map(normalize_host).as_deref() == Some(host.as_str())
+                && port.is_none_or(|p| url.port_or_known_default() == Some(p))
+        }),
+    })
+}
+
+/// Lower-case a host name and strip IPv6 brackets, so rules and headers compare equal.
+pub(crate) fn normalize_host(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+/// An allowed browser Origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OriginRule {
+    /// Any Origin (`*`).
+    Any,
+    /// The literal `null` origin (sandboxed frames, `file://` pages).
+    Null,
+    /// A scheme (`http` or `https`) and a lower-case host (IPv6 without brackets), with one
+    /// port or any port (`None`).
+    Site {
+        scheme: String,
+        host: String,
+        port: Option<u16>,
+    },
+}
+
+impl Serialize for OriginRule {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_string())
+    }
+}
+
+impl std::fmt::Display for OriginRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OriginRule::Any => f.write_str("*"),
+            OriginRule::Null => f.write_str("null"),
+            OriginRule::Site { scheme, host, port } => {
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host.clone()
+                };
+                match port {
+                    Some(port) => write!(f, "{scheme}://{host}:{port}"),
+                    None => write!(f, "{scheme}://{host}:*"),
+                }
+            }
+        }
+    }
+}
+
+impl OriginRule {
+    /// Parse `*`, `null`, `scheme://host`, `scheme://host:port` or `scheme://host:*`. A rule
+    /// without a port matches the scheme's default port only (as browsers send it).
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        match text {
+            "*" => return Ok(OriginRule::Any),
+            "null" => return Ok(OriginRule::Null),
+            _ => {}
+        }
+        let (base, any_port) = match text.strip_suffix(":*") {
+            Some(base) => (base, true),
+            None => (text, false),
+        };
+        let url = url::Url::parse(base).map_err(|e| {
+            format!(
+                "{text:?} is not an origin like https://app.example.com or http://localhost:* ({e})"
+            )
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("{text:?}: only http and https origins exist"));
+        }
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return Err(format!(
+                "{text:?}: an origin is scheme://host[:port], without a path"
+            ));
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| format!("{text:?} has no host"))?;
+        Ok(OriginRule::Site {
+            scheme: url.scheme().to_string(),
+            host: normalize_host(host),
+            port: if any_port {
+                None
+            } else {
+                url.port_or_known_default()
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(token: Option<&str>) -> Gate {
+        crate::transport::http::settings::HttpSettings::default().gate(token.map(Secret::new))
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.insert(*k, v.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn host_parsing() {
+        assert_eq!(host_of("LocalHost:8787").as_deref(), Some("localhost"));
+        assert_eq!(host_of("[::1]:80").as_deref(), Some("::1"));
+        assert_eq!(host_of("127.0.0.1").as_deref(), Some("127.0.0.1"));
+        assert_eq!(host_of("localhost.").as_deref(), Some("localhost"));
+        assert_eq!(host_of("[::1").as_deref(), None);
+    }
+
+    #[test]
+    fn the_gate_checks_host_origin_token_in_order() {
+        let p = gate(Some("0123456789abcdef"));
+        let good = [
+            ("host", "127.0.0.1:9"),
+            ("authorization", "Bearer 0123456789abcdef"),
+        ];
+        assert_eq!(p.check(&headers(&good)), Ok(()));
+        assert_eq!(
+            p.check(&headers(&[("host", "evil.example:9")])),
+            Err(Rejection::Host("evil.example:9".into()))
+        );
+        let mut h = headers(&good);
+        h.insert("origin", "http://evil.example".parse().unwrap());
+        assert!(matches!(p.check(&h), Err(Rejection::Origin(_))));
+        // Origin before the token, the token before the body size.
+        h.remove("authorization");
+        assert!(matches!(p.check(&h), Err(Rejection::Origin(_))));
+        let mut h = headers(&[("host", "localhost"), ("content-length", "99999999")]);
+        assert_eq!(p.check(&h), Err(Rejection::NoToken));
+        h.insert("host", "evil.example".parse().unwrap());
+        assert!(matches!(p.check(&h), Err(Rejection::Host(_))));
+        // A local Origin (the Inspector's) passes.
+        let mut h = headers(&good);
+        h.insert("origin", "http://localhost:6274".parse().unwrap());
+        assert_eq!(p.check(&h), Ok(()));
+        assert_eq!(
+            p.check(&headers(&[("host", "localhost")])),
+            Err(Rejection::NoToken)
+        );
+        assert_eq!(
+            p.check(&headers(&[
+                ("host", "localhost"),
+                ("authorization", "Basic 0123456789abcdef")
+            ])),
+            Err(Rejection::WrongScheme)
+        );
+        assert_eq!(
+            p.check(&headers(&[
+                ("host", "localhost"),
+                ("authorization", "bearer 0123456789abcdeX")
+            ])),
+            Err(Rejection::WrongToken)
+        );
+        let mut h = headers(&good);
+        h.insert("content-length", "99999999".parse().unwrap());
+        assert!(matches!(p.check(&h), Err(Rejection::TooLarge { .. })));
+        assert_eq!(gate(None).check(&headers(&[("host", "localhost")])), Ok(()));
+    }
+
+    #[test]
+    fn origin_rules_parse() {
+        assert_eq!(
+            OriginRule::parse("https://App.example.com").unwrap(),
+            OriginRule::Site {
+                scheme: "https".into(),
+                host: "app.example.com".into(),
+                port: Some(443)
+            }
+        );
+        assert_eq!(
+            OriginRule::parse("http://[::1]:*").unwrap().to_string(),
+            "http://[::1]:*"
+        );
+        assert!(OriginRule::parse("app.example.com").is_err());
+        assert!(OriginRule::parse("https://a.example/path").is_err());
+    }
+}

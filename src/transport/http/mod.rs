@@ -1,0 +1,186 @@
+//! The HTTP server: one axum router carrying both HTTP transports, behind one security gate.
+//! This folder is the HTTP feature whole, one file per concern:
+//! - [`gate`]: the security gate (Host, Origin, bearer token, declared body size), and the
+//!   parsing of its rules; the one file a security review of HTTP starts with;
+//! - [`streamable`]: `/mcp`, Streamable HTTP, rmcp's `StreamableHttpService` (stateful
+//!   sessions by default, stateless with `--stateless`; 2026-07-28 requests are always
+//!   served statelessly), plus the session cap and disconnect cancellation;
+//! - [`sse`]: `/sse` + `/message`, the legacy 2024-11-05 HTTP+SSE transport;
+//! - [`sessions`]: what both transports share: the session cap, the bounded body reader;
+//! - [`settings`]: the `--http` flags and the `[http]` section, validated into
+//!   [`HttpSettings`];
+//! - here: [`router`] (the endpoints behind the gate, `/healthz` outside it, revealing
+//!   nothing) and [`serve`] (listen, print the address, shut down in bounds).
+//!
+//! The transports import from `gate`, `sessions` and `settings`, never from each other or
+//! from this file. `tests.rs` drives [`router`] in process, one gate rule at a time.
+
+pub(crate) mod gate;
+pub(crate) mod sessions;
+pub mod settings;
+pub(crate) mod sse;
+pub(crate) mod streamable;
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::middleware;
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use tokio_util::sync::CancellationToken;
+
+use self::gate::Gate;
+use self::sessions::SessionSlots;
+use self::settings::{AuthMode, GENERATED_TOKEN_BYTES, HttpSettings};
+use crate::secret::{Secret, random_token};
+use crate::server::Shared;
+
+/// How long shutdown waits for connections to finish after cancelling every call. Cancelled
+/// commands get SIGTERM, then SIGKILL after a sub-second grace; 5 s covers that with room,
+/// and a client that keeps its connection open cannot hold the process longer.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Why the HTTP server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// `serve_http` was called without an address.
+    #[error("no --http address is configured")]
+    NoAddress,
+    /// The address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address from `--http`.
+        addr: SocketAddr,
+        /// What the operating system said (in use, not permitted, …).
+        source: std::io::Error,
+    },
+    /// The operating system's random generator failed (needed for a token).
+    #[error("cannot generate a token: {0}")]
+    Random(String),
+    /// The server failed while running.
+    #[error("the HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn not_found() -> (StatusCode, &'static str) {
+    (
+        StatusCode::NOT_FOUND,
+        "not found: MCP is served at /mcp (Streamable HTTP) and /sse (legacy HTTP+SSE)",
+    )
+}
+
+/// Serve MCP over HTTP on `settings.bind` until `shutdown` resolves. Then every call in
+/// flight is cancelled (running commands are killed), and connections get [`SHUTDOWN_GRACE`]
+/// to finish.
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    settings: &HttpSettings,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), HttpError> {
+    let bind = settings.bind.ok_or(HttpError::NoAddress)?;
+    let token = match &settings.auth {
+        AuthMode::Token(token) => Some(token.clone()),
+        AuthMode::Disabled => None,
+        AuthMode::Generate => {
+            let token = random_token(GENERATED_TOKEN_BYTES)
+                .map_err(|e| HttpError::Random(e.to_string()))?;
+            // Shown once, to the operator, on stderr: it is the only way to learn it. This is
+            // deliberately not a tracing event, so log files never receive it.
+            eprintln!(
+                "toolport: no token configured; clients must send `Authorization: Bearer {token}` (generated for this run; set TOOLPORT_TOKEN or --token-file to choose one, or --no-auth on loopback)"
+            );
+            Some(Secret::new(token))
+        }
+    };
+    if token.is_none() {
+        tracing::warn!(
+            "serving HTTP without authentication (--no-auth): any local process can use the tools"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .map_err(|source| HttpError::Bind { addr: bind, source })?;
+    let local = listener.local_addr().map_err(HttpError::Serve)?;
+
+    let stop = CancellationToken::new();
+    let gate = Arc::new(settings.gate(token));
+    let app = router(shared, settings, gate, stop.clone());
+
+    // A stable line on stderr: the operator learns the real port (with `:0`), tests read it.
+    eprintln!(
+        "toolport: listening on http://{local} (Streamable HTTP at /mcp{}, legacy HTTP+SSE at /sse, health at /healthz)",
+        if settings.stateless {
+            ", stateless"
+        } else {
+            ""
+        }
+    );
+    // No Nagle delay: an MCP answer is often more than one small write (the SSE headers, then
+    // the message event, then the end of the stream), and Nagle plus the client's delayed ACK
+    // would hold a write back for ~40 ms, on every call.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    });
+    let server = axum::serve(listener, app).with_graceful_shutdown({
+        let stop = stop.clone();
+        async move { stop.cancelled().await }
+    });
+    let server = server.into_future();
+    tokio::pin!(server);
+    tokio::select! {
+        result = &mut server => result.map_err(HttpError::Serve),
+        () = shutdown => {
+            tracing::info!("stopping: cancelling calls in flight");
+            stop.cancel();
+            match tokio::time::timeout(SHUTDOWN_GRACE, server).await {
+                Ok(result) => result.map_err(HttpError::Serve),
+                Err(_) => {
+                    tracing::warn!(grace = ?SHUTDOWN_GRACE, "connections still open after the shutdown grace; exiting anyway");
+                    Ok(())
+                }
+            }
+        }
+    }
+}
+
+/// The router: the MCP endpoints behind the gate, `/healthz` outside it. `stop` cancels
+/// every session and call (shutdown).
+pub(crate) fn router(
+    shared: Arc<Shared>,
+    settings: &HttpSettings,
+    gate: Arc<Gate>,
+    stop: CancellationToken,
+) -> Router {
+    // One cap for both transports.
+    let slots = SessionSlots::new(settings.max_sessions);
+    let mcp = streamable::routes(shared.clone(), settings, slots.clone(), stop.clone());
+    let legacy = sse::routes(sse::SseState {
+        shared,
+        sessions: Arc::default(),
+        slots,
+        idle: settings.session_idle_timeout,
+        keep_alive: settings.sse_keep_alive,
+        max_body_bytes: settings.max_body_bytes,
+        stop,
+    });
+    Router::new()
+        .merge(mcp)
+        .merge(legacy)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(settings.max_body_bytes))
+        .layer(middleware::from_fn_with_state(gate, gate::gate))
+        // After the layers, so outside the gate (GET also answers HEAD).
+        .route("/healthz", get(healthz))
+}
