@@ -207,9 +207,9 @@ pub(crate) fn render_instructions(tool: InstructionsFor<'_>) -> String {
     let purpose = purpose.map_or_else(
         || {
             let first = description.split(". ").next().unwrap_or(description);
-            first.trim_end_matches('.').to_string() + "."
+            first.trim_end_matches('.').to_owned() + "."
         },
-        str::to_string,
+        str::to_owned,
     );
     let mut params: Vec<String> = param_docs(input_schema)
         .iter()
@@ -234,7 +234,7 @@ pub(crate) fn render_instructions(tool: InstructionsFor<'_>) -> String {
             .filter(|d| d.required)
             .filter_map(|d| {
                 let prop = input_schema.get("properties")?.get(d.name)?;
-                Some((d.name.to_string(), example_value(prop)))
+                Some((d.name.to_owned(), example_value(prop)))
             })
             .collect();
         Value::Object(args)

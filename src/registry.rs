@@ -97,7 +97,7 @@ impl ToolRegistry {
     /// Register a tool. A second tool with a name already taken is logged and skipped (the first
     /// one wins): `Ok(false)`. A tool whose definition is invalid is refused with the reason.
     pub fn register(&mut self, tool: Arc<dyn AiTool>) -> Result<bool, DefinitionError> {
-        let name = tool.name().to_string();
+        let name = tool.name().to_owned();
         if self.index.contains_key(&name) {
             tracing::warn!(tool = %name, "a tool with this name is already registered; keeping the first one");
             return Ok(false);
@@ -219,7 +219,7 @@ impl ToolRegistry {
 
     fn unknown(&self, name: &str) -> ExecuteError {
         ExecuteError::UnknownTool {
-            name: name.to_string(),
+            name: name.to_owned(),
             available: self.names().join(", "),
         }
     }
@@ -300,7 +300,7 @@ fn check_arguments(entry: &Entry, instance: &Value) -> Result<(), ToolError> {
         .map(|error| {
             let pointer = error.instance_path().to_string();
             let field = if pointer.is_empty() {
-                "arguments".to_string()
+                "arguments".to_owned()
             } else {
                 format!("`{}`", pointer.trim_start_matches('/').replace('/', "."))
             };
@@ -363,7 +363,7 @@ mod tests {
             }
         }
         fn confirmation(&self, args: &JsonObject) -> Option<String> {
-            (args.get("path") == Some(&json!("risky"))).then(|| "touch risky".to_string())
+            (args.get("path") == Some(&json!("risky"))).then(|| "touch risky".to_owned())
         }
         async fn execute(
             &self,
@@ -463,7 +463,7 @@ mod tests {
         let all: Vec<String> = registry()
             .all()
             .iter()
-            .map(|t| t.name().to_string())
+            .map(|t| t.name().to_owned())
             .collect();
         assert_eq!(all, ["read_file", "list_directory", "web_search"]);
     }
@@ -474,7 +474,7 @@ mod tests {
         let f = |tags: &[&str], category: Option<&str>, pattern: Option<&str>| {
             r.filter(&ToolFilter {
                 tags: tags.iter().map(|t| t.to_string()).collect(),
-                category: category.map(str::to_string),
+                category: category.map(str::to_owned),
                 name_pattern: pattern.map(|p| Regex::new(p).unwrap()),
             })
             .names()
@@ -543,11 +543,10 @@ mod tests {
     }
 
     fn run(args: Value) -> Result<ToolOutput, ExecuteError> {
-        futures::executor::block_on(registry().execute(
-            "read_file",
-            args.as_object().cloned().unwrap(),
-            &ctx(),
-        ))
+        let Value::Object(args) = args else {
+            panic!("test arguments must be an object");
+        };
+        futures::executor::block_on(registry().execute("read_file", args, &ctx()))
     }
 
     #[test]

@@ -32,7 +32,7 @@ impl std::str::FromStr for Secret {
 
     /// For clap: `--token` / `TOOLPORT_TOKEN` are masked from the moment they are parsed.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Self(s.to_string()))
+        Ok(Self(s.to_owned()))
     }
 }
 
@@ -62,7 +62,7 @@ pub(crate) fn scrub<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret
     secrets
         .into_iter()
         .filter(|s| !s.expose().is_empty())
-        .fold(text.to_string(), |acc, s| acc.replace(s.expose(), MASK))
+        .fold(text.to_owned(), |acc, s| acc.replace(s.expose(), MASK))
 }
 
 #[cfg(test)]

@@ -160,7 +160,7 @@ impl ToolportServer {
             .iter()
             .map(|t| match t.title() {
                 Some(title) => format!("{} ({title})", t.name()),
-                None => t.name().to_string(),
+                None => t.name().to_owned(),
             })
             .collect();
         let ws = &self.shared.workspace;
@@ -385,10 +385,10 @@ impl ServerHandler for ToolportServer {
             }
             Err(ExecuteError::ConfirmationRequired { description }) => {
                 let params = confirm_params(&description)
-                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                    .map_err(|e| McpError::internal_error(e.to_owned(), None))?;
                 let mut requests = InputRequests::new();
                 requests.insert(
-                    CONFIRM_KEY.to_string(),
+                    CONFIRM_KEY.to_owned(),
                     InputRequest::Elicitation(ElicitRequest::new(params)),
                 );
                 // No request state: the retry carries the whole call again plus the answer,

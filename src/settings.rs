@@ -156,7 +156,7 @@ pub(crate) fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S:
 /// treat `VAR=`).
 pub(crate) fn env_value(env: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
     env(name)
-        .map(|v| v.trim().to_string())
+        .map(|v| v.trim().to_owned())
         .filter(|v| !v.is_empty())
 }
 

@@ -209,7 +209,7 @@ pub enum FileKind {
 
 impl FileKind {
     /// The kind of a file type (symlinks are reported as such, not followed).
-    pub(crate) fn of(t: &std::fs::FileType) -> Self {
+    pub(crate) fn of(t: std::fs::FileType) -> Self {
         #[cfg(unix)]
         {
             use std::os::unix::fs::FileTypeExt;
@@ -252,7 +252,7 @@ impl FileKind {
     }
 
     /// The kind of a file type from a confined lookup (cap-std's type of the same facts).
-    pub(crate) fn of_cap(t: &cap_std::fs::FileType) -> Self {
+    pub(crate) fn of_cap(t: cap_std::fs::FileType) -> Self {
         #[cfg(unix)]
         {
             use cap_std::fs::FileTypeExt;
@@ -509,7 +509,7 @@ impl Workspace {
                     match opened {
                         Ok(root) => add(root),
                         Err(error) => {
-                            tracing::warn!(root = %client.display(), %error, "ignoring a client root that cannot be opened inside the server's roots")
+                            tracing::warn!(root = %client.display(), %error, "ignoring a client root that cannot be opened inside the server's roots");
                         }
                     }
                 } else if op.path.starts_with(client) {
@@ -592,14 +592,14 @@ impl Workspace {
 
     fn outside(&self, user: &str) -> PathError {
         PathError::OutsideRoots {
-            path: user.to_string(),
+            path: user.to_owned(),
             roots: self.describe_roots(),
             first_root: self.first_root_name(),
         }
     }
 
     /// Map an I/O error from a confined lookup to a path error.
-    pub(crate) fn io_error(&self, target: &Target<'_>, error: io::Error) -> PathError {
+    pub(crate) fn io_error(&self, target: &Target<'_>, error: &io::Error) -> PathError {
         let path = target.display.display().to_string();
         if error.kind() == io::ErrorKind::PermissionDenied
             && error.to_string().contains(CAP_STD_ESCAPE)
@@ -630,7 +630,7 @@ impl Workspace {
         match self.secrets.matching(rel) {
             Some(pattern) => Err(PathError::Secret {
                 path: target.display.display().to_string(),
-                pattern: pattern.to_string(),
+                pattern: pattern.to_owned(),
             }),
             None => Ok(()),
         }
@@ -665,18 +665,18 @@ impl Workspace {
                     .root
                     .dir
                     .open_with(&target.rel, &options)
-                    .map_err(|e| self.io_error(&target, e))?
+                    .map_err(|e| self.io_error(&target, &e))?
                     .into_std()
             }
         };
-        let metadata = file.metadata().map_err(|e| self.io_error(&target, e))?;
+        let metadata = file.metadata().map_err(|e| self.io_error(&target, &e))?;
         if metadata.is_dir() {
-            return Err(self.io_error(&target, io::Error::from(io::ErrorKind::IsADirectory)));
+            return Err(self.io_error(&target, &io::Error::from(io::ErrorKind::IsADirectory)));
         }
         if !metadata.is_file() {
             return Err(PathError::NotRegular {
                 path: target.display.display().to_string(),
-                kind: FileKind::of(&metadata.file_type()),
+                kind: FileKind::of(metadata.file_type()),
             });
         }
         if !checked {
@@ -685,7 +685,7 @@ impl Workspace {
         Ok(OpenFile {
             file,
             metadata,
-            display: target.display.clone(),
+            display: target.display,
         })
     }
 
@@ -710,7 +710,7 @@ impl Workspace {
             .root
             .dir
             .open_dir(&target.rel)
-            .map_err(|e| self.io_error(&target, e))?;
+            .map_err(|e| self.io_error(&target, &e))?;
         self.check_real_path(&dir, &target)?;
         Ok((dir, target))
     }

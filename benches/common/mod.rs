@@ -9,13 +9,13 @@ use toolport::server::{Shared, ToolportServer};
 use toolport::transport::stdio::StdioTransport;
 
 /// A connected client and the task serving it.
-pub type Session = (
+pub(crate) type Session = (
     RunningService<RoleClient, ()>,
     tokio::task::JoinHandle<Result<QuitReason, tokio::task::JoinError>>,
 );
 
 /// Start a server for `shared` on `rt` and connect an rmcp client to it.
-pub fn mcp_session(rt: &tokio::runtime::Runtime, shared: &Arc<Shared>) -> Session {
+pub(crate) fn mcp_session(rt: &tokio::runtime::Runtime, shared: &Arc<Shared>) -> Session {
     rt.block_on(async {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_io);

@@ -42,7 +42,7 @@ impl FileConfig {
         })?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+            message: e.to_string().trim_end().to_owned(),
         })
     }
 }

@@ -157,7 +157,7 @@ impl Config {
         } else if let Some(roots) = &file.roots {
             roots.iter().map(|r| absolute(&file_dir, r)).collect()
         } else {
-            vec![cwd.clone()]
+            vec![cwd]
         };
         if roots.is_empty() {
             return Err(SettingError::new("roots", "at least one root is needed").into());

@@ -212,7 +212,7 @@ async fn reject(tx: Option<mpsc::Sender<Outgoing>>, line: &[u8], error: serde_js
         return;
     }
     let message = if value.is_array() {
-        "Invalid Request: batches are not supported; send one JSON-RPC message per line".to_string()
+        "Invalid Request: batches are not supported; send one JSON-RPC message per line".to_owned()
     } else {
         format!("Invalid Request: not a valid JSON-RPC 2.0 message for this server ({error})")
     };

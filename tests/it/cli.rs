@@ -32,7 +32,7 @@ fn names(defs: &Value, pointer: &str) -> Vec<String> {
     defs.as_array()
         .unwrap()
         .iter()
-        .map(|d| d.pointer(pointer).unwrap().as_str().unwrap().to_string())
+        .map(|d| d.pointer(pointer).unwrap().as_str().unwrap().to_owned())
         .collect()
 }
 
@@ -376,4 +376,29 @@ async fn every_export_format_has_portable_schemas() {
             "t.properties.b: constrains nothing",
         ]
     );
+}
+
+/// `toolport tools | head` and friends: the reader goes away before the output is written.
+/// A Unix tool then ends quietly with success; toolport used to panic with "failed printing
+/// to stdout: Broken pipe".
+#[tokio::test]
+async fn output_to_a_closed_pipe_ends_quietly() {
+    let (_d, root) = tempdir();
+    for args in [
+        &["tools"][..],
+        &["instructions"],
+        &["config"],
+        &["tools", "--format", "openai"],
+    ] {
+        let mut cmd = command(&root, args);
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        // Close the read end before the command writes anything.
+        drop(child.stdout.take());
+        let out = within(child.wait_with_output()).await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
 }

@@ -248,7 +248,7 @@ fn paths(listing: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| e["path"].as_str().unwrap().to_string())
+        .map(|e| e["path"].as_str().unwrap().to_owned())
         .collect()
 }
 

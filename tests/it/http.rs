@@ -39,7 +39,7 @@ fn long_command(pidfile: &Path) -> Value {
     json!({"command": "sh", "args": ["-c", format!("echo $$ > {}; exec sleep 300", pidfile.display())]})
 }
 
-fn tools_call(id: u64, name: &str, args: Value) -> String {
+fn tools_call(id: u64, name: &str, args: &Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
         .to_string()
 }
@@ -142,7 +142,7 @@ async fn legacy_sse_flow_answers_on_the_stream() {
     let answer = reader.message().await;
     assert_eq!(answer["id"], json!(2));
     assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 5);
-    let read = tools_call(3, "read_file", json!({"path": "hello.txt"}));
+    let read = tools_call(3, "read_file", &json!({"path": "hello.txt"}));
     assert_eq!(post_message(&endpoint, &read).await.status(), 202);
     let answer = reader.message().await;
     assert_eq!(
@@ -331,7 +331,7 @@ async fn without_a_token_one_is_generated_and_printed_and_no_auth_opts_out() {
         .nth(1)
         .and_then(|rest| rest.split('`').next())
         .unwrap_or_else(|| panic!("no generated token on stderr: {stderr}"))
-        .to_string();
+        .to_owned();
     assert_eq!(token.len(), 64, "{token}");
     let client = mcp_client(&server, &token, TestClient::default()).await;
     assert_eq!(within(client.list_all_tools()).await.unwrap().len(), 5);
@@ -378,7 +378,7 @@ async fn an_idle_session_expires() {
     let session = response.headers()["mcp-session-id"]
         .to_str()
         .unwrap()
-        .to_string();
+        .to_owned();
     drop(response);
     // Every request to a session restarts its idle clock, so the check waits longer than the
     // idle time before each try.
@@ -417,7 +417,7 @@ async fn raw_session(server: &Server) -> String {
     let session = response.headers()["mcp-session-id"]
         .to_str()
         .unwrap()
-        .to_string();
+        .to_owned();
     drop(response);
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let response = within(
@@ -466,7 +466,7 @@ async fn a_disconnect_cancels_the_running_command_stateful() {
     let response = within(
         authed(post_mcp(
             &server,
-            &tools_call(7, "execute_command", long_command(&pidfile)),
+            &tools_call(7, "execute_command", &long_command(&pidfile)),
         ))
         .header("mcp-session-id", &session)
         .header("mcp-protocol-version", "2025-06-18")
@@ -504,7 +504,7 @@ async fn a_disconnect_cancels_the_running_command_stateless() {
     // waiting for its response headers when the client goes away.
     let request = authed(post_mcp(
         &server,
-        &tools_call(7, "execute_command", long_command(&pidfile)),
+        &tools_call(7, "execute_command", &long_command(&pidfile)),
     ))
     .header("mcp-protocol-version", "2025-06-18")
     .send();
@@ -522,7 +522,7 @@ async fn a_disconnect_cancels_the_running_command_legacy_sse() {
     let server = start(&root, &["--config", &config], Some(TOKEN)).await;
     let (reader, endpoint) = legacy_session(&server).await;
     let pidfile = root.join("pid");
-    let call = tools_call(7, "execute_command", long_command(&pidfile));
+    let call = tools_call(7, "execute_command", &long_command(&pidfile));
     assert_eq!(post_message(&endpoint, &call).await.status(), 202);
     eventually("the command started", || first_pid(&pidfile).is_some()).await;
     let pid = first_pid(&pidfile).unwrap();

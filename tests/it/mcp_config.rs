@@ -57,7 +57,7 @@ fn toolport_args(file: &Path, entry: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|a| a.as_str().unwrap().to_string())
+        .map(|a| a.as_str().unwrap().to_owned())
         .collect();
     if let Some(kind) = entry.get("type") {
         assert_eq!(kind, &json!("stdio"), "{}", file.display());
@@ -79,7 +79,7 @@ fn toolport_args(file: &Path, entry: &Value) -> Vec<String> {
             match &cargo[3..] {
                 [] => {}
                 [flag, path] if flag == "--manifest-path" => {
-                    assert!(path.ends_with("/Cargo.toml"), "{path}")
+                    assert!(path.ends_with("/Cargo.toml"), "{path}");
                 }
                 other => panic!("{}: unexpected cargo arguments {other:?}", file.display()),
             }

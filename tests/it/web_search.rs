@@ -166,13 +166,13 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let path = uri.path().to_string();
+    let path = uri.path().to_owned();
     let scenario = path
         .trim_start_matches('/')
         .split('/')
         .next()
         .unwrap_or_default()
-        .to_string();
+        .to_owned();
     let provider = provider_of(&method, &path);
     let count = {
         let mut seen = state.seen.lock().unwrap();
@@ -240,7 +240,7 @@ async fn handle(
                 .and_then(|h| h.to_str().ok())
                 .and_then(|h| h.rsplit(':').next())
                 .unwrap_or_default()
-                .to_string();
+                .to_owned();
             let rest = uri.path_and_query().map(|p| p.as_str()).unwrap_or_default();
             let rest = rest.trim_start_matches("/redirect-away");
             (
@@ -387,8 +387,8 @@ fn titles_and_urls(out: &Value) -> Vec<(String, String)> {
         .iter()
         .map(|r| {
             (
-                r["title"].as_str().unwrap().to_string(),
-                r["url"].as_str().unwrap().to_string(),
+                r["title"].as_str().unwrap().to_owned(),
+                r["url"].as_str().unwrap().to_owned(),
             )
         })
         .collect()

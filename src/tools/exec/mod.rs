@@ -242,7 +242,7 @@ impl ExecuteCommand {
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
                 {
-                    part.to_string()
+                    part.to_owned()
                 } else {
                     format!("'{}'", part.replace('\'', r"'\''"))
                 }
@@ -308,12 +308,12 @@ pub fn child_env(
     Ok(env.into_iter().collect())
 }
 
-fn signal_name(status: &std::process::ExitStatus) -> Option<String> {
+fn signal_name(status: std::process::ExitStatus) -> Option<String> {
     use std::os::unix::process::ExitStatusExt;
     let number = status.signal()?;
     Some(
         nix::sys::signal::Signal::try_from(number)
-            .map(|s| s.as_str().to_string())
+            .map(|s| s.as_str().to_owned())
             .unwrap_or_else(|_| format!("signal {number}")),
     )
 }
@@ -327,7 +327,7 @@ fn render(r: &ExecResult) -> String {
     } else if let Some(signal) = &r.signal {
         format!("ended by {signal}")
     } else {
-        "did not start".to_string()
+        "did not start".to_owned()
     };
     text.push_str(&format!("{outcome} after {} ms\n", r.duration_ms));
     if r.timed_out {
@@ -466,7 +466,7 @@ impl TypedTool for ExecuteCommand {
                     signal: None,
                     stdout_bytes: 0,
                     stderr_bytes: 0,
-                    cwd: cwd_arg.to_string(),
+                    cwd: cwd_arg.to_owned(),
                     timeout,
                     command_line: cmdline,
                 });
@@ -523,7 +523,7 @@ impl TypedTool for ExecuteCommand {
             };
             stderr.text = format!("toolport: {why}");
         }
-        let signal = outcome.status.as_ref().and_then(signal_name);
+        let signal = outcome.status.and_then(signal_name);
         Ok(ExecResult {
             return_code: if outcome.timed_out {
                 None

@@ -60,7 +60,7 @@ impl Rule {
     fn parse(setting: &'static str, text: &str) -> Result<Self, PolicyError> {
         let err = |reason: String| PolicyError {
             setting,
-            rule: text.to_string(),
+            rule: text.to_owned(),
             reason,
         };
         let mut words = text.split_whitespace();
@@ -71,9 +71,9 @@ impl Rule {
             .map_err(|e| err(e.kind().to_string()))?
             .compile_matcher();
         Ok(Self {
-            text: text.to_string(),
+            text: text.to_owned(),
             program,
-            prefix: words.map(str::to_string).collect(),
+            prefix: words.map(str::to_owned).collect(),
         })
     }
 
@@ -143,7 +143,8 @@ fn wrapper_option_takes_value(wrapper: &str, option: &str) -> bool {
             option,
             "-I" | "-L" | "-n" | "-P" | "-s" | "-d" | "-E" | "-a"
         ),
-        "chrt" | "taskset" => false,
+        // `chrt PRIO CMD` and `taskset MASK CMD` take no option with a separate value;
+        // neither does anything else not listed.
         _ => false,
     }
 }
@@ -268,35 +269,35 @@ fn runs_downloaded_text(script: &str) -> bool {
 fn builtin_reasons(layer: &Layer<'_>, allow_shells: bool) -> Vec<String> {
     let a = layer.args;
     let mut reasons = Vec::new();
-    let mut why = |r: &str| reasons.push(r.to_string());
+    let mut why = |r: &str| reasons.push(r.to_owned());
     match layer.name {
         "rm" if has_flag(a, &['r', 'R', 'f'], &["recursive", "force"]) => {
-            why("rm with -r/-f deletes recursively or without asking")
+            why("rm with -r/-f deletes recursively or without asking");
         }
         "dd" => why("dd writes raw bytes and can overwrite disks"),
         n if n == "mkfs" || n.starts_with("mkfs.") => why("mkfs formats a filesystem, erasing it"),
         "shred" => why("shred destroys file contents beyond recovery"),
         "wipefs" | "fdisk" | "sfdisk" | "parted" | "gdisk" => {
-            why("it changes disk partitions or signatures")
+            why("it changes disk partitions or signatures");
         }
         "sudo" | "su" | "doas" | "pkexec" | "runas" => {
-            why("it runs a command with another user's privileges")
+            why("it runs a command with another user's privileges");
         }
         "chmod" | "chown" | "chgrp" if has_flag(a, &['R'], &["recursive"]) => {
-            why("a recursive permission or ownership change affects a whole tree")
+            why("a recursive permission or ownership change affects a whole tree");
         }
         "shutdown" | "reboot" | "halt" | "poweroff" => why("it shuts down or restarts the machine"),
         "init" | "telinit" if a.iter().any(|x| x == "0" || x == "6") => {
-            why("it shuts down or restarts the machine")
+            why("it shuts down or restarts the machine");
         }
         "systemctl"
             if a.iter()
                 .any(|x| matches!(x.as_str(), "poweroff" | "reboot" | "halt" | "kexec")) =>
         {
-            why("it shuts down or restarts the machine")
+            why("it shuts down or restarts the machine");
         }
         "kill" | "pkill" | "killall" if arg_is(a, "-1") && layer.name == "kill" => {
-            why("kill -1 signals every process the user can reach")
+            why("kill -1 signals every process the user can reach");
         }
         "killall" | "pkill" if a.iter().all(|x| x.starts_with('-')) => {}
         "git" => {
@@ -306,7 +307,7 @@ fn builtin_reasons(layer: &Layer<'_>, allow_shells: bool) -> Vec<String> {
             while i < a.len() {
                 match a[i].as_str() {
                     "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env" => {
-                        i += 2
+                        i += 2;
                     }
                     x if x.starts_with('-') => i += 1,
                     _ => {
@@ -333,16 +334,16 @@ fn builtin_reasons(layer: &Layer<'_>, allow_shells: bool) -> Vec<String> {
                             x.starts_with('+') || x.starts_with("--force-with-lease=")
                         }) =>
                     {
-                        why("git push --force rewrites history on the remote")
+                        why("git push --force rewrites history on the remote");
                     }
                     "reset" if arg_is(rest, "--hard") => {
-                        why("git reset --hard discards uncommitted changes")
+                        why("git reset --hard discards uncommitted changes");
                     }
                     "clean" if has_flag(rest, &['f'], &["force"]) => {
-                        why("git clean -f deletes untracked files")
+                        why("git clean -f deletes untracked files");
                     }
                     "branch" if has_flag(rest, &['D'], &[]) => {
-                        why("git branch -D deletes a branch even if unmerged")
+                        why("git branch -D deletes a branch even if unmerged");
                     }
                     _ => {}
                 }
@@ -473,7 +474,7 @@ mod tests {
     }
 
     fn decide(p: &Policy, line: &str) -> Decision {
-        let mut words = line.split_whitespace().map(str::to_string);
+        let mut words = line.split_whitespace().map(str::to_owned);
         let program = words.next().unwrap();
         p.decide(&program, &words.collect::<Vec<_>>())
     }

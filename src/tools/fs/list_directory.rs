@@ -288,7 +288,7 @@ impl Visitor<'_> {
             if walk.respect_gitignore && ignored(&self.ignores, &entry_abs, file_type.is_dir()) {
                 continue;
             }
-            let kind = FileKind::of_cap(&file_type);
+            let kind = FileKind::of_cap(file_type);
             let size = file_type
                 .is_file()
                 .then(|| entry.metadata().ok().map(|m| m.len()))

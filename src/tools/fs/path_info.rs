@@ -116,7 +116,7 @@ impl TypedTool for PathInfo {
         match ws.symlink_metadata(&target) {
             Ok(meta) => {
                 result.exists = true;
-                let kind = FileKind::of_cap(&meta.file_type());
+                let kind = FileKind::of_cap(meta.file_type());
                 result.kind = Some(kind);
                 fill(&mut result, &meta);
                 if kind == FileKind::Symlink {
@@ -125,14 +125,14 @@ impl TypedTool for PathInfo {
                     match ws.metadata(&target) {
                         Ok(followed) => {
                             result.target_type =
-                                Some(FileKind::of_cap(&followed.file_type()).as_str().into());
+                                Some(FileKind::of_cap(followed.file_type()).as_str().into());
                             fill(&mut result, &followed);
                         }
                         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                            result.target_type = Some("missing".into())
+                            result.target_type = Some("missing".into());
                         }
                         Err(e) => {
-                            let state = match ws.io_error(&target, e) {
+                            let state = match ws.io_error(&target, &e) {
                                 PathError::Escapes { .. } | PathError::OutsideRoots { .. } => {
                                     "outside_roots"
                                 }
@@ -146,7 +146,7 @@ impl TypedTool for PathInfo {
             Err(e)
                 if e.kind() == io::ErrorKind::NotFound
                     || e.kind() == io::ErrorKind::NotADirectory => {}
-            Err(e) => return Err(ws.io_error(&target, e).into()),
+            Err(e) => return Err(ws.io_error(&target, &e).into()),
         }
         Ok(result)
     }

@@ -247,7 +247,7 @@ fn read(
         .next_offset
         .or_else(|| end.filter(|&e| e <= scanned.total_lines));
     Ok(ReadFileResult {
-        path: display.to_string(),
+        path: display.to_owned(),
         content: scanned.content,
         encoding: encoding_name(encoding),
         total_lines: scanned.total_lines,
@@ -453,7 +453,7 @@ fn render(r: &ReadFileResult) -> String {
     }
     let last = r.offset + r.returned_lines.saturating_sub(1);
     let shown = if r.returned_lines == 0 {
-        "no lines".to_string()
+        "no lines".to_owned()
     } else {
         format!("lines {}-{last}", r.offset)
     };

@@ -47,7 +47,7 @@ pub struct FsArgs {
 }
 
 /// The `[limits]` section of the config file.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileLimits {
     read_max_bytes: Option<u64>,

@@ -63,7 +63,7 @@ pub const ANNOTATIONS: Annotations = Annotations {
 /// The tool's description, stating the real limits and cache lifetime.
 fn description(settings: &WebSettings) -> String {
     let cache = if settings.cache_ttl_secs.is_zero() {
-        "Results are not cached.".to_string()
+        "Results are not cached.".to_owned()
     } else {
         let secs = settings.cache_ttl_secs.as_secs();
         let lifetime = match secs {
@@ -198,7 +198,7 @@ fn build_provider(settings: &WebSettings, id: ProviderId) -> Option<Box<dyn Sear
 impl WebSearch {
     /// The tool with the `[web]` settings (already validated: every listed provider has what
     /// it needs).
-    pub fn new(settings: &WebSettings) -> Self {
+    pub(crate) fn new(settings: &WebSettings) -> Self {
         let backends = settings
             .providers
             .iter()
@@ -293,7 +293,7 @@ impl WebSearch {
 
 fn output(query: &str, answer: &Answer, cached: bool, failures: &[Failure]) -> SearchOutput {
     SearchOutput {
-        query: query.to_string(),
+        query: query.to_owned(),
         results: answer
             .hits
             .iter()
@@ -302,17 +302,17 @@ fn output(query: &str, answer: &Answer, cached: bool, failures: &[Failure]) -> S
                 title: hit.title.clone(),
                 url: hit.url.clone(),
                 snippet: hit.snippet.clone(),
-                provider: answer.provider.as_str().to_string(),
+                provider: answer.provider.as_str().to_owned(),
                 rank,
                 published: hit.published.clone(),
             })
             .collect(),
-        provider: answer.provider.as_str().to_string(),
+        provider: answer.provider.as_str().to_owned(),
         cached,
         failover: failures
             .iter()
             .map(|f| ProviderFailure {
-                provider: f.provider.as_str().to_string(),
+                provider: f.provider.as_str().to_owned(),
                 error: f.message.clone(),
             })
             .collect(),
@@ -350,7 +350,7 @@ fn render(out: &SearchOutput) -> String {
     let provider = ProviderId::DEFAULT_ORDER
         .into_iter()
         .find(|id| id.as_str() == out.provider)
-        .map_or_else(|| out.provider.clone(), |id| id.display_name().to_string());
+        .map_or_else(|| out.provider.clone(), |id| id.display_name().to_owned());
     let mut text = format!(
         "{} result{} for \"{}\" from {provider}{}:\n",
         out.results.len(),

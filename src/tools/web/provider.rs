@@ -182,7 +182,7 @@ pub fn plain_text(fragment: &str) -> String {
             .text()
             .collect()
     } else {
-        fragment.to_string()
+        fragment.to_owned()
     };
     collapse_whitespace(&text)
 }

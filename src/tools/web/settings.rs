@@ -446,12 +446,11 @@ impl WebSettings {
     pub fn missing(&self, id: ProviderId) -> Option<String> {
         let p = self.provider(id);
         match id {
-            ProviderId::Duckduckgo => None,
             ProviderId::Searxng if p.base_url.is_none() => Some(
                 "no SearXNG instance is set: set TOOLPORT_SEARXNG_URL or web.searxng.base_url"
                     .into(),
             ),
-            ProviderId::Searxng => None,
+            ProviderId::Duckduckgo | ProviderId::Searxng => None,
             ProviderId::Google if p.api_key.is_some() && p.cx.is_none() => {
                 Some("no search engine id is set: set TOOLPORT_GOOGLE_CX or web.google.cx".into())
             }
@@ -545,7 +544,7 @@ fn load_provider(
         _ => file.base_url,
     };
     let base_url = match base_url {
-        Some(raw) => Some(check_url(&key("base_url"), raw)?),
+        Some(raw) => Some(check_url(&key("base_url"), &raw)?),
         None => id.default_base_url().map(String::from),
     };
     let cx = match id {
@@ -568,26 +567,26 @@ fn load_provider(
     })
 }
 
-fn check_url(key: &str, raw: String) -> Result<String, SettingError> {
+fn check_url(key: &str, raw: &str) -> Result<String, SettingError> {
     let url = url::Url::parse(raw.trim()).map_err(|e| {
         invalid(
-            key.to_string(),
+            key.to_owned(),
             format!("{raw:?} is not a URL ({e}); write it like https://search.example.org"),
         )
     })?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(invalid(
-            key.to_string(),
+            key.to_owned(),
             format!("{raw:?} must be an http:// or https:// URL with a host"),
         ));
     }
     if !url.username().is_empty() || url.password().is_some() || url.query().is_some() {
         return Err(invalid(
-            key.to_string(),
+            key.to_owned(),
             "must not contain credentials or a query string (keys go in api_key or the environment)",
         ));
     }
-    Ok(url.as_str().trim_end_matches('/').to_string())
+    Ok(url.as_str().trim_end_matches('/').to_owned())
 }
 
 #[cfg(test)]

@@ -74,7 +74,7 @@ impl IntoResponse for Rejection {
         let (status, message, challenge) = match self {
             Rejection::MissingHost => (
                 StatusCode::FORBIDDEN,
-                "forbidden: the request has no valid Host header".to_string(),
+                "forbidden: the request has no valid Host header".to_owned(),
                 None,
             ),
             Rejection::Host(host) => (
@@ -148,7 +148,7 @@ impl Gate {
                 .ok_or(Rejection::MissingHost)?;
             let host = host_of(raw).ok_or(Rejection::MissingHost)?;
             if !self.allowed_hosts.contains(&host) {
-                return Err(Rejection::Host(raw.to_string()));
+                return Err(Rejection::Host(raw.to_owned()));
             }
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
@@ -315,7 +315,7 @@ impl OriginRule {
             .host_str()
             .ok_or_else(|| format!("{text:?} has no host"))?;
         Ok(OriginRule::Site {
-            scheme: url.scheme().to_string(),
+            scheme: url.scheme().to_owned(),
             host: normalize_host(host),
             port: if any_port {
                 None

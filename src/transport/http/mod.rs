@@ -165,7 +165,7 @@ pub(crate) fn router(
 ) -> Router {
     // One cap for both transports.
     let slots = SessionSlots::new(settings.max_sessions);
-    let mcp = streamable::routes(shared.clone(), settings, slots.clone(), stop.clone());
+    let mcp = streamable::routes(shared.clone(), settings, slots.clone(), &stop);
     let legacy = sse::routes(sse::SseState {
         shared,
         sessions: Arc::default(),

@@ -187,7 +187,7 @@ fn default_origins() -> Vec<OriginRule> {
     for host in LOOPBACK_HOSTS {
         for scheme in ["http", "https"] {
             rules.push(OriginRule::Site {
-                scheme: scheme.to_string(),
+                scheme: scheme.to_owned(),
                 host: host.to_string(),
                 port: None,
             });
@@ -220,8 +220,8 @@ fn parse_bind(text: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{text:?} resolves to no address"))
 }
 
-fn check_token(token: String, key: &'static str) -> Result<Secret, SettingError> {
-    let token = token.trim().to_string();
+fn check_token(token: &str, key: &'static str) -> Result<Secret, SettingError> {
+    let token = token.trim().to_owned();
     let invalid = |message: String| SettingError::new(key, message);
     if token.len() < MIN_TOKEN_LEN {
         return Err(invalid(format!(
@@ -263,10 +263,7 @@ impl HttpSettings {
             .map_err(|message| SettingError::new("--http", message))?;
 
         let token = if let Some(token) = &args.token {
-            Some(check_token(
-                token.expose().to_string(),
-                "--token / TOOLPORT_TOKEN",
-            )?)
+            Some(check_token(token.expose(), "--token / TOOLPORT_TOKEN")?)
         } else if let Some(path) = args.token_file.as_ref().or(file.token_file.as_ref()) {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 SettingError::new(
@@ -274,9 +271,9 @@ impl HttpSettings {
                     format!("cannot read the token file {}: {e}", path.display()),
                 )
             })?;
-            Some(check_token(text, "http.token_file")?)
+            Some(check_token(&text, "http.token_file")?)
         } else if let Some(token) = file.token {
-            Some(check_token(token, "http.token")?)
+            Some(check_token(&token, "http.token")?)
         } else {
             None
         };

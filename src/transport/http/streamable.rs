@@ -53,7 +53,7 @@ pub(crate) fn routes(
     shared: Arc<Shared>,
     settings: &HttpSettings,
     slots: Arc<SessionSlots>,
-    stop: CancellationToken,
+    stop: &CancellationToken,
 ) -> Router {
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(settings.session_idle_timeout);

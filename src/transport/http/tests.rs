@@ -102,7 +102,7 @@ async fn challenge(authorization: Option<&str>) -> String {
     let challenge = response.headers()[header::WWW_AUTHENTICATE]
         .to_str()
         .unwrap()
-        .to_string();
+        .to_owned();
     let body = text(response).await;
     assert!(body.starts_with("unauthorized: "), "{body}");
     assert!(!body.contains(TOKEN), "the answer leaks the token: {body}");

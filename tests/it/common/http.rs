@@ -67,7 +67,7 @@ pub(crate) async fn start(root: &Path, args: &[&str], token: Option<&str>) -> Se
                     .split_whitespace()
                     .next()
                     .unwrap_or_default()
-                    .to_string();
+                    .to_owned();
                 let _ = tx.send(Some(url));
             }
             let mut log = log.lock().unwrap();
@@ -116,7 +116,7 @@ pub(crate) fn post_mcp(server: &Server, body: &str) -> reqwest::RequestBuilder {
         .post(format!("{}/mcp", server.url))
         .header("content-type", "application/json")
         .header("accept", ACCEPT)
-        .body(body.to_string())
+        .body(body.to_owned())
 }
 
 /// Reads `event:`/`data:` frames from a streaming response.
@@ -139,13 +139,13 @@ impl SseReader {
             loop {
                 if let Some(end) = self.buffer.find("\n\n") {
                     let frame: String = self.buffer.drain(..end + 2).collect();
-                    let mut name = "message".to_string();
+                    let mut name = "message".to_owned();
                     let mut data = Vec::new();
                     for line in frame.lines() {
                         if let Some(v) = line.strip_prefix("event:") {
-                            name = v.trim().to_string();
+                            name = v.trim().to_owned();
                         } else if let Some(v) = line.strip_prefix("data:") {
-                            data.push(v.strip_prefix(' ').unwrap_or(v).to_string());
+                            data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
                         }
                     }
                     if !data.is_empty() {
@@ -194,7 +194,7 @@ pub(crate) async fn open_sse(server: &Server) -> (SseReader, String) {
 }
 
 pub(crate) async fn post_message(endpoint: &str, body: &str) -> reqwest::Response {
-    within(authed(http().post(endpoint)).body(body.to_string()).send())
+    within(authed(http().post(endpoint)).body(body.to_owned()).send())
         .await
         .unwrap()
 }

@@ -22,14 +22,14 @@ use serde_json::Value;
 use tokio::process::Command;
 use tokio::sync::mpsc;
 
-pub mod http;
-pub mod process;
+pub(crate) mod http;
+pub(crate) mod process;
 
 /// Generous: CI machines are shared and slow; a hang still fails the test.
-pub const TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Await `f`, failing the test if it takes longer than [`TIMEOUT`].
-pub async fn within<F: Future>(f: F) -> F::Output {
+pub(crate) async fn within<F: Future>(f: F) -> F::Output {
     match tokio::time::timeout(TIMEOUT, f).await {
         Ok(out) => out,
         Err(_) => panic!("timed out after {TIMEOUT:?}"),
@@ -37,13 +37,13 @@ pub async fn within<F: Future>(f: F) -> F::Output {
 }
 
 /// The binary under test.
-pub fn bin() -> &'static str {
+pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_toolport")
 }
 
 /// A command for the binary serving `root`, isolated from the developer's own config and
 /// environment.
-pub fn command(root: &Path, args: &[&str]) -> Command {
+pub(crate) fn command(root: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
     cmd.arg("--root").arg(root).args(args);
     isolate(&mut cmd, root);
@@ -51,7 +51,7 @@ pub fn command(root: &Path, args: &[&str]) -> Command {
 }
 
 /// A command for the binary with exactly `args`, run in `cwd`.
-pub fn bare_command(cwd: &Path, args: &[&str]) -> Command {
+pub(crate) fn bare_command(cwd: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
     cmd.args(args);
     isolate(&mut cmd, cwd);
@@ -59,7 +59,7 @@ pub fn bare_command(cwd: &Path, args: &[&str]) -> Command {
 }
 
 /// Remove any TOOLPORT_* settings and point the config dir somewhere empty.
-pub fn isolate(cmd: &mut Command, dir: &Path) {
+pub(crate) fn isolate(cmd: &mut Command, dir: &Path) {
     for (key, _) in std::env::vars() {
         if key.starts_with("TOOLPORT_") {
             cmd.env_remove(key);
@@ -73,7 +73,7 @@ pub fn isolate(cmd: &mut Command, dir: &Path) {
 /// A test client: declares roots only when given some, and forwards progress notifications
 /// to a channel the test can await.
 #[derive(Clone)]
-pub struct TestClient {
+pub(crate) struct TestClient {
     pub roots: Option<Arc<Mutex<Vec<String>>>>,
     /// `None`: no elicitation capability. `Some(true)`: accept every confirmation;
     /// `Some(false)`: decline.
@@ -104,7 +104,7 @@ impl Default for TestClient {
 
 impl TestClient {
     /// A client that declares the roots capability and lists these root URIs.
-    pub fn with_roots(uris: &[String]) -> Self {
+    pub(crate) fn with_roots(uris: &[String]) -> Self {
         Self {
             roots: Some(Arc::new(Mutex::new(uris.to_vec()))),
             ..Default::default()
@@ -112,7 +112,7 @@ impl TestClient {
     }
 
     /// A client that supports elicitation and answers every confirmation with `accept`.
-    pub fn confirming(accept: bool) -> Self {
+    pub(crate) fn confirming(accept: bool) -> Self {
         Self {
             elicit: Some(accept),
             ..Default::default()
@@ -120,7 +120,7 @@ impl TestClient {
     }
 
     /// One message each time the server asks for roots (can be taken once).
-    pub fn roots_asked(&self) -> mpsc::UnboundedReceiver<()> {
+    pub(crate) fn roots_asked(&self) -> mpsc::UnboundedReceiver<()> {
         self.roots_asked_rx
             .lock()
             .unwrap()
@@ -129,7 +129,7 @@ impl TestClient {
     }
 
     /// Replace the roots this client lists.
-    pub fn set_roots(&self, uris: &[String]) {
+    pub(crate) fn set_roots(&self, uris: &[String]) {
         *self
             .roots
             .as_ref()
@@ -139,7 +139,7 @@ impl TestClient {
     }
 
     /// The progress notifications this client receives (can be taken once).
-    pub fn progress(&self) -> mpsc::UnboundedReceiver<ProgressNotificationParam> {
+    pub(crate) fn progress(&self) -> mpsc::UnboundedReceiver<ProgressNotificationParam> {
         self.progress_rx
             .lock()
             .unwrap()
@@ -204,20 +204,20 @@ impl ClientHandler for TestClient {
     }
 }
 
-pub type Client = RunningService<RoleClient, TestClient>;
+pub(crate) type Client = RunningService<RoleClient, TestClient>;
 
 /// Start the binary serving `root` and connect a default client.
-pub async fn connect(root: &Path) -> Client {
+pub(crate) async fn connect(root: &Path) -> Client {
     connect_with(root, &[], TestClient::default()).await
 }
 
 /// Start the binary with extra arguments and connect `client`.
-pub async fn connect_with(root: &Path, args: &[&str], client: TestClient) -> Client {
+pub(crate) async fn connect_with(root: &Path, args: &[&str], client: TestClient) -> Client {
     connect_command(command(root, args), client).await
 }
 
 /// Start a prepared command and connect `client`.
-pub async fn connect_command(mut cmd: Command, client: TestClient) -> Client {
+pub(crate) async fn connect_command(mut cmd: Command, client: TestClient) -> Client {
     cmd.stderr(Stdio::null());
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
@@ -227,18 +227,18 @@ pub async fn connect_command(mut cmd: Command, client: TestClient) -> Client {
 }
 
 /// Call a tool and return the result (tool errors are results too).
-pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
     let args = args
         .as_object()
         .cloned()
         .expect("arguments must be an object");
-    within(client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args)))
+    within(client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)))
         .await
         .expect("tools/call answered")
 }
 
 /// The text of a result's first content block.
-pub fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result
         .content
         .first()
@@ -248,7 +248,7 @@ pub fn text(result: &CallToolResult) -> String {
 }
 
 /// Assert a successful result and return its structured content.
-pub fn ok(result: &CallToolResult) -> Value {
+pub(crate) fn ok(result: &CallToolResult) -> Value {
     assert_ne!(
         result.is_error,
         Some(true),
@@ -262,7 +262,7 @@ pub fn ok(result: &CallToolResult) -> Value {
 }
 
 /// Assert an error result and return its message.
-pub fn err(result: &CallToolResult) -> String {
+pub(crate) fn err(result: &CallToolResult) -> String {
     assert_eq!(
         result.is_error,
         Some(true),
@@ -273,14 +273,14 @@ pub fn err(result: &CallToolResult) -> String {
 }
 
 /// A temp dir whose path is canonical (so expected absolute paths compare equal).
-pub fn tempdir() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn tempdir() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = std::fs::canonicalize(dir.path()).unwrap();
     (dir, path)
 }
 
 /// `file://` URI of a path.
-pub fn uri(path: &Path) -> String {
+pub(crate) fn uri(path: &Path) -> String {
     url_from(path)
 }
 
