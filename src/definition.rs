@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::tool::{Annotations, JsonObject};
 
 /// The longest tool name every target format accepts (OpenAI caps function names at 64).
-pub const MAX_TOOL_NAME_LEN: usize = 64;
+pub(crate) const MAX_TOOL_NAME_LEN: usize = 64;
 
 /// Why a definition is not acceptable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,7 +29,7 @@ pub enum DefinitionError {
     /// The input schema is not valid JSON Schema.
     #[error("tool {name}: the input schema is not valid JSON Schema: {reason}")]
     InvalidSchema {
-        /// The tool.
+        /// The tool's name.
         name: String,
         /// What the schema compiler said.
         reason: String,
@@ -66,7 +66,7 @@ pub struct ToolDefinition {
 }
 
 /// Whether `name` is a valid tool name in every target format.
-pub fn is_valid_tool_name(name: &str) -> bool {
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }

@@ -17,18 +17,18 @@
 
 pub mod cli;
 pub mod config;
-pub mod definition;
+mod definition;
 pub mod hidden;
 pub mod instructions;
 pub mod registry;
-pub mod schema;
-pub mod secret;
+mod schema;
+mod secret;
 pub mod server;
-pub mod settings;
+mod settings;
 pub mod tool;
 pub mod tools;
 pub mod transport;
-pub mod typed;
+mod typed;
 pub mod workspace;
 
 use std::sync::Arc;

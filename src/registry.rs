@@ -217,7 +217,8 @@ impl ToolRegistry {
         check_arguments(entry, &Value::Object(args.clone())).map_err(ExecuteError::Tool)
     }
 
-    fn unknown(&self, name: &str) -> ExecuteError {
+    /// The error for a call to a tool that is not registered.
+    pub(crate) fn unknown(&self, name: &str) -> ExecuteError {
         ExecuteError::UnknownTool {
             name: name.to_owned(),
             available: self.names().join(", "),

@@ -49,7 +49,7 @@ pub const ALL_INSTRUCTIONS_PROMPT: &str = "tool_instructions";
 /// What every session shares: built once at start-up.
 #[derive(Debug)]
 pub struct Shared {
-    /// The tools.
+    /// Every tool this server serves, shared by all sessions.
     pub registry: Arc<ToolRegistry>,
     /// What happens to a call that needs confirmation when the client cannot ask
     /// (`[exec] confirm`).
@@ -209,7 +209,7 @@ impl ProgressSink for McpProgress {
 struct McpConfirmer {
     peer: Peer<RoleServer>,
     /// The request uses the 2026-07-28 protocol (server-to-client requests are forbidden).
-    modern: bool,
+    input_required_flow: bool,
     /// The client declared the elicitation capability.
     can_elicit: bool,
     /// The answer to an earlier `InputRequiredResult`, when the client retries with one.
@@ -247,7 +247,7 @@ fn accepted(result: &ElicitResult) -> bool {
 #[async_trait]
 impl Confirmer for McpConfirmer {
     async fn confirm(&self, description: &str) -> Confirmation {
-        if self.modern {
+        if self.input_required_flow {
             return match &self.answer {
                 Some(answer) => match serde_json::from_value::<ElicitResult>(answer.clone()) {
                     Ok(result) if accepted(&result) => Confirmation::Accepted,
@@ -332,12 +332,10 @@ impl ServerHandler for ToolportServer {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let registry = &self.shared.registry;
+        // Checked before waiting for the client's roots: an unknown tool is answered at once.
         if registry.get(&name).is_none() {
             return Err(McpError::invalid_params(
-                format!(
-                    "unknown tool {name:?}; available tools: {}",
-                    registry.names().join(", ")
-                ),
+                registry.unknown(&name).to_string(),
                 None,
             ));
         }
@@ -356,9 +354,9 @@ impl ServerHandler for ToolportServer {
             workspace: self.workspace(),
             confirmer: Arc::new(McpConfirmer {
                 peer: context.peer.clone(),
-                modern: context
+                input_required_flow: context
                     .protocol_version()
-                    .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()),
+                    .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28),
                 can_elicit: context
                     .client_capabilities()
                     .is_some_and(|caps| caps.elicitation.is_some()),

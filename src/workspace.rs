@@ -69,15 +69,15 @@ pub enum WorkspaceError {
     Root {
         /// The root as given.
         path: PathBuf,
-        /// Why.
+        /// The operating system's reason.
         source: io::Error,
     },
     /// A secret pattern is not a valid glob.
     #[error("invalid secret pattern {pattern:?}: {reason}")]
     Pattern {
-        /// The pattern.
+        /// The pattern as written in `workspace.secret_patterns`.
         pattern: String,
-        /// Why.
+        /// What the glob parser said.
         reason: String,
     },
 }
@@ -795,4 +795,152 @@ pub fn client_root_path(uri: &str) -> Option<PathBuf> {
     }
     let path = url.to_file_path().ok()?;
     std::fs::canonicalize(path).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(patterns: &[&str]) -> SecretRules {
+        let patterns: Vec<String> = patterns.iter().map(ToString::to_string).collect();
+        SecretRules::new(&patterns).unwrap()
+    }
+
+    #[test]
+    fn secret_rules_match_components_or_whole_paths() {
+        let defaults = rules(DEFAULT_SECRET_PATTERNS);
+        for (path, expected) in [
+            (".env", Some(".env*")),
+            (".env.local", Some(".env*")),
+            ("app/.env.production", Some(".env*")),
+            ("certs/server.pem", Some("*.pem")),
+            ("home/.ssh/config", Some(".ssh")),
+            (".ssh", Some(".ssh")),
+            ("keys/id_ed25519.pub", Some("id_ed25519*")),
+            ("src/main.rs", None),
+            ("environment.md", None),
+            ("docs/ssh.md", None),
+            ("pem", None),
+        ] {
+            assert_eq!(defaults.matching(Path::new(path)), expected, "{path}");
+        }
+        let whole = rules(&["config/prod/*.toml", "secrets/"]);
+        for (path, expected) in [
+            ("config/prod/db.toml", Some("config/prod/*.toml")),
+            ("app/config/prod/db.toml", Some("config/prod/*.toml")),
+            ("config/dev/db.toml", None),
+            ("secrets", Some("secrets/")),
+            ("a/secrets/b.txt", Some("secrets/")),
+        ] {
+            assert_eq!(whole.matching(Path::new(path)), expected, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_bad_pattern_is_an_error_naming_it() {
+        let err = SecretRules::new(&["a[".to_owned()])
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.starts_with("invalid secret pattern \"a[\"")),
+            "{err:?}"
+        );
+    }
+
+    /// A workspace over two real directories, `<tmp>/a` (first) and `<tmp>/b`.
+    fn two_roots() -> (tempfile::TempDir, Workspace, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let (a, b) = (base.join("a"), base.join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let ws = Workspace::new(&[a.clone(), b.clone()], &[]).unwrap();
+        (dir, ws, a, b)
+    }
+
+    #[test]
+    fn target_resolves_lexically_against_the_roots() {
+        let (_d, ws, a, b) = two_roots();
+        let shown = |user: &str| {
+            ws.target(user)
+                .map(|t| t.display().to_path_buf())
+                .map_err(|e| std::mem::discriminant(&e))
+        };
+        let outside = Err(std::mem::discriminant(&PathError::OutsideRoots {
+            path: String::new(),
+            roots: String::new(),
+            first_root: String::new(),
+        }));
+        for (user, expected) in [
+            ("x.txt", Ok(a.join("x.txt"))),
+            (".", Ok(a.clone())),
+            ("./src/../x.txt", Ok(a.join("x.txt"))),
+            ("src/./lib.rs", Ok(a.join("src/lib.rs"))),
+            ("..", outside.clone()),
+            ("src/../../x", outside.clone()),
+        ] {
+            assert_eq!(shown(user), expected, "{user}");
+        }
+        let in_b = b.join("deep/file.rs");
+        assert_eq!(shown(in_b.to_str().unwrap()), Ok(in_b.clone()));
+        // `/w/b2` is not inside `/w/b`: containment is by component, not by prefix.
+        let sibling = format!("{}2/x", b.display());
+        assert_eq!(shown(&sibling), outside);
+        assert_eq!(shown("/etc/passwd"), outside);
+    }
+
+    #[test]
+    fn target_refuses_empty_and_nul_paths_saying_why() {
+        let (_d, ws, a, _b) = two_roots();
+        let empty = ws.target("").map(|_| ()).unwrap_err();
+        assert_eq!(
+            empty,
+            PathError::Empty {
+                first_root: a.display().to_string(),
+                roots: ws.describe_roots(),
+            }
+        );
+        assert_eq!(
+            ws.target("a\0b").map(|_| ()).unwrap_err(),
+            PathError::NulByte
+        );
+        assert_eq!(
+            ws.target("../x").map(|_| ()).unwrap_err().to_string(),
+            format!(
+                "../x is outside the allowed roots; allowed roots are: {}. Relative paths resolve against {}",
+                ws.describe_roots(),
+                a.display()
+            )
+        );
+    }
+
+    #[test]
+    fn client_roots_only_narrow() {
+        let (_d, ws, a, _b) = two_roots();
+        let inner = a.join("inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        let narrowed = ws.narrow(std::slice::from_ref(&inner));
+        assert_eq!(narrowed.describe_roots(), inner.display().to_string());
+        assert!(
+            narrowed.target("../x").is_err(),
+            "the parent is no longer in"
+        );
+        // A client root outside the operator's roots adds nothing.
+        let outside = ws.narrow(&[PathBuf::from("/")]);
+        assert!(outside.target("/etc/passwd").is_err());
+    }
+
+    #[test]
+    fn file_kinds_have_one_vocabulary() {
+        assert_eq!(
+            [FileKind::File, FileKind::BlockDevice, FileKind::Fifo].map(FileKind::as_str),
+            ["file", "block_device", "fifo"]
+        );
+        assert_eq!(
+            serde_json::to_value([FileKind::CharDevice, FileKind::Symlink]).unwrap(),
+            serde_json::json!(["char_device", "symlink"])
+        );
+        assert_eq!(FileKind::Fifo.describe(), "named pipe (FIFO)");
+    }
 }

@@ -36,7 +36,7 @@ pub enum ConfigError {
     /// The config file cannot be read.
     #[error("cannot read the config file {path}: {source}")]
     Read {
-        /// The file.
+        /// The config file: `--config`, or the default one that exists.
         path: PathBuf,
         /// The operating system's reason.
         source: std::io::Error,
@@ -44,7 +44,7 @@ pub enum ConfigError {
     /// The config file is not valid TOML or has an unknown key or a wrong type.
     #[error("invalid config file {path}: {message}")]
     Parse {
-        /// The file.
+        /// The config file that was read.
         path: PathBuf,
         /// The parser's message, naming the key and position.
         message: String,

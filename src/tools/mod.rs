@@ -9,9 +9,9 @@ use crate::tool::AiTool;
 use crate::typed::typed;
 
 pub mod exec;
-pub mod fs;
+pub(crate) mod fs;
 mod selection;
-pub mod web;
+pub(crate) mod web;
 
 pub(crate) use selection::FileTools;
 pub use selection::{SelectionArgs, ToolSelection};
@@ -52,7 +52,7 @@ pub enum SelectionError {
     /// `tools.enabled` or `tools.disabled` names a tool that does not exist.
     #[error("unknown tool {name:?} in {key}; known tools are: {known}")]
     UnknownTool {
-        /// The name.
+        /// The name as configured.
         name: String,
         /// `tools.enabled` or `tools.disabled`.
         key: &'static str,
@@ -62,7 +62,7 @@ pub enum SelectionError {
     /// A tool's settings are invalid (e.g. an unparsable policy rule).
     #[error("cannot set up {tool}: {reason}")]
     Setup {
-        /// The tool.
+        /// The tool's name.
         tool: &'static str,
         /// What is wrong, naming the setting.
         reason: String,

@@ -6,7 +6,7 @@
 //!
 //! Every session, whatever carries it, ends the same way: [`serve_until_stopped`].
 
-pub mod http;
+pub(crate) mod http;
 pub mod stdio;
 
 use rmcp::RoleServer;

@@ -34,7 +34,7 @@ use crate::tool::{Annotations, ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 use crate::workspace::PathError;
 
-pub mod policy;
+pub(crate) mod policy;
 pub mod process;
 pub mod sandbox;
 mod settings;

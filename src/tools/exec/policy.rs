@@ -18,7 +18,7 @@ use globset::{Glob, GlobMatcher};
 
 /// What the policy says about one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Run it.
     Allow,
     /// Never run it.
@@ -38,7 +38,7 @@ pub enum Decision {
 /// A rule string that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid rule {rule:?} in exec.{setting}: {reason}")]
-pub struct PolicyError {
+pub(crate) struct PolicyError {
     /// `allow`, `deny` or `confirm_rules`.
     pub setting: &'static str,
     /// The rule as written.
@@ -93,7 +93,7 @@ struct Layer<'a> {
 
 /// The command policy.
 #[derive(Debug, Clone)]
-pub struct Policy {
+pub(crate) struct Policy {
     allow: Vec<Rule>,
     deny: Vec<Rule>,
     confirm: Vec<Rule>,
@@ -395,7 +395,7 @@ impl Policy {
     /// Build the policy. `allow`: if non-empty, only commands matching one of these rules may
     /// run. `deny`: commands matching any of these never run (deny wins). `confirm_rules`: more
     /// commands needing confirmation. `allow_shells`: shell command strings run without it.
-    pub fn new(
+    pub(crate) fn new(
         allow: &[String],
         deny: &[String],
         confirm_rules: &[String],
@@ -413,7 +413,7 @@ impl Policy {
     }
 
     /// Judge one command.
-    pub fn decide(&self, program: &str, args: &[String]) -> Decision {
+    pub(crate) fn decide(&self, program: &str, args: &[String]) -> Decision {
         let layers = layers(program, args);
         for layer in &layers {
             if let Some(rule) = self.deny.iter().find(|r| r.matches(layer)) {

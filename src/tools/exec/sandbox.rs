@@ -117,7 +117,11 @@ const OPT_READ: &str = "--read";
 const OPT_NO_NETWORK: &str = "--no-network";
 const OPT_END: &str = "--";
 
-/// Whether Landlock can enforce `spec` on this kernel: Ok(description of the ABI, e.g. "Landlock ABI 6") or Err(a clear diagnostic: why not, e.g. "the kernel does not support Landlock (needs Linux 5.13+ with CONFIG_SECURITY_LANDLOCK and `landlock` in the lsm= boot list)", or "network blocking needs Landlock ABI 4 (Linux 6.7+), this kernel has ABI 3"). Must not restrict the calling process (probe only, e.g. by creating a ruleset without restrict_self). Cheap enough to call once at start-up.
+/// Whether Landlock can enforce `spec` on this kernel. Returns the ABI in use ("Landlock ABI
+/// 6"), or why it cannot: no Landlock in the kernel (it needs Linux 5.13+ with
+/// `CONFIG_SECURITY_LANDLOCK` and `landlock` in the `lsm=` boot list), or an ABI too old for
+/// what `spec` asks (blocking the network needs ABI 4, Linux 6.7+). Only builds a ruleset; the
+/// calling process is not restricted. Cheap enough to call once at start-up.
 ///
 /// It checks the ABI, opens every path of `spec` and builds the complete ruleset the shim would
 /// enforce, then drops it: a missing workspace root is reported here too.
@@ -128,7 +132,10 @@ pub fn probe(spec: &SandboxSpec) -> Result<String, String> {
     Ok(describe(status))
 }
 
-/// The argv that runs `program args` confined by `spec` through the shim: (path of the current executable, args for it), i.e. [`__sandbox-exec`, --write.., --read.., --no-network?, `--`, program, args...]. Paths and args are OsString-safe (no lossy conversion).
+/// The command that runs `program args` confined by `spec`: the current executable, and the
+/// arguments `__sandbox-exec --write DIR … --read DIR … [--no-network] -- PROGRAM ARGS…`
+/// that [`run_shim`] parses back. Paths and arguments stay `OsString`s (nothing is converted
+/// lossily).
 ///
 /// Fails with [`io::ErrorKind::InvalidInput`] when a path of `spec` is not absolute or `program`
 /// is empty, and with the error of [`std::env::current_exe`] when that fails.
@@ -160,7 +167,16 @@ pub fn shim_command(
     Ok((std::env::current_exe()?, argv))
 }
 
-/// The shim's entry point: parse `args` (everything after the subcommand name), apply Landlock, exec the program. Only returns on failure: it then prints a one-line diagnostic prefixed "toolport sandbox:" to stderr and returns the exit code to use: 125 when the sandbox cannot be enforced (FAIL CLOSED: never run the program unconfined — if the ruleset is only partially enforced, e.g. RulesetStatus::PartiallyEnforced or NotEnforced, refuse), 127 when the program is not found, 126 when it cannot be executed.
+/// The shim's entry point: parses `args` (everything after the subcommand name), applies
+/// Landlock, and execs the program. Returns only on failure, after a one-line diagnostic on
+/// stderr starting with "toolport sandbox:", with the exit code to use: 125 when the sandbox
+/// cannot be enforced (fail closed: a ruleset that is only partly enforced refuses too, so the
+/// program never runs unconfined), 127 when the program is not found, 126 when it cannot be
+/// executed.
+///
+/// The argument parser is hand-written, not clap: it runs before anything else in the
+/// process, and it only has to read back what [`shim_command`] wrote (tests check the round
+/// trip).
 ///
 /// Call it before the process starts any thread: Landlock restricts the calling thread, which
 /// then `execve`s (so the program is fully confined either way, but other threads of the shim
@@ -210,7 +226,6 @@ enum SandboxError {
     /// A writable directory is missing or is not a directory.
     #[error("writable directory {}: {reason}", path.display())]
     Writable {
-        /// The directory.
         path: PathBuf,
         /// What is wrong with it.
         reason: String,

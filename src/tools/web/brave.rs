@@ -14,14 +14,14 @@ use super::settings::{ProviderId, Secret};
 
 /// The Brave provider.
 #[derive(Debug, Clone)]
-pub struct Brave {
+pub(crate) struct Brave {
     base_url: String,
     key: Secret,
 }
 
 impl Brave {
     /// A provider sending to `base_url` with `key`.
-    pub fn new(base_url: String, key: Secret) -> Self {
+    pub(crate) fn new(base_url: String, key: Secret) -> Self {
         Self { base_url, key }
     }
 }

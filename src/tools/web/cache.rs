@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use lru::LruCache;
 
 /// The cache key: normalised query and count.
-pub type Key = (String, usize);
+pub(crate) type Key = (String, usize);
 
 /// The key for a query as a user typed it and a count.
-pub fn key(query: &str, count: usize) -> Key {
+pub(crate) fn key(query: &str, count: usize) -> Key {
     (
         query
             .split_whitespace()
@@ -27,14 +27,14 @@ pub fn key(query: &str, count: usize) -> Key {
 }
 
 /// A TTL cache of `V`, bounded in entries.
-pub struct Cache<V> {
+pub(crate) struct Cache<V> {
     ttl: Duration,
     entries: Option<Mutex<LruCache<Key, (Instant, V)>>>,
 }
 
 impl<V: Clone> Cache<V> {
     /// A cache keeping at most `max_entries` for `ttl`; a zero TTL disables it.
-    pub fn new(ttl: Duration, max_entries: usize) -> Self {
+    pub(crate) fn new(ttl: Duration, max_entries: usize) -> Self {
         let entries = NonZeroUsize::new(max_entries)
             .filter(|_| !ttl.is_zero())
             .map(|cap| Mutex::new(LruCache::new(cap)));
@@ -42,7 +42,7 @@ impl<V: Clone> Cache<V> {
     }
 
     /// The cached value for `key`, if present and fresh.
-    pub fn get(&self, key: &Key) -> Option<V> {
+    pub(crate) fn get(&self, key: &Key) -> Option<V> {
         let mut entries = self.entries.as_ref()?.lock().ok()?;
         match entries.get(key) {
             Some((stored, value)) if stored.elapsed() < self.ttl => Some(value.clone()),
@@ -55,7 +55,7 @@ impl<V: Clone> Cache<V> {
     }
 
     /// Store `value` under `key` (evicting the least recently used entry when full).
-    pub fn put(&self, key: Key, value: V) {
+    pub(crate) fn put(&self, key: Key, value: V) {
         if let Some(Ok(mut entries)) = self.entries.as_ref().map(Mutex::lock) {
             entries.put(key, (Instant::now(), value));
         }

@@ -35,13 +35,13 @@ const CHALLENGE_MARKERS: &[&str] = &[
 
 /// The DuckDuckGo provider.
 #[derive(Debug, Clone)]
-pub struct DuckDuckGo {
+pub(crate) struct DuckDuckGo {
     base_url: String,
 }
 
 impl DuckDuckGo {
     /// A provider sending to `base_url` (e.g. `https://html.duckduckgo.com`).
-    pub fn new(base_url: String) -> Self {
+    pub(crate) fn new(base_url: String) -> Self {
         Self { base_url }
     }
 }
@@ -65,7 +65,7 @@ fn blocked() -> Failure {
 
 /// The real URL behind a result link: `uddg` of a `/l/` redirect, or the link itself.
 /// `None` for ads (`/y.js`) and anything that is not a web URL.
-pub fn decode_link(href: &str) -> Option<String> {
+pub(crate) fn decode_link(href: &str) -> Option<String> {
     let base = url::Url::parse(REDIRECT_BASE).ok()?;
     let url = base.join(href.trim()).ok()?;
     let on_ddg = url

@@ -44,7 +44,7 @@ fn redirect_policy() -> reqwest::redirect::Policy {
 /// Sends requests for every provider. The HTTP client is built on first use, so a server that
 /// never searches never sets up TLS, and a TLS set-up failure becomes an error result instead
 /// of keeping the other tools from starting.
-pub struct Fetcher {
+pub(crate) struct Fetcher {
     client: OnceLock<Result<Client, String>>,
     timeout: Duration,
     connect_timeout: Duration,
@@ -56,7 +56,7 @@ pub struct Fetcher {
 
 impl Fetcher {
     /// A fetcher with the `[web]` settings.
-    pub fn new(settings: &WebSettings) -> Self {
+    pub(crate) fn new(settings: &WebSettings) -> Self {
         Self {
             client: OnceLock::new(),
             timeout: settings.timeout_ms,
@@ -99,7 +99,7 @@ impl Fetcher {
 
     /// Ask `provider` for `query`: wait for the throttle, send, retry 429s as allowed, read the
     /// body up to the cap, and let the provider parse or explain it.
-    pub async fn search(
+    pub(crate) async fn search(
         &self,
         provider: &dyn SearchProvider,
         throttle: &Throttle,

@@ -14,7 +14,7 @@ use super::settings::{ProviderId, Secret};
 
 /// The Google provider.
 #[derive(Debug, Clone)]
-pub struct Google {
+pub(crate) struct Google {
     base_url: String,
     key: Secret,
     cx: String,
@@ -22,7 +22,7 @@ pub struct Google {
 
 impl Google {
     /// A provider sending to `base_url` with `key` for search engine `cx`.
-    pub fn new(base_url: String, key: Secret, cx: String) -> Self {
+    pub(crate) fn new(base_url: String, key: Secret, cx: String) -> Self {
         Self { base_url, key, cx }
     }
 }

@@ -25,16 +25,16 @@ use crate::secret::{Secret, scrub};
 use crate::tool::{Annotations, ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 
-pub mod brave;
-pub mod cache;
-pub mod duckduckgo;
-pub mod fetch;
-pub mod google;
-pub mod provider;
-pub mod searxng;
-pub mod settings;
-pub mod tavily;
-pub mod throttle;
+pub(crate) mod brave;
+pub(crate) mod cache;
+pub(crate) mod duckduckgo;
+pub(crate) mod fetch;
+pub(crate) mod google;
+pub(crate) mod provider;
+pub(crate) mod searxng;
+pub(crate) mod settings;
+pub(crate) mod tavily;
+pub(crate) mod throttle;
 
 use provider::{Failure, FailureKind, Hit, Query, SearchProvider, collapse_whitespace};
 use settings::{ProviderId, WebSettings};
@@ -44,16 +44,16 @@ use throttle::Throttle;
 const CATEGORY: &str = "web";
 /// Longest query accepted, in characters: search engines ignore words beyond about 32
 /// (Google) or a few hundred characters, so a longer "query" is a pasted document, not a search.
-pub const MAX_QUERY_CHARS: usize = 400;
+pub(crate) const MAX_QUERY_CHARS: usize = 400;
 /// Results returned when the call does not say: enough to compare sources, few enough to keep
 /// a model's context small.
-pub const DEFAULT_NUM_RESULTS: u64 = 5;
+pub(crate) const DEFAULT_NUM_RESULTS: u64 = 5;
 /// Most results one call may ask for (Google's API returns at most 10 per request).
-pub const MAX_NUM_RESULTS: u64 = 10;
+pub(crate) const MAX_NUM_RESULTS: u64 = 10;
 
 /// Annotations of `web_search`: reads only, talks to the open web, and the same query may
 /// give different results over time (not idempotent).
-pub const ANNOTATIONS: Annotations = Annotations {
+pub(crate) const ANNOTATIONS: Annotations = Annotations {
     read_only: true,
     destructive: false,
     idempotent: false,
@@ -123,7 +123,7 @@ pub(crate) struct SearchResult {
 /// A provider that was tried and failed before the one that answered.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct ProviderFailure {
-    /// The provider.
+    /// The provider's name, as in `provider`.
     provider: String,
     /// Why it failed.
     error: String,

@@ -12,7 +12,7 @@ use super::settings::ProviderId;
 
 /// One search result, before ranking.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hit {
+pub(crate) struct Hit {
     /// The page title (plain text).
     pub title: String,
     /// The page's URL (the real one, not a redirect).
@@ -25,7 +25,7 @@ pub struct Hit {
 
 /// Why a provider gave no usable results. Every kind leads to failover.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
+pub(crate) enum FailureKind {
     /// Could not connect or the connection broke.
     Network,
     /// No complete answer within the timeout.
@@ -48,10 +48,8 @@ pub enum FailureKind {
 
 /// A provider's failure: its kind, and a message naming the provider and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// The provider.
+pub(crate) struct Failure {
     pub provider: ProviderId,
-    /// What happened.
     pub kind: FailureKind,
     /// An actionable message that starts with the provider's name, e.g.
     /// "Brave 401: check TOOLPORT_BRAVE_API_KEY". Never contains a key.
@@ -60,7 +58,7 @@ pub struct Failure {
 
 impl Failure {
     /// A failure of `provider`.
-    pub fn new(provider: ProviderId, kind: FailureKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(provider: ProviderId, kind: FailureKind, message: impl Into<String>) -> Self {
         Self {
             provider,
             kind,
@@ -69,7 +67,7 @@ impl Failure {
     }
 
     /// "could not parse X response: why" (the body changed shape).
-    pub fn parse(provider: ProviderId, why: impl std::fmt::Display) -> Self {
+    pub(crate) fn parse(provider: ProviderId, why: impl std::fmt::Display) -> Self {
         Self::new(
             provider,
             FailureKind::Parse,
@@ -81,7 +79,7 @@ impl Failure {
     }
 
     /// The provider answered but found nothing.
-    pub fn empty(provider: ProviderId) -> Self {
+    pub(crate) fn empty(provider: ProviderId) -> Self {
         Self::new(
             provider,
             FailureKind::Empty,
@@ -92,7 +90,7 @@ impl Failure {
 
 /// What a provider needs to build a request.
 #[derive(Debug, Clone, Copy)]
-pub struct Query<'a> {
+pub(crate) struct Query<'a> {
     /// The normalised query text.
     pub text: &'a str,
     /// How many results are wanted (1..=10).
@@ -100,7 +98,7 @@ pub struct Query<'a> {
 }
 
 /// One search backend: how to ask it and how to read its answer.
-pub trait SearchProvider: Send + Sync {
+pub(crate) trait SearchProvider: Send + Sync {
     /// Which provider this is.
     fn id(&self) -> ProviderId;
 
@@ -148,7 +146,7 @@ const MAX_DETAIL_CHARS: usize = 200;
 
 /// The error message in a JSON error body, in the shapes the providers use
 /// (`{"error": {"message"}}`, `{"error": "…"}`, `{"message"}`, `{"detail": …}`), shortened.
-pub fn json_error_detail(body: &[u8]) -> Option<String> {
+pub(crate) fn json_error_detail(body: &[u8]) -> Option<String> {
     let value: Value = serde_json::from_slice(body).ok()?;
     let candidates = [
         value.pointer("/error/message"),
@@ -175,7 +173,7 @@ pub fn json_error_detail(body: &[u8]) -> Option<String> {
 
 /// Plain text from an HTML fragment (Brave and SearXNG mark matches with `<strong>`), entities
 /// decoded and whitespace collapsed.
-pub fn plain_text(fragment: &str) -> String {
+pub(crate) fn plain_text(fragment: &str) -> String {
     let text: String = if fragment.contains('<') || fragment.contains('&') {
         scraper::Html::parse_fragment(fragment)
             .root_element()
@@ -188,14 +186,14 @@ pub fn plain_text(fragment: &str) -> String {
 }
 
 /// Runs of whitespace become one space; ends trimmed.
-pub fn collapse_whitespace(text: &str) -> String {
+pub(crate) fn collapse_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A header value carrying a key, marked sensitive so that HTTP libraries never log it. A key
 /// that is not a valid header value (a control character) is sent empty, which the provider
 /// answers with 401 (and the message names the variable to check).
-pub fn secret_header(value: &str) -> reqwest::header::HeaderValue {
+pub(crate) fn secret_header(value: &str) -> reqwest::header::HeaderValue {
     let mut header = reqwest::header::HeaderValue::from_str(value)
         .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
     header.set_sensitive(true);
@@ -203,19 +201,19 @@ pub fn secret_header(value: &str) -> reqwest::header::HeaderValue {
 }
 
 /// `base` + `path` + `?` + the URL-encoded `pairs`.
-pub fn endpoint(base: &str, path: &str, pairs: &[(&str, &str)]) -> String {
+pub(crate) fn endpoint(base: &str, path: &str, pairs: &[(&str, &str)]) -> String {
     let mut query = url::form_urlencoded::Serializer::new(String::new());
     query.extend_pairs(pairs);
     format!("{base}{path}?{}", query.finish())
 }
 
 /// Whether a URL is one a model can open (absolute http/https).
-pub fn is_web_url(url: &str) -> bool {
+pub(crate) fn is_web_url(url: &str) -> bool {
     url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
 }
 
 /// Parse a JSON body into `T`, as a parse failure naming the provider.
-pub fn from_json<T: serde::de::DeserializeOwned>(
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
     provider: ProviderId,
     body: &[u8],
 ) -> Result<T, Failure> {
@@ -239,7 +237,11 @@ fn shorten(text: String, max: usize) -> String {
 
 /// Keep hits with a title and a web URL, each URL once, at most `count`, with titles and
 /// snippets of bounded length; none left is [`Failure::empty`].
-pub fn finish(provider: ProviderId, hits: Vec<Hit>, count: usize) -> Result<Vec<Hit>, Failure> {
+pub(crate) fn finish(
+    provider: ProviderId,
+    hits: Vec<Hit>,
+    count: usize,
+) -> Result<Vec<Hit>, Failure> {
     let mut seen = std::collections::HashSet::new();
     let hits: Vec<Hit> = hits
         .into_iter()

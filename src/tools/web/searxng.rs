@@ -13,13 +13,13 @@ use super::settings::ProviderId;
 
 /// The SearXNG provider.
 #[derive(Debug, Clone)]
-pub struct Searxng {
+pub(crate) struct Searxng {
     base_url: String,
 }
 
 impl Searxng {
     /// A provider sending to the instance at `base_url`.
-    pub fn new(base_url: String) -> Self {
+    pub(crate) fn new(base_url: String) -> Self {
         Self { base_url }
     }
 }

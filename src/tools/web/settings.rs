@@ -37,9 +37,9 @@ const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default cap on a response body: a results page is 20-100 KiB (DuckDuckGo's HTML is the
 /// largest); 2 MiB is far beyond any honest answer and bounds what a broken server can cost.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
 /// Default retries of a provider that answered 429 before failing over.
-pub const DEFAULT_MAX_RETRIES: u32 = 2;
+pub(crate) const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Default longest `Retry-After` toolport waits for; a provider asking for longer is skipped
 /// (failover) rather than making the model wait.
 const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
@@ -47,20 +47,20 @@ const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
 /// a query within a task.
 pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(600);
 /// Default number of cached queries (each a few KiB): bounds memory on a long-running server.
-pub const DEFAULT_CACHE_MAX_ENTRIES: usize = 256;
+pub(crate) const DEFAULT_CACHE_MAX_ENTRIES: usize = 256;
 /// The User-Agent sent to the JSON APIs. DuckDuckGo gets a browser-like one
 /// ([`DUCKDUCKGO_USER_AGENT`]) unless the operator sets `user_agent`.
-pub const DEFAULT_USER_AGENT: &str = concat!("toolport/", env!("CARGO_PKG_VERSION"));
+pub(crate) const DEFAULT_USER_AGENT: &str = concat!("toolport/", env!("CARGO_PKG_VERSION"));
 /// DuckDuckGo's HTML endpoint serves its bot challenge to unknown agents far more often.
-pub const DUCKDUCKGO_USER_AGENT: &str =
+pub(crate) const DUCKDUCKGO_USER_AGENT: &str =
     "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 /// Largest `timeout_ms` / `connect_timeout_ms`: a model's client gives up after about 2
 /// minutes, and several providers may be tried in one call.
 const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest `max_response_bytes` an operator may set.
-pub const MAX_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
 /// Most 429 retries an operator may allow per provider and call.
-pub const MAX_MAX_RETRIES: u32 = 5;
+pub(crate) const MAX_MAX_RETRIES: u32 = 5;
 /// Longest `max_retry_wait_ms` an operator may set (one minute).
 const MAX_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 /// Longest `min_interval_ms` (one request a minute).
@@ -68,7 +68,7 @@ const MAX_MIN_INTERVAL: Duration = Duration::from_secs(60);
 /// Longest cache lifetime an operator may set (a day): search results go stale.
 const MAX_CACHE_TTL: Duration = Duration::from_secs(86_400);
 /// Most cached queries an operator may set.
-pub const MAX_CACHE_MAX_ENTRIES: usize = 100_000;
+pub(crate) const MAX_CACHE_MAX_ENTRIES: usize = 100_000;
 
 /// One search provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

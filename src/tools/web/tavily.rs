@@ -14,14 +14,14 @@ use super::settings::{ProviderId, Secret};
 
 /// The Tavily provider.
 #[derive(Debug, Clone)]
-pub struct Tavily {
+pub(crate) struct Tavily {
     base_url: String,
     key: Secret,
 }
 
 impl Tavily {
     /// A provider sending to `base_url` with `key`.
-    pub fn new(base_url: String, key: Secret) -> Self {
+    pub(crate) fn new(base_url: String, key: Secret) -> Self {
         Self { base_url, key }
     }
 }

@@ -16,7 +16,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tokio::time::Instant;
 
 /// One provider's throttle.
-pub struct Throttle {
+pub(crate) struct Throttle {
     limiter: Option<DefaultDirectRateLimiter>,
     paused_until: Mutex<Option<Instant>>,
 }
@@ -31,7 +31,7 @@ impl std::fmt::Debug for Throttle {
 
 impl Throttle {
     /// One request per `interval`, no bursts; a zero interval never waits.
-    pub fn new(interval: Duration) -> Self {
+    pub(crate) fn new(interval: Duration) -> Self {
         let limiter = Quota::with_period(interval)
             .map(|q| q.allow_burst(NonZeroU32::MIN))
             .map(RateLimiter::direct);
@@ -43,7 +43,7 @@ impl Throttle {
 
     /// Hold every request to this provider for `wait` (a 429's `Retry-After`); a longer pause
     /// already in force stays.
-    pub fn pause_for(&self, wait: Duration) {
+    pub(crate) fn pause_for(&self, wait: Duration) {
         let until = Instant::now() + wait;
         if let Ok(mut paused) = self.paused_until.lock()
             && paused.is_none_or(|current| current < until)
@@ -53,7 +53,7 @@ impl Throttle {
     }
 
     /// Wait until a request may be sent: past any pause, then the rate limit.
-    pub async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         let paused = self.paused_until.lock().ok().and_then(|p| *p);
         if let Some(until) = paused {
             tokio::time::sleep_until(until).await;

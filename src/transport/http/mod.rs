@@ -17,7 +17,7 @@
 
 pub(crate) mod gate;
 pub(crate) mod sessions;
-pub mod settings;
+pub(crate) mod settings;
 pub(crate) mod sse;
 pub(crate) mod streamable;
 #[cfg(test)]

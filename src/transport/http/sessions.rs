@@ -55,7 +55,7 @@ impl SessionSlots {
         })
     }
 
-    /// The cap.
+    /// Most sessions open at once (`[http] max_sessions`).
     pub(crate) fn max(&self) -> usize {
         self.max
     }
