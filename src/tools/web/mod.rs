@@ -123,7 +123,7 @@ pub(crate) struct SearchResult {
 /// A provider that was tried and failed before the one that answered.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct ProviderFailure {
-    /// The provider's name, as in `provider`.
+    /// The provider that failed: duckduckgo, brave, google, searxng or tavily.
     provider: String,
     /// Why it failed.
     error: String,
