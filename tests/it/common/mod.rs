@@ -4,12 +4,14 @@
 //! - this file: the client, connecting, calling a tool, reading results, `pick`, temp dirs;
 //! - [`config`]: config files (`config_file`, `ALLOW_SHELLS`);
 //! - [`process`]: processes seen through `/proc` (`alive`, `pids`, `eventually`);
+//! - [`web_fixture`]: a local HTTP server that plays every web search provider.
 
 // Roots are deprecated by SEP-2577, but every current client still uses them.
 #![allow(dead_code, deprecated)]
 
 pub mod config;
 pub mod process;
+pub mod web_fixture;
 
 pub use config::{ALLOW_SHELLS, config_file};
 
