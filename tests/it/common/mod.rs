@@ -240,7 +240,8 @@ pub async fn connect_command(cmd: Command, client: TestClient) -> Client {
 }
 
 /// Spawn a prepared command as an MCP server over its stdin and stdout, with its log
-/// (stderr) discarded; `id()` gives its pid. Dropping the transport kills it.
+/// (stderr) discarded; `id()` gives its pid. Dropping the transport kills it, and closing
+/// its stdin ends it anyway.
 pub fn spawn_server(cmd: Command) -> TokioChildProcess {
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
