@@ -54,8 +54,13 @@ use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 use toolport::config::Config;
 use toolport::server::Shared;
-use toolport::tool::{JsonObject, NoProgress, ToolContext};
+use toolport::tool::{NoProgress, ToolContext};
 use toolport::tools::exec::process::{self, RunSpec};
+
+use crate::common::config::{ALLOW_SHELLS, config_file};
+use crate::common::object;
+use crate::common::proc::{Mem, cpu_secs, mem};
+use crate::common::stats::median;
 
 /// The program every round-trip benchmark runs: it starts, does nothing and exits 0.
 const PROGRAM: &str = "true";
@@ -74,13 +79,6 @@ const FLOOD_TICK: Duration = Duration::from_millis(50);
 
 /// `path_info` calls made before the flood, for an idle baseline.
 const IDLE_PROBES: usize = 40;
-
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not a JSON object: {other}"),
-    }
-}
 
 /// A temp workspace and the server state built from it (every setting at its default).
 struct Fixture {
@@ -237,7 +235,7 @@ fn spawn_true(c: &mut Criterion) {
     group.finish();
     // A fork copies the parent's page tables and the exec tears them down again, so the cost
     // of a forked spawn grows with the spawning process's memory: print both processes' RSS.
-    if let (Some(own), Some(server)) = (read_mem(std::process::id()), read_mem(server_pid)) {
+    if let (Some(own), Some(server)) = (mem(std::process::id()), mem(server_pid)) {
         println!(
             "spawning processes: this bench process VmRSS {}, the toolport binary VmRSS {}",
             mib(own.rss),
@@ -340,21 +338,6 @@ type Timed<'a> = Box<dyn Fn() + 'a>;
 /// Rounds of the interleaved comparison in `spawn_true` (each round runs all four paths).
 const INTERLEAVED_ROUNDS: usize = 400;
 
-/// The median of some samples (the mean of the middle two for an even count).
-fn median(samples: &[f64]) -> f64 {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
-}
-
 /// `exec_pieces/*`: where the time of `execute_command_via_registry` goes.
 fn exec_pieces(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("create a temp dir");
@@ -424,40 +407,6 @@ fn exec_pieces(c: &mut Criterion) {
 // ------------------------------------------------------------------------------------------
 // The flood.
 
-/// Memory figures from `/proc/<pid>/status`, in KiB.
-#[derive(Debug, Clone, Copy, Default)]
-struct Mem {
-    rss: u64,
-    hwm: u64,
-}
-
-fn read_mem(pid: u32) -> Option<Mem> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-    };
-    Some(Mem {
-        rss: field("VmRSS:")?,
-        hwm: field("VmHWM:")?,
-    })
-}
-
-/// User + system CPU time of a process, from `/proc/<pid>/stat`, in clock ticks.
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which is in parentheses and may contain spaces).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-}
-
-/// Clock ticks per second for `/proc/<pid>/stat` (USER_HZ, 100 on every Linux platform).
-const TICKS_PER_SEC: f64 = 100.0;
-
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -504,9 +453,8 @@ fn flood(bytes: u64) {
     let root = tempfile::tempdir().expect("create the root");
     let etc = tempfile::tempdir().expect("create the config dir");
     std::fs::write(root.path().join("probe.txt"), "probe\n").expect("write the probe file");
-    let config = etc.path().join("toolport.toml");
     // `sh -c` needs the user's confirmation unless the operator allows shells.
-    std::fs::write(&config, "[exec]\nallow_shells = true\n").expect("write the config");
+    let config = config_file(etc.path(), ALLOW_SHELLS);
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -522,8 +470,8 @@ fn flood(bytes: u64) {
             idle.push(path_info(&peer).await);
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let before = read_mem(pid).expect("read the server's memory");
-        let cpu_before = cpu_ticks(pid);
+        let before = mem(pid).expect("read the server's memory");
+        let cpu_before = cpu_secs(pid);
 
         let done = Arc::new(AtomicBool::new(false));
         let sampler = {
@@ -533,8 +481,8 @@ fn flood(bytes: u64) {
                 let mut tick = tokio::time::interval(FLOOD_TICK);
                 while !done.load(Ordering::Relaxed) {
                     tick.tick().await;
-                    if let Some(mem) = read_mem(pid) {
-                        samples.push(mem);
+                    if let Some(sample) = mem(pid) {
+                        samples.push(sample);
                     }
                 }
                 samples
@@ -566,10 +514,10 @@ fn flood(bytes: u64) {
         let result = peer.call_tool(request).await.expect("the flood answered");
         let wall = started.elapsed();
         done.store(true, Ordering::Relaxed);
-        let cpu_after = cpu_ticks(pid);
+        let cpu_after = cpu_secs(pid);
         let samples = sampler.await.expect("the sampler");
         let latencies = prober.await.expect("the prober");
-        let after = read_mem(pid).expect("read the server's memory");
+        let after = mem(pid).expect("read the server's memory");
 
         assert_ne!(result.is_error, Some(true), "{result:?}");
         let structured = result.structured_content.expect("structured content");
@@ -616,7 +564,7 @@ fn flood(bytes: u64) {
             result_json_bytes
         );
         if let (Some(a), Some(b)) = (cpu_before, cpu_after) {
-            let cpu = (b - a) as f64 / TICKS_PER_SEC;
+            let cpu = b - a;
             println!(
                 "  server CPU time (user+sys) during the flood: {cpu:.2} s ({:.0} % of one core)",
                 100.0 * cpu / secs

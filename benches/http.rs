@@ -6,8 +6,9 @@
 //!
 //! The three servers run side by side for the whole run. Each round measures every server in
 //! turn (new sessions, a warm-up, then the measured window), so a change in the machine's
-//! load hits all of them alike; the report gives medians over the rounds, and each ratio is
-//! taken within one round before its median is taken.
+//! load hits all of them alike; the report gives medians over the rounds (the mean of the
+//! middle two for an even count, as in every bench: `common::stats::median`), and each ratio
+//! is taken within one round before its median is taken.
 //!
 //! Run: `(cd benches/node && npm ci) && cargo bench --bench http`. Knobs (environment):
 //! `BENCH_HTTP_SESSIONS` (default 32), `BENCH_HTTP_SECS` (measured seconds per server and
@@ -25,6 +26,8 @@
 // Reporting results on stdout is the point of a benchmark binary.
 #![allow(clippy::print_stdout, missing_docs)]
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -38,6 +41,9 @@ use http_body_util::{BodyExt, Full};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+
+use crate::common::proc::{cpu_secs, mem};
+use crate::common::stats::median;
 
 /// Default concurrent sessions: enough to saturate a small machine's cores.
 const DEFAULT_SESSIONS: usize = 32;
@@ -54,12 +60,15 @@ const RSS_TICK: Duration = Duration::from_millis(100);
 const FILE_BYTES: usize = 1024;
 /// The bench's bearer token for toolport.
 const TOKEN: &str = "bench-token-0123456789abcdef";
-/// Clock ticks per second in /proc/PID/stat (USER_HZ, 100 on every mainstream Linux build).
-const CLOCK_TICKS: f64 = 100.0;
 /// How long a server gets to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// CPU seconds of a process (a pid or `"self"`), 0 once it is gone.
+fn cpu(pid: impl std::fmt::Display) -> f64 {
+    cpu_secs(pid).unwrap_or(0.0)
+}
 
 /// One server under load.
 struct Target {
@@ -88,34 +97,6 @@ struct Measured {
     server_cpu_secs: f64,
     /// This process's (the load client's) CPU time during the measured window.
     client_cpu_secs: f64,
-}
-
-/// User + system CPU seconds of a process, from /proc/PID/stat.
-fn cpu_secs(pid: &str) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // Fields after the command name (which may contain spaces): state is field 3, utime 14,
-    // stime 15.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / CLOCK_TICKS
-}
-
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// One session's HTTP/1.1 connection to the server.
@@ -263,19 +244,15 @@ async fn run_load(target: &Arc<Target>, sessions: usize, secs: u64) -> Result<Me
         let mut cpu_from = None;
         while Instant::now() < end {
             if cpu_from.is_none() && Instant::now() >= measure_from {
-                cpu_from = Some((cpu_secs(&pid.to_string()), cpu_secs("self")));
+                cpu_from = Some((cpu(pid), cpu("self")));
             }
-            if let Some(rss) = rss_kib(pid) {
-                peak = peak.max(rss);
+            if let Some(mem) = mem(pid) {
+                peak = peak.max(mem.rss);
             }
             tokio::time::sleep(RSS_TICK).await;
         }
         let (server0, client0) = cpu_from.unwrap_or_default();
-        (
-            peak,
-            cpu_secs(&pid.to_string()) - server0,
-            cpu_secs("self") - client0,
-        )
+        (peak, cpu(pid) - server0, cpu("self") - client0)
     });
     let tasks: Vec<_> = (0..sessions)
         .map(|_| {
@@ -431,12 +408,6 @@ async fn reference() -> Result<Server, BoxError> {
     })
 }
 
-/// The median of some values (the upper one of an even count).
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
-
 /// Calls per second of one run.
 fn rate(m: &Measured) -> f64 {
     m.calls as f64 / m.secs
@@ -450,7 +421,7 @@ fn cpu_per_call(m: &Measured) -> f64 {
 /// One table row: medians over the rounds, the highest RSS, total calls and errors.
 fn row(server: &Server) {
     let runs = &server.runs;
-    let of = |f: &dyn Fn(&Measured) -> f64| median(runs.iter().map(f).collect());
+    let of = |f: &dyn Fn(&Measured) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
     println!(
         "| {} | {:.0} | {:.2} ms | {:.2} ms | {:.1} MiB | {:.0} µs | {:.0} µs | {} | {} |",
         server.name,
@@ -469,11 +440,12 @@ fn row(server: &Server) {
 fn ratios(ours: &Server, theirs: &Server) {
     let paired = |f: &dyn Fn(&Measured, &Measured) -> f64| {
         median(
-            ours.runs
+            &ours
+                .runs
                 .iter()
                 .zip(&theirs.runs)
                 .map(|(o, t)| f(o, t))
-                .collect(),
+                .collect::<Vec<_>>(),
         )
     };
     let secs = |d: Duration| d.as_secs_f64().max(1e-9);

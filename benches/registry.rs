@@ -19,10 +19,12 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rmcp::model::CallToolRequestParams;
-use serde_json::{Value, json};
+use serde_json::json;
 use toolport::config::Config;
 use toolport::server::Shared;
-use toolport::tool::{JsonObject, ToolContext};
+use toolport::tool::ToolContext;
+
+use crate::common::object;
 
 /// Size of the file every read benchmark reads.
 const FILE_BYTES: usize = 4096;
@@ -54,13 +56,6 @@ fn fixture() -> Fixture {
         _dir: dir,
         file,
         shared,
-    }
-}
-
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not a JSON object: {other}"),
     }
 }
 

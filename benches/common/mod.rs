@@ -1,33 +1,27 @@
-//! Set-up shared by the benchmarks: an MCP session with the real `ToolportServer` over an
-//! in-memory pipe, served by toolport's own stdio transport and driven by rmcp's client.
+//! Support shared by the benchmarks: an in-memory MCP session ([`session`]), the one
+//! `median` every report uses ([`stats`]), readers of a process's CPU time and memory
+//! ([`proc`]), the test suite's config helpers ([`config`]) and [`object`].
 
-use std::sync::Arc;
+// Each bench uses a part of this module; what one leaves unused is not dead.
+#![allow(dead_code, unused_imports)]
+// Bench set-up, not library code: a failed step should stop the run loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use rmcp::service::{QuitReason, RunningService};
-use rmcp::{RoleClient, ServiceExt};
-use toolport::server::{Shared, ToolportServer};
-use toolport::transport::stdio::StdioTransport;
+#[path = "../../tests/it/common/config.rs"]
+pub(crate) mod config;
+pub(crate) mod proc;
+pub(crate) mod session;
+pub(crate) mod stats;
 
-/// A connected client and the task serving it.
-pub(crate) type Session = (
-    RunningService<RoleClient, ()>,
-    tokio::task::JoinHandle<Result<QuitReason, tokio::task::JoinError>>,
-);
+pub(crate) use session::{Session, mcp_session};
 
-/// Start a server for `shared` on `rt` and connect an rmcp client to it.
-pub(crate) fn mcp_session(rt: &tokio::runtime::Runtime, shared: &Arc<Shared>) -> Session {
-    rt.block_on(async {
-        let (client_io, server_io) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server_io);
-        let (client_read, client_write) = tokio::io::split(client_io);
-        let transport = StdioTransport::new(server_read, server_write);
-        let handler = ToolportServer::new(shared.clone());
-        // Serve in its own task: `serve` waits for the client's `initialize`.
-        let server = tokio::spawn(async move {
-            let running = handler.serve(transport).await.expect("server");
-            running.waiting().await
-        });
-        let client = ().serve((client_read, client_write)).await.expect("client");
-        (client, server)
-    })
+use serde_json::Value;
+use toolport::tool::JsonObject;
+
+/// The map inside a `json!` object, as tool arguments are passed.
+pub(crate) fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not a JSON object: {other}"),
+    }
 }

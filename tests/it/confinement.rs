@@ -5,6 +5,7 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
+use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::common::*;
@@ -68,7 +69,6 @@ async fn dot_dot_cannot_leave_the_root() {
     fs::create_dir(l.root.join("sub")).unwrap();
     let ok_read = ok(&call(&client, "read_file", json!({"path": "sub/../inside.txt"})).await);
     assert_eq!(ok_read["content"], json!("inside\n"));
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -94,7 +94,6 @@ async fn absolute_paths_outside_the_roots_are_denied() {
     )
     .await);
     assert_eq!(inside["content"], json!("inside\n"));
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -111,7 +110,6 @@ async fn a_sibling_directory_sharing_the_roots_prefix_is_outside() {
     )
     .await;
     assert_denied(&client, &l.root, "../root2/secret.txt").await;
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -122,7 +120,6 @@ async fn a_symlink_to_a_file_outside_is_denied() {
     let client = connect(&l.root).await;
     assert_denied(&client, &l.root, "abs_link.txt").await;
     assert_denied(&client, &l.root, "rel_link.txt").await;
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -142,7 +139,6 @@ async fn a_symlink_to_a_directory_outside_is_denied() {
         !root_listing.to_string().contains("secret.txt"),
         "{root_listing}"
     );
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -158,7 +154,6 @@ async fn a_chain_of_symlinks_that_ends_outside_is_denied() {
     assert_denied(&client, &l.root, "a").await;
     let fine = ok(&call(&client, "read_file", json!({"path": "x"})).await);
     assert_eq!(fine["content"], json!("inside\n"));
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -174,7 +169,6 @@ async fn a_dangling_symlink_pointing_outside_is_denied() {
     symlink("missing.txt", l.root.join("dangling_inside")).unwrap();
     let missing = err(&call(&client, "read_file", json!({"path": "dangling_inside"})).await);
     assert!(missing.contains("does not exist"), "{missing}");
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -190,7 +184,6 @@ async fn a_path_with_a_nul_byte_is_rejected() {
         .await);
         assert!(message.contains("NUL byte"), "{tool}: {message}");
     }
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -214,22 +207,30 @@ async fn a_symlink_swapped_in_during_reads_never_leaks() {
             let _ = fs::rename(&tmp_link, &path);
         }
     });
-    let mut served = 0;
-    for _ in 0..300 {
+    // At least 300 reads, and on until both states were met: on a loaded machine the swapper
+    // thread may sit still for a while. Bounded, so a broken read path still fails.
+    const MIN_READS: usize = 300;
+    const MAX_READS: usize = 5_000;
+    let (mut served, mut refused) = (0, 0);
+    for read in 0..MAX_READS {
         let result = call(&client, "read_file", json!({"path": "swap.txt"})).await;
         let body = serde_json::to_string(&result).unwrap();
         assert!(
             !body.contains(SECRET),
             "a swapped symlink leaked the secret: {body}"
         );
-        if result.is_error != Some(true) {
+        if result.is_error == Some(true) {
+            refused += 1;
+        } else {
             served += 1;
+        }
+        if read >= MIN_READS && served > 0 && refused > 0 {
+            break;
         }
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     swapper.join().unwrap();
     assert!(served > 0, "the regular file was served at least once");
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -295,7 +296,6 @@ async fn secrets_are_denied_by_default_and_name_the_rule() {
         walk.contains("\".ssh\"") && !walk.contains("id_rsa"),
         "{walk}"
     );
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -303,14 +303,9 @@ async fn secret_patterns_are_configurable() {
     let l = layout();
     fs::write(l.root.join(".env"), "KEY=1\n").unwrap();
     fs::write(l.root.join("private.txt"), "p\n").unwrap();
-    fs::write(
-        l.root.join("toolport.toml"),
-        "[workspace]\nsecret_patterns = [\"private.*\"]\n",
-    )
-    .unwrap();
-    let client = connect_with(
+    let client = connect_configured(
         &l.root,
-        &["--config", "toolport.toml"],
+        "[workspace]\nsecret_patterns = [\"private.*\"]\n",
         TestClient::default(),
     )
     .await;
@@ -320,7 +315,6 @@ async fn secret_patterns_are_configurable() {
     );
     let denied = err(&call(&client, "read_file", json!({"path": "private.txt"})).await);
     assert!(denied.contains("\"private.*\""), "{denied}");
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -354,7 +348,6 @@ async fn several_roots_each_allow_their_own_paths() {
         &l.outside.join("secret.txt").display().to_string(),
     )
     .await;
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -365,7 +358,7 @@ async fn client_roots_narrow_the_operator_roots() {
     let client = connect_with(
         &l.root,
         &[],
-        TestClient::with_roots(&[uri(&l.root.join("sub"))]),
+        TestClient::with_roots(&[file_url(&l.root.join("sub"))]),
     )
     .await;
     let inside = ok(&call(
@@ -390,7 +383,6 @@ async fn client_roots_narrow_the_operator_roots() {
         outside_sub.contains("outside the allowed roots"),
         "{outside_sub}"
     );
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -400,7 +392,7 @@ async fn changed_client_roots_take_effect_after_roots_list_changed() {
     fs::create_dir(l.root.join("b")).unwrap();
     fs::write(l.root.join("a/in_a.txt"), "a\n").unwrap();
     fs::write(l.root.join("b/in_b.txt"), "b\n").unwrap();
-    let test_client = TestClient::with_roots(&[uri(&l.root.join("a"))]);
+    let test_client = TestClient::with_roots(&[file_url(&l.root.join("a"))]);
     let mut asked = test_client.roots_asked();
     let client = connect_with(&l.root, &[], test_client.clone()).await;
     assert_eq!(
@@ -409,7 +401,7 @@ async fn changed_client_roots_take_effect_after_roots_list_changed() {
     );
     within(asked.recv()).await.unwrap();
 
-    test_client.set_roots(&[uri(&l.root.join("b"))]);
+    test_client.set_roots(&[file_url(&l.root.join("b"))]);
     within(client.notify_roots_list_changed()).await.unwrap();
     // Once the server has asked, calls wait for the new roots to be applied.
     within(asked.recv()).await.unwrap();
@@ -424,7 +416,6 @@ async fn changed_client_roots_take_effect_after_roots_list_changed() {
     )
     .await);
     assert!(old.contains("outside the allowed roots"), "{old}");
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -433,7 +424,7 @@ async fn client_roots_never_widen_the_operator_roots() {
     let client = connect_with(
         &l.root,
         &[],
-        TestClient::with_roots(&[uri(&l.outside), uri(&l.base)]),
+        TestClient::with_roots(&[file_url(&l.outside), file_url(&l.base)]),
     )
     .await;
     // `base` contains the operator root: the operator root stays; `outside` is not added.
@@ -447,9 +438,14 @@ async fn client_roots_never_widen_the_operator_roots() {
         ok(&call(&client, "read_file", json!({"path": "inside.txt"})).await)["content"],
         json!("inside\n")
     );
-    within(client.cancel()).await.unwrap();
+    drop(client);
 
-    let client = connect_with(&l.root, &[], TestClient::with_roots(&[uri(&l.outside)])).await;
+    let client = connect_with(
+        &l.root,
+        &[],
+        TestClient::with_roots(&[file_url(&l.outside)]),
+    )
+    .await;
     let message = err(&call(
         &client,
         "read_file",
@@ -460,7 +456,6 @@ async fn client_roots_never_widen_the_operator_roots() {
         message.contains("outside the allowed roots") && !message.contains(SECRET),
         "{message}"
     );
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -471,7 +466,6 @@ async fn a_client_that_lists_no_roots_keeps_the_operator_roots() {
         ok(&call(&client, "read_file", json!({"path": "inside.txt"})).await)["content"],
         json!("inside\n")
     );
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -498,5 +492,4 @@ async fn the_root_itself_may_be_reached_through_a_symlinked_path() {
         via_real["path"],
         json!(l.root.join("inside.txt").display().to_string())
     );
-    within(client.cancel()).await.unwrap();
 }

@@ -14,24 +14,18 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 
+use crate::common::config::{ALLOW_SHELLS, config_file};
 use crate::common::http::*;
-use crate::common::process::{alive, eventually};
+use crate::common::process::{alive, eventually, pids};
 use crate::common::*;
 
+/// A config file that lets `sh -c` run without confirmation.
 fn shells(root: &Path) -> String {
-    let path = root.join("shells.toml");
-    std::fs::write(&path, "[exec]\nallow_shells = true\n").unwrap();
-    path.display().to_string()
+    config_file(root, ALLOW_SHELLS).display().to_string()
 }
 
 fn first_pid(file: &Path) -> Option<i32> {
-    std::fs::read_to_string(file)
-        .ok()?
-        .lines()
-        .next()?
-        .trim()
-        .parse()
-        .ok()
+    pids(file).first().copied()
 }
 
 /// `sh -c` that records its pid in `pidfile` and sleeps for five minutes.

@@ -4,16 +4,31 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+// Bad tool arguments: the isError result names the field and what the tool accepts.
 mod args;
+// The command line: `tools`, `instructions`, `call`, `config`, help.
 mod cli;
+// Shared helpers: client and connection, results, config files, processes, the web fixture.
 mod common;
+// Workspace confinement: one test per way out of the roots (`..`, symlinks, races, secrets,
+// client roots).
 mod confinement;
+// execute_command: output, timeouts, process-tree kills, cancellation, policy, confirmation,
+// Landlock.
 mod exec;
+// read_file, list_directory and path_info: happy paths, paging, encodings and limits.
 mod fs_tools;
+// The HTTP transports (Streamable HTTP and legacy SSE) and their security rules.
 mod http;
+// Behaviour that needs a fake tool (one that panics, one that waits), served in-process.
 mod in_process;
+// The ready-made client configs in `mcp-config/` start a working server.
 mod mcp_config;
+// The MCP surface over stdio: initialize, tools/list, prompts, JSON-RPC errors, the wire.
 mod protocol;
+// The README's tool reference matches the registry (`UPDATE_README=1` rewrites it).
 mod readme;
+// Landlock through `toolport __sandbox-exec`: what the kernel allows and refuses.
 mod sandbox;
+// web_search, offline, against a local server that plays every provider.
 mod web_search;

@@ -3,6 +3,7 @@
 
 use std::process::Stdio;
 
+use pretty_assertions::assert_eq;
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -28,7 +29,6 @@ async fn initialize_reports_toolport_and_its_capabilities() {
         instructions.contains(&root.display().to_string()),
         "{instructions}"
     );
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -37,7 +37,6 @@ async fn tools_list_matches_the_snapshot() {
     let client = connect(&root).await;
     let tools = within(client.list_all_tools()).await.unwrap();
     insta::assert_json_snapshot!("tools_list", tools);
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -56,7 +55,6 @@ async fn an_unknown_tool_is_a_json_rpc_invalid_params_error() {
     // The session is still usable.
     let tools = within(client.list_all_tools()).await.unwrap();
     assert_eq!(tools.len(), 5);
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -100,7 +98,6 @@ async fn prompts_hold_every_tools_instructions() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("unknown prompt"), "{error}");
-    within(client.cancel()).await.unwrap();
 }
 
 /// A raw JSON-RPC session over the binary's stdin/stdout, for wire-level checks.
@@ -158,15 +155,21 @@ impl Raw {
     }
 }
 
+/// The envelope and code of a JSON-RPC error reply, as one object (the message is left out:
+/// its wording is rmcp's).
+fn rpc_error(reply: &Value) -> Value {
+    json!({"jsonrpc": reply["jsonrpc"], "id": reply["id"], "code": reply["error"]["code"]})
+}
+
 #[tokio::test]
 async fn a_malformed_line_gets_a_parse_error_and_the_server_keeps_serving() {
     let (_d, root) = tempdir();
     let mut raw = Raw::start(&root);
     raw.send(b"{this is not json").await;
-    let reply = raw.recv().await;
-    assert_eq!(reply["jsonrpc"], json!("2.0"));
-    assert_eq!(reply["id"], Value::Null);
-    assert_eq!(reply["error"]["code"], json!(-32700));
+    assert_eq!(
+        rpc_error(&raw.recv().await),
+        json!({"jsonrpc": "2.0", "id": null, "code": -32700})
+    );
     raw.initialize().await;
     raw.send(b"also not json").await;
     assert_eq!(raw.recv().await["error"]["code"], json!(-32700));
@@ -183,16 +186,14 @@ async fn a_well_formed_object_that_is_not_a_message_gets_invalid_request() {
     let mut raw = Raw::start(&root);
     raw.initialize().await;
     raw.send(br#"{"jsonrpc":"2.0","id":7,"method":5}"#).await;
-    let reply = raw.recv().await;
     assert_eq!(
-        (reply["id"].clone(), reply["error"]["code"].clone()),
-        (json!(7), json!(-32600))
+        rpc_error(&raw.recv().await),
+        json!({"jsonrpc": "2.0", "id": 7, "code": -32600})
     );
     raw.send(br#"{"hello":"world"}"#).await;
-    let reply = raw.recv().await;
     assert_eq!(
-        (reply["id"].clone(), reply["error"]["code"].clone()),
-        (Value::Null, json!(-32600))
+        rpc_error(&raw.recv().await),
+        json!({"jsonrpc": "2.0", "id": null, "code": -32600})
     );
     raw.send(br#"[{"jsonrpc":"2.0","id":8,"method":"tools/list"}]"#)
         .await;
@@ -216,10 +217,9 @@ async fn an_unknown_method_gets_method_not_found() {
     raw.initialize().await;
     raw.send(br#"{"jsonrpc":"2.0","id":3,"method":"no/such/method"}"#)
         .await;
-    let reply = raw.recv().await;
     assert_eq!(
-        (reply["id"].clone(), reply["error"]["code"].clone()),
-        (json!(3), json!(-32601))
+        rpc_error(&raw.recv().await),
+        json!({"jsonrpc": "2.0", "id": 3, "code": -32601})
     );
 }
 
@@ -241,10 +241,9 @@ async fn large_lines_are_accepted_and_oversized_lines_answered() {
     // Over 64 MiB: answered, discarded, and the server goes on.
     let huge = vec![b'a'; 64 * 1024 * 1024 + 10];
     raw.send(&huge).await;
-    let reply = raw.recv().await;
     assert_eq!(
-        (reply["id"].clone(), reply["error"]["code"].clone()),
-        (Value::Null, json!(-32600))
+        rpc_error(&raw.recv().await),
+        json!({"jsonrpc": "2.0", "id": null, "code": -32600})
     );
     raw.send(br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#)
         .await;
@@ -280,9 +279,7 @@ async fn every_protocol_version_can_list_and_call_tools() {
     let (_d, root) = tempdir();
     std::fs::write(root.join("f.txt"), "v\n").unwrap();
     // The stateless 2026-07-28 revision: no initialize, metadata on every request.
-    let mut cmd = command(&root, &[]);
-    cmd.stderr(Stdio::null());
-    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let transport = spawn_server(command(&root, &[]));
     let client = within(().serve_with_lifecycle(
         transport,
         ClientLifecycleMode::Discover {
@@ -301,7 +298,6 @@ async fn every_protocol_version_can_list_and_call_tools() {
     .await
     .unwrap();
     assert_eq!(result.structured_content.unwrap()["content"], json!("v\n"));
-    within(client.cancel()).await.unwrap();
 
     // Every version negotiated with initialize.
     for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
@@ -329,8 +325,8 @@ async fn every_protocol_version_can_list_and_call_tools() {
 #[tokio::test]
 async fn progress_is_sent_only_when_the_request_has_a_token() {
     let (_d, root) = tempdir();
-    std::fs::write(root.join("shells.toml"), "[exec]\nallow_shells = true\n").unwrap();
-    let mut raw = Raw::start_with(&root, &["--config", "shells.toml"]);
+    let config = config_file(&root, ALLOW_SHELLS);
+    let mut raw = Raw::start_with(&root, &["--config", config.to_str().unwrap()]);
     raw.initialize().await;
     let call = |id: u32, meta: &str| {
         format!(

@@ -1,23 +1,13 @@
-//! web_search, fully offline: a local fixture server (axum on 127.0.0.1:0) plays every
-//! provider, serving recorded-looking responses from tests/fixtures/web/ and scripted failures.
-//! The providers' base URLs point at it through the config file, so the production code path
-//! (config, registry, schema check, HTTP client, parsers) is what runs. Most tests call the
-//! tool in-process through the registry; the happy path, the all-fail case and key redaction
-//! also go through the real binary over MCP.
-//!
-//! The first path segment of a base URL names the scenario the fixture plays for that provider
-//! (`/ok`, `/bot`, `/s401`, `/r429once` …); the rest of the path tells the provider apart.
+//! web_search, fully offline, against the fixture server of [`crate::common::web_fixture`],
+//! which plays every provider. Most tests call the tool in-process through the registry; the
+//! happy path, the all-fail case and key redaction also go through the real binary over MCP.
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::header;
+use pretty_assertions::assert_eq;
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -26,284 +16,8 @@ use toolport::config::{Cli, Config};
 use toolport::registry::{ExecuteError, ToolRegistry};
 use toolport::tool::{ToolContext, ToolOutput};
 
+use crate::common::web_fixture::{BRAVE_KEY, Fixture, GOOGLE_KEY, TAVILY_KEY};
 use crate::common::*;
-
-const BRAVE_KEY: &str = "BSA-test-key-7f3a9c";
-const GOOGLE_KEY: &str = "AIza-test-key-2b8e41";
-const TAVILY_KEY: &str = "tvly-test-key-5d0c77";
-
-/// One request the fixture received.
-#[derive(Debug, Clone)]
-struct Recorded {
-    provider: &'static str,
-    uri: String,
-    headers: HeaderMap,
-    body: Bytes,
-    at: Instant,
-}
-
-#[derive(Default)]
-struct FixtureState {
-    requests: Mutex<Vec<Recorded>>,
-    seen: Mutex<HashMap<(String, &'static str), usize>>,
-    /// Signalled on every request (a permit is kept when nobody waits yet).
-    arrived: tokio::sync::Notify,
-}
-
-/// The fixture server; stops when dropped.
-struct Fixture {
-    addr: SocketAddr,
-    state: Arc<FixtureState>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Fixture {
-    async fn start() -> Self {
-        let state = Arc::new(FixtureState::default());
-        let app = axum::Router::new()
-            .fallback(handle)
-            .with_state(state.clone());
-        let listener = within(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .await
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self { addr, state, task }
-    }
-
-    fn url(&self, scenario: &str) -> String {
-        format!("http://{}/{scenario}", self.addr)
-    }
-
-    fn requests(&self) -> Vec<Recorded> {
-        self.state.requests.lock().unwrap().clone()
-    }
-
-    fn requests_to(&self, provider: &str) -> Vec<Recorded> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.provider == provider)
-            .collect()
-    }
-}
-
-fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/web/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn provider_of(method: &Method, path: &str) -> &'static str {
-    if path.ends_with("/html/") {
-        "duckduckgo"
-    } else if path.ends_with("/res/v1/web/search") {
-        "brave"
-    } else if path.ends_with("/customsearch/v1") {
-        "google"
-    } else if path.ends_with("/search") && method == Method::POST {
-        "tavily"
-    } else if path.ends_with("/search") {
-        "searxng"
-    } else {
-        "unknown"
-    }
-}
-
-fn ok_body(provider: &str) -> Response {
-    match provider {
-        "duckduckgo" => html(StatusCode::OK, fixture("ddg_results.html")),
-        other => json_response(StatusCode::OK, fixture(&format!("{other}.json"))),
-    }
-}
-
-fn html(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/html; charset=UTF-8")],
-        body,
-    )
-        .into_response()
-}
-
-fn json_response(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-fn never_ending() -> Response {
-    let first = futures::stream::once(async { Ok::<_, std::io::Error>(Bytes::from_static(b"{")) });
-    let body = Body::from_stream(futures::StreamExt::chain(first, futures::stream::pending()));
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response()
-}
-
-fn huge() -> Response {
-    let chunk = Bytes::from(vec![b' '; 64 * 1024]);
-    let chunks =
-        futures::stream::iter((0..64).map(move |_| Ok::<_, std::io::Error>(chunk.clone())));
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        Body::from_stream(chunks),
-    )
-        .into_response()
-}
-
-async fn handle(
-    State(state): State<Arc<FixtureState>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let path = uri.path().to_owned();
-    let scenario = path
-        .trim_start_matches('/')
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    let provider = provider_of(&method, &path);
-    let count = {
-        let mut seen = state.seen.lock().unwrap();
-        let n = seen.entry((scenario.clone(), provider)).or_default();
-        *n += 1;
-        *n
-    };
-    state.requests.lock().unwrap().push(Recorded {
-        provider,
-        uri: uri.to_string(),
-        headers: headers.clone(),
-        body,
-        at: Instant::now(),
-    });
-    state.arrived.notify_one();
-    let error = |status: StatusCode, message: &str| {
-        json_response(status, json!({"error": {"message": message}}).to_string())
-    };
-    match scenario.as_str() {
-        "ok" => ok_body(provider),
-        "ads" => html(StatusCode::OK, fixture("ddg_ads.html")),
-        "bot" => html(StatusCode::OK, fixture("ddg_challenge.html")),
-        "bot403" => html(StatusCode::FORBIDDEN, fixture("ddg_challenge.html")),
-        "changed" => html(StatusCode::OK, fixture("ddg_changed.html")),
-        "empty" if provider == "duckduckgo" => html(StatusCode::OK, fixture("ddg_no_results.html")),
-        "empty" => json_response(StatusCode::OK, fixture(&format!("{provider}_empty.json"))),
-        "s401" => error(StatusCode::UNAUTHORIZED, "Unauthorized"),
-        "s403" => (StatusCode::FORBIDDEN, "Forbidden").into_response(),
-        "s500" => error(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
-        // A provider that quotes the credential it got back in its error message.
-        "echo" => {
-            let sent: Vec<String> = ["x-subscription-token", "x-goog-api-key", "authorization"]
-                .iter()
-                .filter_map(|h| headers.get(*h)?.to_str().ok().map(String::from))
-                .collect();
-            error(
-                StatusCode::UNAUTHORIZED,
-                &format!("invalid credential {}", sent.join(" ")),
-            )
-        }
-        "r429once" if count == 1 => (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, "1")],
-            "slow down",
-        )
-            .into_response(),
-        "r429once" => ok_body(provider),
-        "r429long" => (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, "3600")],
-            "slow down",
-        )
-            .into_response(),
-        "r429always" => (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, "0")],
-            "slow down",
-        )
-            .into_response(),
-        // A redirect to another host (localhost instead of 127.0.0.1): not followed, since the
-        // provider's key header would go along.
-        "redirect-away" => {
-            let port = headers
-                .get(header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .and_then(|h| h.rsplit(':').next())
-                .unwrap_or_default()
-                .to_owned();
-            let rest = uri.path_and_query().map(|p| p.as_str()).unwrap_or_default();
-            let rest = rest.trim_start_matches("/redirect-away");
-            (
-                StatusCode::FOUND,
-                [(
-                    header::LOCATION,
-                    format!("http://localhost:{port}/ok{rest}"),
-                )],
-            )
-                .into_response()
-        }
-        // A redirect on the same host (as a SearXNG instance may send): followed.
-        "redirect-here" => {
-            let rest = uri.path_and_query().map(|p| p.as_str()).unwrap_or_default();
-            let rest = rest.trim_start_matches("/redirect-here");
-            (
-                StatusCode::MOVED_PERMANENTLY,
-                [(header::LOCATION, format!("/ok{rest}"))],
-            )
-                .into_response()
-        }
-        "hang" => never_ending(),
-        "malformed" => json_response(
-            StatusCode::OK,
-            r#"{"type": "search", "web": {"results": [{"title": "Trunc"#.into(),
-        ),
-        "wrongshape" => json_response(StatusCode::OK, r#"{"status": "ok", "data": []}"#.into()),
-        "huge" => huge(),
-        _ => (StatusCode::NOT_FOUND, "no such scenario").into_response(),
-    }
-}
-
-/// A `[web]` config: `providers` in order, each with its scenario; `global` adds lines to
-/// `[web]` (they replace the test defaults of the same name).
-fn web_config(fx: &Fixture, providers: &[(&str, &str)], global: &str) -> String {
-    let mut defaults = vec![
-        ("timeout_ms", "3000"),
-        ("max_retry_wait_ms", "2000"),
-        ("cache_ttl_secs", "0"),
-    ];
-    defaults.retain(|(k, _)| !global.lines().any(|l| l.trim_start().starts_with(k)));
-    let names: Vec<String> = providers.iter().map(|(p, _)| format!("{p:?}")).collect();
-    let mut text = format!("[web]\nproviders = [{}]\n", names.join(", "));
-    for (k, v) in defaults {
-        text.push_str(&format!("{k} = {v}\n"));
-    }
-    text.push_str(global);
-    text.push('\n');
-    for (provider, scenario) in providers {
-        text.push_str(&format!(
-            "[web.{provider}]\nbase_url = {:?}\n",
-            fx.url(scenario)
-        ));
-        text.push_str("min_interval_ms = 0\n");
-        match *provider {
-            "brave" => text.push_str(&format!("api_key = {BRAVE_KEY:?}\n")),
-            "google" => text.push_str(&format!("api_key = {GOOGLE_KEY:?}\ncx = \"test-cx\"\n")),
-            "tavily" => text.push_str(&format!("api_key = {TAVILY_KEY:?}\n")),
-            _ => {}
-        }
-    }
-    text
-}
 
 /// The registry built from a config file, as the binary builds it, and a local context.
 struct Harness {
@@ -315,8 +29,7 @@ struct Harness {
 impl Harness {
     fn new(config_text: &str) -> Self {
         let (dir, path) = tempdir();
-        let file = path.join("toolport.toml");
-        std::fs::write(&file, config_text).unwrap();
+        let file = config_file(&path, config_text);
         let cli = <Cli as clap::Parser>::try_parse_from([
             "toolport",
             "--root",
@@ -362,7 +75,7 @@ impl Harness {
 
 async fn harness(providers: &[(&str, &str)], global: &str) -> (Fixture, Harness) {
     let fx = Fixture::start().await;
-    let h = Harness::new(&web_config(&fx, providers, global));
+    let h = Harness::new(&fx.config(providers, global));
     (fx, h)
 }
 
@@ -730,7 +443,7 @@ async fn a_cancelled_search_stops_at_once() {
         let h = h.clone();
         async move { h.err(q("rust async book")).await }
     });
-    within(fx.state.arrived.notified()).await;
+    fx.arrived().await;
     h.ctx.cancel.cancel();
     let err = within(search).await.unwrap();
     assert_eq!(err, "cancelled: the search was cancelled");
@@ -744,11 +457,13 @@ async fn an_unreachable_provider_fails_over() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    let text = web_config(&fx, &[("searxng", "ok"), ("duckduckgo", "ok")], "").replacen(
-        &format!("[web.searxng]\nbase_url = \"http://{}", fx.addr),
-        &format!("[web.searxng]\nbase_url = \"http://{closed}"),
-        1,
-    );
+    let text = fx
+        .config(&[("searxng", "ok"), ("duckduckgo", "ok")], "")
+        .replacen(
+            &format!("[web.searxng]\nbase_url = \"http://{}", fx.addr),
+            &format!("[web.searxng]\nbase_url = \"http://{closed}"),
+            1,
+        );
     assert!(text.contains(&closed.to_string()));
     let h = Harness::new(&text);
     let (out, _) = h.ok(q("rust async book")).await;
@@ -861,7 +576,8 @@ async fn redirects_are_followed_on_the_same_host_only() {
 #[tokio::test]
 async fn throttle_queues_calls_instead_of_failing_them() {
     let fx = Fixture::start().await;
-    let config = web_config(&fx, &[("duckduckgo", "ok")], "")
+    let config = fx
+        .config(&[("duckduckgo", "ok")], "")
         .replace("min_interval_ms = 0", "min_interval_ms = 250");
     let h = Arc::new(Harness::new(&config));
     let started = Instant::now();
@@ -1002,12 +718,10 @@ fn assert_no_keys(what: &str, text: &str) {
 async fn keys_are_redacted_from_results_errors_and_logs() {
     let fx = Fixture::start().await;
     let (_d, root) = tempdir();
-    let config = root.join("web.toml");
     // Every keyed provider echoes its credential back in its error message.
-    std::fs::write(
-        &config,
-        web_config(
-            &fx,
+    let config = config_file(
+        &root,
+        &fx.config(
             &[
                 ("brave", "echo"),
                 ("google", "echo"),
@@ -1016,8 +730,7 @@ async fn keys_are_redacted_from_results_errors_and_logs() {
             ],
             "",
         ),
-    )
-    .unwrap();
+    );
     let mut cmd = command(&root, &["--config", config.to_str().unwrap()]);
     cmd.env("RUST_LOG", "trace");
     let (transport, stderr) = TokioChildProcess::builder(cmd)
@@ -1055,6 +768,7 @@ async fn keys_are_redacted_from_results_errors_and_logs() {
     assert!(shown.contains("api_key = \"********\""), "{shown}");
     assert_no_keys("`toolport config`", &shown);
 
+    // A clean shutdown closes the server's stderr, which ends the captured log.
     within(client.cancel()).await.unwrap();
     let log = within(log).await.unwrap();
     assert!(
@@ -1077,14 +791,7 @@ async fn keys_are_redacted_from_results_errors_and_logs() {
 // ---- through the real binary over MCP ----------------------------------------------------
 
 async fn connect_web(fx: &Fixture, root: &std::path::Path, providers: &[(&str, &str)]) -> Client {
-    let config = root.join("web.toml");
-    std::fs::write(&config, web_config(fx, providers, "")).unwrap();
-    connect_with(
-        root,
-        &["--config", config.to_str().unwrap()],
-        TestClient::default(),
-    )
-    .await
+    connect_configured(root, &fx.config(providers, ""), TestClient::default()).await
 }
 
 #[tokio::test]
@@ -1094,14 +801,13 @@ async fn mcp_web_search_happy_path() {
     let client = connect_web(&fx, &root, &[("duckduckgo", "ok")]).await;
     let tools = within(client.list_all_tools()).await.unwrap();
     let tool = tools.iter().find(|t| t.name == "web_search").unwrap();
-    let annotations = tool.annotations.clone().unwrap();
+    let annotations = serde_json::to_value(tool.annotations.clone().unwrap()).unwrap();
     assert_eq!(
-        (
-            annotations.read_only_hint,
-            annotations.open_world_hint,
-            annotations.destructive_hint
+        pick(
+            &annotations,
+            &["readOnlyHint", "openWorldHint", "destructiveHint"]
         ),
-        (Some(true), Some(true), Some(false))
+        json!({"readOnlyHint": true, "openWorldHint": true, "destructiveHint": false})
     );
     assert!(tool.output_schema.is_some());
 
@@ -1120,7 +826,6 @@ async fn mcp_web_search_happy_path() {
         "{}",
         text(&result)
     );
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -1155,5 +860,4 @@ async fn mcp_web_search_all_fail_is_an_error_result() {
         message.contains("DuckDuckGo answered with its bot-challenge page"),
         "{message}"
     );
-    within(client.cancel()).await.unwrap();
 }

@@ -1,8 +1,20 @@
 //! Shared test helpers: start the real binary as a child process and talk MCP to it through
 //! rmcp's client, with every await under a timeout.
+//!
+//! - this file: the client, connecting, calling a tool, reading results, `pick`, temp dirs;
+//! - [`config`]: config files (`config_file`, `ALLOW_SHELLS`);
+//! - [`process`]: processes seen through `/proc` (`alive`, `pids`, `eventually`);
+//! - [`web_fixture`]: a local HTTP server that plays every web search provider.
 
 // Roots are deprecated by SEP-2577, but every current client still uses them.
 #![allow(dead_code, deprecated)]
+
+pub(crate) mod config;
+pub(crate) mod http;
+pub(crate) mod process;
+pub(crate) mod web_fixture;
+
+pub(crate) use config::{ALLOW_SHELLS, config_file};
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -10,6 +22,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use pretty_assertions::{assert_eq, assert_ne};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, Implementation, ListRootsResult, ProgressNotificationParam,
@@ -18,12 +31,9 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::process::Command;
 use tokio::sync::mpsc;
-
-pub(crate) mod http;
-pub(crate) mod process;
 
 /// Generous: CI machines are shared and slow; a hang still fails the test.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);
@@ -216,14 +226,29 @@ pub(crate) async fn connect_with(root: &Path, args: &[&str], client: TestClient)
     connect_command(command(root, args), client).await
 }
 
+/// Start the binary serving `root` with `toml` as its config file (written into `root`) and
+/// connect `client`.
+pub(crate) async fn connect_configured(root: &Path, toml: &str, client: TestClient) -> Client {
+    let config = config_file(root, toml);
+    connect_with(root, &["--config", config.to_str().unwrap()], client).await
+}
+
 /// Start a prepared command and connect `client`.
-pub(crate) async fn connect_command(mut cmd: Command, client: TestClient) -> Client {
-    cmd.stderr(Stdio::null());
+pub(crate) async fn connect_command(cmd: Command, client: TestClient) -> Client {
+    within(client.serve(spawn_server(cmd)))
+        .await
+        .expect("initialize")
+}
+
+/// Spawn a prepared command as an MCP server over its stdin and stdout, with its log
+/// (stderr) discarded; `id()` gives its pid. Dropping the transport kills it, and closing
+/// its stdin ends it anyway.
+pub(crate) fn spawn_server(cmd: Command) -> TokioChildProcess {
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn toolport");
-    within(client.serve(transport)).await.expect("initialize")
+    transport
 }
 
 /// Call a tool and return the result (tool errors are results too).
@@ -279,11 +304,22 @@ pub(crate) fn tempdir() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// `file://` URI of a path.
-pub(crate) fn uri(path: &Path) -> String {
-    url_from(path)
+/// The `file://` URL of an absolute path, as a client lists it in its roots.
+pub(crate) fn file_url(path: &Path) -> String {
+    url::Url::from_file_path(path)
+        .unwrap_or_else(|()| panic!("not an absolute path: {}", path.display()))
+        .to_string()
 }
 
-fn url_from(path: &Path) -> String {
-    format!("file://{}", path.display())
+/// The object of just these `keys` of `value`, to compare the fields of a result that matter
+/// as one object. A key that `value` lacks is left out, so the comparison shows it missing.
+pub(crate) fn pick(value: &Value, keys: &[&str]) -> Value {
+    let object = value
+        .as_object()
+        .unwrap_or_else(|| panic!("not a JSON object: {value}"));
+    let picked: Map<String, Value> = keys
+        .iter()
+        .filter_map(|&key| Some((key.to_owned(), object.get(key)?.clone())))
+        .collect();
+    Value::Object(picked)
 }

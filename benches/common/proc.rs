@@ -1,0 +1,43 @@
+//! A process's CPU time and memory, read from `/proc` (Linux only, as the benches are).
+
+use std::fmt::Display;
+
+/// Clock ticks per second in `/proc/<pid>/stat` (USER_HZ: 100 on every mainstream Linux
+/// build; the kernel reports in these units whatever its internal HZ).
+pub(crate) const TICKS_PER_SEC: f64 = 100.0;
+
+/// User + system CPU seconds of a process so far, from `/proc/<pid>/stat`; `pid` may be
+/// `"self"`. `None` when the process is gone.
+pub(crate) fn cpu_secs(pid: impl Display) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: count fields after it. utime
+    // and stime are fields 14 and 15 of the whole line, 11 and 12 after the name.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    Some((ticks(11)? + ticks(12)?) as f64 / TICKS_PER_SEC)
+}
+
+/// Memory figures from `/proc/<pid>/status`, in KiB.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Mem {
+    /// Resident set size now (`VmRSS`).
+    pub rss: u64,
+    /// The highest resident set size since the process started (`VmHWM`).
+    pub hwm: u64,
+}
+
+/// The memory of a process; `None` when it is gone.
+pub(crate) fn mem(pid: impl Display) -> Option<Mem> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    Some(Mem {
+        rss: field("VmRSS:")?,
+        hwm: field("VmHWM:")?,
+    })
+}
