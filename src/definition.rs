@@ -39,7 +39,7 @@ pub enum DefinitionError {
 /// A target format for exported tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ToolFormat {
+pub(crate) enum ToolFormat {
     /// MCP `tools/list` entries (with title and annotations).
     Mcp,
     /// OpenAI / OpenRouter function tools: `{"type":"function","function":{…}}`.
@@ -113,7 +113,7 @@ impl ToolDefinition {
 
     /// The MCP `Tool` (name, description, schemas). Title and annotations are not part of the
     /// neutral definition; see [`ToolDefinition::to_mcp_with`].
-    pub fn to_mcp(&self) -> rmcp::model::Tool {
+    pub(crate) fn to_mcp(&self) -> rmcp::model::Tool {
         let mut tool = rmcp::model::Tool::new(
             self.name.clone(),
             self.description.clone(),
@@ -126,7 +126,11 @@ impl ToolDefinition {
     }
 
     /// The MCP `Tool` with a title and annotations.
-    pub fn to_mcp_with(&self, title: Option<&str>, annotations: Annotations) -> rmcp::model::Tool {
+    pub(crate) fn to_mcp_with(
+        &self,
+        title: Option<&str>,
+        annotations: Annotations,
+    ) -> rmcp::model::Tool {
         let mut tool = self.to_mcp().with_annotations(
             rmcp::model::ToolAnnotations::new()
                 .read_only(annotations.read_only)
@@ -141,7 +145,7 @@ impl ToolDefinition {
     }
 
     /// OpenAI / OpenRouter function-tool format.
-    pub fn to_openai(&self) -> Value {
+    pub(crate) fn to_openai(&self) -> Value {
         json!({
             "type": "function",
             "function": {
@@ -153,7 +157,7 @@ impl ToolDefinition {
     }
 
     /// Anthropic tool format.
-    pub fn to_anthropic(&self) -> Value {
+    pub(crate) fn to_anthropic(&self) -> Value {
         json!({
             "name": self.name,
             "description": self.description,
@@ -162,7 +166,7 @@ impl ToolDefinition {
     }
 
     /// Ollama tool format: Ollama's `/api/chat` takes the OpenAI function shape.
-    pub fn to_ollama(&self) -> Value {
+    pub(crate) fn to_ollama(&self) -> Value {
         self.to_openai()
     }
 }

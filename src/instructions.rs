@@ -20,9 +20,9 @@ pub struct ParamDoc<'a> {
     /// The schema's `default`, when it states one.
     pub default: Option<&'a Value>,
     /// The allowed values of an `enum`.
-    pub one_of: Vec<&'a Value>,
+    pub(crate) one_of: Vec<&'a Value>,
     /// `min..=max`, `>= min` or `<= max`, when the schema bounds a number.
-    pub range: Option<String>,
+    pub(crate) range: Option<String>,
     /// The schema's description ("" when there is none).
     pub description: &'a str,
 }
@@ -183,12 +183,12 @@ fn example_value(prop: &Value) -> Value {
 /// What [`render_instructions`] writes about one tool.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct InstructionsFor<'a> {
-    pub(crate) name: &'a str,
-    pub(crate) description: &'a str,
+    pub name: &'a str,
+    pub description: &'a str,
     /// Default: the description's first sentence.
     pub(crate) purpose: Option<&'a str>,
-    pub(crate) input_schema: &'a JsonObject,
-    pub(crate) output_schema: Option<&'a JsonObject>,
+    pub input_schema: &'a JsonObject,
+    pub output_schema: Option<&'a JsonObject>,
     /// Default: a call with every required parameter.
     pub(crate) example: Option<&'a Value>,
 }

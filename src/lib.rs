@@ -94,7 +94,7 @@ where
 }
 
 /// Resolves on SIGINT or SIGTERM (Ctrl-C, or a client/supervisor stopping the server).
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -118,14 +118,14 @@ pub async fn shutdown_signal() {
 }
 
 /// Serve MCP over stdin/stdout until stdin closes or the process is told to stop.
-pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), Error> {
+pub(crate) async fn serve_stdio(shared: Arc<Shared>) -> Result<(), Error> {
     serve(shared, StdioTransport::stdio()).await
 }
 
 /// Serve MCP over HTTP on the configured `--http` address until the process is told to stop
 /// (SIGINT or SIGTERM); then calls in flight are cancelled (running commands are killed) and
 /// connections get a bounded grace before this returns.
-pub async fn serve_http(
+pub(crate) async fn serve_http(
     shared: Arc<Shared>,
     settings: transport::http::settings::HttpSettings,
 ) -> Result<(), Error> {

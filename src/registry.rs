@@ -20,18 +20,18 @@ use crate::tool::{AiTool, Confirmation, JsonObject, ToolContext, ToolError, Tool
 
 /// Criteria for [`ToolRegistry::filter`]; all given criteria must hold (AND).
 #[derive(Debug, Clone, Default)]
-pub struct ToolFilter {
+pub(crate) struct ToolFilter {
     /// The tool must have every one of these tags.
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// The tool's category must be exactly this.
-    pub category: Option<String>,
+    pub(crate) category: Option<String>,
     /// The tool's name must match this regex (unanchored, as `regex::Regex::is_match`).
-    pub name_pattern: Option<Regex>,
+    pub(crate) name_pattern: Option<Regex>,
 }
 
 impl ToolFilter {
     /// Whether a tool passes every criterion.
-    pub fn matches(&self, tool: &dyn AiTool) -> bool {
+    pub(crate) fn matches(&self, tool: &dyn AiTool) -> bool {
         self.tags.iter().all(|t| tool.tags().contains(&t.as_str()))
             && self
                 .category
@@ -135,31 +135,21 @@ impl ToolRegistry {
     }
 
     /// The names of every tool, in registration order.
-    pub fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         self.entries
             .iter()
             .map(|e| e.definition.name.as_str())
             .collect()
     }
 
-    /// Number of tools.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether there are no tools.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// A registry holding only the tools that match `filter`, in the same order. Compiled
     /// validators are shared, not recompiled.
-    pub fn filter(&self, filter: &ToolFilter) -> ToolRegistry {
+    pub(crate) fn filter(&self, filter: &ToolFilter) -> ToolRegistry {
         self.retain(|e| filter.matches(e.tool.as_ref()))
     }
 
     /// A registry holding only the tools for which `keep(name)` is true.
-    pub fn retain_names(&self, keep: impl Fn(&str) -> bool) -> ToolRegistry {
+    pub(crate) fn retain_names(&self, keep: impl Fn(&str) -> bool) -> ToolRegistry {
         self.retain(|e| keep(&e.definition.name))
     }
 
@@ -179,17 +169,17 @@ impl ToolRegistry {
     }
 
     /// The MCP `tools/list` entries (with title, output schema and annotations).
-    pub fn mcp_tools(&self) -> Vec<rmcp::model::Tool> {
+    pub(crate) fn mcp_tools(&self) -> Vec<rmcp::model::Tool> {
         self.entries.iter().map(|e| e.mcp.clone()).collect()
     }
 
     /// The MCP entry of one tool.
-    pub fn mcp_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+    pub(crate) fn mcp_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
         self.entry(name).map(|e| e.mcp.clone())
     }
 
     /// Every tool's definition in a target format.
-    pub fn definitions(&self, format: ToolFormat) -> Vec<Value> {
+    pub(crate) fn definitions(&self, format: ToolFormat) -> Vec<Value> {
         self.entries
             .iter()
             .map(|e| match format {
@@ -202,7 +192,7 @@ impl ToolRegistry {
     }
 
     /// Every tool's instructions, joined by blank lines.
-    pub fn instructions(&self) -> String {
+    pub(crate) fn instructions(&self) -> String {
         self.entries
             .iter()
             .map(|e| e.tool.instructions())
@@ -437,7 +427,7 @@ mod tests {
             }))
             .unwrap()
         );
-        assert_eq!(r.len(), 1);
+        assert_eq!(r.names().len(), 1);
         let out = futures::executor::block_on(r.execute(
             "t",
             json!({"path": "x"}).as_object().cloned().unwrap(),
@@ -452,7 +442,7 @@ mod tests {
         let mut r = ToolRegistry::new();
         let err = r.register(fake("bad-name", &[], None)).unwrap_err();
         assert_eq!(err, DefinitionError::InvalidName("bad-name".into()));
-        assert!(r.is_empty());
+        assert!(r.names().is_empty());
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub(crate) const MASK: &str = "********";
 /// environment).
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
-pub struct Secret(String);
+pub(crate) struct Secret(String);
 
 impl Secret {
     /// Wrap a value.

@@ -44,7 +44,7 @@ const CONFIRM_TIMEOUT: Duration = Duration::from_secs(600);
 const CONFIRM_KEY: &str = "confirm";
 
 /// The name of the prompt that holds every tool's instructions.
-pub const ALL_INSTRUCTIONS_PROMPT: &str = "tool_instructions";
+pub(crate) const ALL_INSTRUCTIONS_PROMPT: &str = "tool_instructions";
 
 /// What every session shares: built once at start-up.
 #[derive(Debug)]
@@ -153,7 +153,7 @@ impl ToolportServer {
     }
 
     /// The `instructions` sent at initialize: what is served and where paths may go.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let registry = &self.shared.registry;
         let tools: Vec<String> = registry
             .all()

@@ -31,14 +31,14 @@ use serde::{Deserialize, Serializer};
 #[error("invalid setting {key}: {message}")]
 pub struct SettingError {
     /// The setting as written in the file (`exec.timeout_max`), or the flag/variable.
-    pub key: Cow<'static, str>,
+    pub(crate) key: Cow<'static, str>,
     /// What is wrong and what is allowed.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl SettingError {
     /// An error about `key`.
-    pub(crate) fn new(key: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+    pub fn new(key: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
         Self {
             key: key.into(),
             message: message.into(),

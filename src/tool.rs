@@ -130,7 +130,7 @@ impl ProgressSink for NoProgress {
 
 /// The answer to a confirmation request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Confirmation {
+pub(crate) enum Confirmation {
     /// The user said yes (or the operator allowed unconfirmed calls).
     Accepted,
     /// The user said no, or dismissed the question.
@@ -144,7 +144,7 @@ pub enum Confirmation {
 
 /// Asks the human to confirm a risky call (see [`AiTool::confirmation`]).
 #[async_trait]
-pub trait Confirmer: Send + Sync {
+pub(crate) trait Confirmer: Send + Sync {
     /// Ask the user about `description`.
     async fn confirm(&self, description: &str) -> Confirmation;
 }
@@ -183,11 +183,11 @@ impl ConfirmFallback {
 /// A confirmer for contexts with nobody to ask. What happens then is the operator's choice
 /// (`exec.confirm`): refuse with an explanation (the default), or run without asking.
 #[derive(Debug, Clone)]
-pub struct NoConfirmer {
+pub(crate) struct NoConfirmer {
     /// Why nobody can be asked here, shown to the model.
-    pub reason: String,
+    pub(crate) reason: String,
     /// The operator's choice for this case.
-    pub fallback: ConfirmFallback,
+    pub(crate) fallback: ConfirmFallback,
 }
 
 #[async_trait]
@@ -200,7 +200,7 @@ impl Confirmer for NoConfirmer {
 /// A confirmer that accepts everything: for an operator who said so explicitly
 /// (`toolport call --yes`).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct AlwaysConfirm;
+pub(crate) struct AlwaysConfirm;
 
 #[async_trait]
 impl Confirmer for AlwaysConfirm {
@@ -219,7 +219,7 @@ pub struct ToolContext {
     /// The roots this call may touch (the operator's, possibly narrowed by the client's).
     pub workspace: Arc<Workspace>,
     /// Who confirms risky calls.
-    pub confirmer: Arc<dyn Confirmer>,
+    pub(crate) confirmer: Arc<dyn Confirmer>,
 }
 
 impl ToolContext {

@@ -24,10 +24,10 @@ use crate::tool::{AiTool, Annotations, ToolContext, ToolError, ToolOutput};
 #[derive(Debug, Clone)]
 pub(crate) struct ToolSpec {
     /// `[A-Za-z0-9_]{1,64}`.
-    pub(crate) name: &'static str,
+    pub name: &'static str,
     pub(crate) title: &'static str,
     /// What the tool does, stating its limits and defaults plainly.
-    pub(crate) description: String,
+    pub description: String,
     /// When to use it (the instructions' "Purpose").
     pub(crate) purpose: &'static str,
     /// The arguments of a typical call (the instructions' "Example").

@@ -38,7 +38,7 @@ use serde::Serialize;
 /// Secret files denied by default: environment files, private keys and credential stores.
 /// Patterns without `/` match any single path component; patterns with `/` match the whole
 /// path relative to a root.
-pub const DEFAULT_SECRET_PATTERNS: &[&str] = &[
+pub(crate) const DEFAULT_SECRET_PATTERNS: &[&str] = &[
     ".env*",
     "*.pem",
     "*.key",
@@ -86,7 +86,7 @@ pub enum WorkspaceError {
 /// branch on the variant, never on the text. Tools turn it into a `ToolError` of the matching
 /// kind (`From` in `tool.rs`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PathError {
+pub(crate) enum PathError {
     /// An empty path.
     #[error(
         "the path is empty; give a path relative to {first_root} or an absolute path inside the allowed roots ({roots})"
@@ -188,7 +188,7 @@ pub enum PathError {
 /// What a path is: the one vocabulary of file kinds, in results (`"type"`) and messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// A regular file.
     File,
     /// A directory.
@@ -298,7 +298,7 @@ impl FileKind {
 /// The `[workspace]` section of the config file.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct FileWorkspace {
+pub struct FileWorkspace {
     secret_patterns: Option<Vec<String>>,
 }
 
@@ -307,7 +307,7 @@ pub(crate) struct FileWorkspace {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WorkspaceSettings {
     /// Paths matching these patterns are never read.
-    pub secret_patterns: Vec<String>,
+    pub(crate) secret_patterns: Vec<String>,
 }
 
 impl Default for WorkspaceSettings {
@@ -323,7 +323,7 @@ impl Default for WorkspaceSettings {
 
 impl WorkspaceSettings {
     /// The file's patterns, or the defaults.
-    pub(crate) fn load(file: FileWorkspace) -> Self {
+    pub fn load(file: FileWorkspace) -> Self {
         file.secret_patterns
             .map_or_else(Self::default, |secret_patterns| Self { secret_patterns })
     }
@@ -331,7 +331,7 @@ impl WorkspaceSettings {
 
 /// One root: its canonical path and an open handle that every lookup starts from.
 #[derive(Debug, Clone)]
-pub struct Root {
+pub(crate) struct Root {
     path: PathBuf,
     /// The root as the operator spelled it (made absolute), when that differs from the
     /// canonical path, e.g. through a symlinked parent: absolute paths may use either.
@@ -401,7 +401,7 @@ impl SecretRules {
 /// A path resolved to a root: where lookups start, the path relative to it, and the absolute
 /// path to show the user.
 #[derive(Debug, Clone)]
-pub struct Target<'w> {
+pub(crate) struct Target<'w> {
     root: &'w Root,
     /// As given (relative to the root); lookups use this, so the kernel resolves `..` and
     /// symlinks in their real order.
@@ -413,25 +413,25 @@ pub struct Target<'w> {
 
 impl Target<'_> {
     /// The absolute path (root joined with the lexically normalised relative path).
-    pub fn display(&self) -> &Path {
+    pub(crate) fn display(&self) -> &Path {
         &self.display
     }
 
     /// The canonical path of the root this target is in.
-    pub fn root_path(&self) -> &Path {
+    pub(crate) fn root_path(&self) -> &Path {
         &self.root.path
     }
 }
 
 /// A file opened for reading inside the roots.
 #[derive(Debug)]
-pub struct OpenFile {
+pub(crate) struct OpenFile {
     /// The handle (opened non-blocking, so a FIFO never hangs the open; see [`Workspace::open_file`]).
-    pub file: std::fs::File,
+    pub(crate) file: std::fs::File,
     /// Its metadata, from the handle itself.
-    pub metadata: std::fs::Metadata,
+    pub(crate) metadata: std::fs::Metadata,
     /// The absolute path to show the user.
-    pub display: PathBuf,
+    pub(crate) display: PathBuf,
 }
 
 /// The set of roots a call may touch, plus the secret rules.
@@ -472,7 +472,7 @@ impl Workspace {
     }
 
     /// The roots, for messages: `/a, /b`.
-    pub fn describe_roots(&self) -> String {
+    pub(crate) fn describe_roots(&self) -> String {
         if self.roots.is_empty() {
             return "none (the client's roots do not overlap the server's)".into();
         }
@@ -487,7 +487,7 @@ impl Workspace {
     /// paths): each client root inside an operator root becomes a root (opened through the
     /// operator root's handle, so it cannot escape); each operator root inside a client root
     /// stays. Nothing outside the operator's roots is ever added.
-    pub fn narrow(&self, client_roots: &[PathBuf]) -> Workspace {
+    pub(crate) fn narrow(&self, client_roots: &[PathBuf]) -> Workspace {
         let mut roots: Vec<Root> = Vec::new();
         let mut add = |root: Root| {
             if !roots.iter().any(|r| r.path == root.path) {
@@ -524,7 +524,7 @@ impl Workspace {
     }
 
     /// Resolve a user-supplied path to a root and a relative path, without touching the disk.
-    pub fn target(&self, user: &str) -> Result<Target<'_>, PathError> {
+    pub(crate) fn target(&self, user: &str) -> Result<Target<'_>, PathError> {
         if user.is_empty() {
             return Err(PathError::Empty {
                 first_root: self.first_root_name(),
@@ -637,14 +637,14 @@ impl Workspace {
     }
 
     /// Whether a path relative to a root matches a secret pattern (for listings).
-    pub fn is_secret(&self, rel: &Path) -> bool {
+    pub(crate) fn is_secret(&self, rel: &Path) -> bool {
         self.secrets.matching(rel).is_some()
     }
 
     /// Open a file for reading, confined beneath its root. The open is non-blocking, so a FIFO
     /// or device returns at once; anything but a regular file is refused. Secrets are refused
     /// by the path as given and by the real path of the opened handle.
-    pub fn open_file(&self, user: &str) -> Result<OpenFile, PathError> {
+    pub(crate) fn open_file(&self, user: &str) -> Result<OpenFile, PathError> {
         let target = self.target(user)?;
         self.check_secret(&target, &target.normal)?;
         // A path without symlinks is what it says: its real path is the one the secret rules
@@ -703,7 +703,7 @@ impl Workspace {
 
     /// Open a directory, confined beneath its root. Secret directories (`.ssh` …) are refused
     /// like secret files: their entries are not listed.
-    pub fn open_dir(&self, user: &str) -> Result<(Dir, Target<'_>), PathError> {
+    pub(crate) fn open_dir(&self, user: &str) -> Result<(Dir, Target<'_>), PathError> {
         let target = self.target(user)?;
         self.check_secret(&target, &target.normal)?;
         let dir = target
@@ -716,7 +716,7 @@ impl Workspace {
     }
 
     /// Metadata of the path itself (a symlink is not followed), confined beneath its root.
-    pub fn symlink_metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
+    pub(crate) fn symlink_metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
         if target.rel == Path::new(".") {
             return target.root.dir.dir_metadata();
         }
@@ -724,7 +724,7 @@ impl Workspace {
     }
 
     /// Metadata of what the path points to (symlinks followed, but only beneath the root).
-    pub fn metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
+    pub(crate) fn metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
         if target.rel == Path::new(".") {
             return target.root.dir.dir_metadata();
         }
@@ -732,7 +732,7 @@ impl Workspace {
     }
 
     /// The text of a symlink (not resolved; it may point anywhere).
-    pub fn read_link(&self, target: &Target<'_>) -> io::Result<PathBuf> {
+    pub(crate) fn read_link(&self, target: &Target<'_>) -> io::Result<PathBuf> {
         target.root.dir.read_link_contents(&target.rel)
     }
 }
@@ -788,7 +788,7 @@ fn real_path(handle: &impl AsFd, target: &Target<'_>) -> Option<PathBuf> {
 }
 
 /// Parse a client root URI (`file:///home/me/proj`) into a canonical absolute path.
-pub fn client_root_path(uri: &str) -> Option<PathBuf> {
+pub(crate) fn client_root_path(uri: &str) -> Option<PathBuf> {
     let url = url::Url::parse(uri).ok()?;
     if url.scheme() != "file" {
         return None;

@@ -33,7 +33,7 @@ Examples:
 pub struct Cli {
     /// What to do (default: serve).
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub(crate) command: Option<Command>,
     /// Options shared by every subcommand.
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -46,38 +46,38 @@ pub struct GlobalArgs {
     /// first one is where relative paths resolve. Default: the current directory.
     /// [env: TOOLPORT_ROOTS, a path list like PATH]
     #[arg(long = "root", value_name = "DIR", global = true)]
-    pub roots: Vec<PathBuf>,
+    pub(crate) roots: Vec<PathBuf>,
 
     /// TOML config file. Default: toolport.toml in the user config dir (~/.config/toolport/),
     /// if it exists.
     #[arg(long, value_name = "FILE", env = "TOOLPORT_CONFIG", global = true)]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
 
     /// Log level or filter for the logs on stderr: error, warn, info, debug, trace, or a
     /// tracing filter such as "toolport=debug". RUST_LOG is used when this is not set.
     #[arg(long, value_name = "LEVEL", env = "TOOLPORT_LOG_LEVEL", global = true)]
-    pub log_level: Option<String>,
+    pub(crate) log_level: Option<String>,
 
     /// `read_file` / `list_directory` limits.
     #[command(flatten)]
-    pub fs: FsArgs,
+    pub(crate) fs: FsArgs,
 
     /// Which tools are served.
     #[command(flatten)]
-    pub selection: SelectionArgs,
+    pub(crate) selection: SelectionArgs,
 
     /// `execute_command`'s flags (`--sandbox`).
     #[command(flatten)]
-    pub exec: ExecArgs,
+    pub(crate) exec: ExecArgs,
 
     /// The HTTP transport's flags (`--http ADDR`, `--token-file`, …).
     #[command(flatten)]
-    pub http: HttpArgs,
+    pub(crate) http: HttpArgs,
 }
 
 /// Subcommands.
 #[derive(Debug, Clone, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Serve MCP over stdio (the default when no subcommand is given), or over HTTP with
     /// --http ADDR.
     Serve,
@@ -93,30 +93,30 @@ pub enum Command {
 
 /// `toolport tools`.
 #[derive(Debug, Clone, Args)]
-pub struct ToolsArgs {
+pub(crate) struct ToolsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "mcp")]
-    pub format: ToolFormat,
+    pub(crate) format: ToolFormat,
     /// Only tools with this tag (repeat: tools must have all of them).
     #[arg(long = "tag", value_name = "TAG")]
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// Only tools in exactly this category (e.g. filesystem).
     #[arg(long, value_name = "CATEGORY")]
-    pub category: Option<String>,
+    pub(crate) category: Option<String>,
     /// Only tools whose name matches this regular expression.
     #[arg(long, value_name = "REGEX")]
-    pub name_pattern: Option<String>,
+    pub(crate) name_pattern: Option<String>,
 }
 
 /// `toolport call`.
 #[derive(Debug, Clone, Args)]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     /// The tool to run, e.g. read_file.
-    pub tool: String,
+    pub(crate) tool: String,
     /// The arguments, as a JSON object.
     #[arg(long, value_name = "JSON", default_value = "{}")]
-    pub args: String,
+    pub(crate) args: String,
     /// Answer "yes" to any confirmation the tool asks for (there is nobody else to ask).
     #[arg(long)]
-    pub yes: bool,
+    pub(crate) yes: bool,
 }

@@ -19,15 +19,18 @@ use serde::Serialize;
 mod cli;
 mod file;
 
-pub use cli::{CallArgs, Cli, Command, GlobalArgs, ToolsArgs};
+pub(crate) use cli::{CallArgs, Command, ToolsArgs};
+pub use cli::{Cli, GlobalArgs};
 use file::FileConfig;
 
 use crate::settings::SettingError;
-use crate::tools::exec::ExecSettings;
-use crate::tools::fs::FsSettings;
-use crate::tools::web::settings::WebSettings;
-use crate::tools::{BuiltinSettings, ToolSelection};
-use crate::transport::http::settings::HttpSettings;
+use crate::tools::BuiltinSettings;
+// Each feature's settings, as the composed `Config` holds them.
+pub use crate::tools::ToolSelection;
+pub use crate::tools::exec::ExecSettings;
+pub use crate::tools::fs::FsSettings;
+pub use crate::tools::web::settings::WebSettings;
+pub use crate::transport::http::settings::HttpSettings;
 use crate::workspace::WorkspaceSettings;
 
 /// Why the configuration is unusable. Each message names the file or the setting.
@@ -56,7 +59,7 @@ pub enum ConfigError {
 
 /// How the server is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// Newline-delimited JSON-RPC on stdin/stdout (the default).
     Stdio,
     /// Streamable HTTP and legacy SSE on this address (`--http`).
@@ -177,12 +180,12 @@ impl Config {
     }
 
     /// How the server is reached: HTTP when `--http` gave an address, else stdio.
-    pub fn transport(&self) -> Transport {
+    pub(crate) fn transport(&self) -> Transport {
         self.http.bind.map_or(Transport::Stdio, Transport::Http)
     }
 
     /// What the built-in tools are built with.
-    pub fn builtin_settings(&self) -> BuiltinSettings<'_> {
+    pub(crate) fn builtin_settings(&self) -> BuiltinSettings<'_> {
         BuiltinSettings {
             roots: &self.roots,
             fs: &self.limits,
@@ -193,7 +196,7 @@ impl Config {
 
     /// The effective configuration as TOML, for `toolport config`. Secrets (the web search
     /// API keys, the HTTP token) serialize masked.
-    pub fn to_toml(&self) -> String {
+    pub(crate) fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
 }

@@ -14,19 +14,20 @@ mod selection;
 pub(crate) mod web;
 
 pub(crate) use selection::FileTools;
-pub use selection::{SelectionArgs, ToolSelection};
+pub(crate) use selection::SelectionArgs;
+pub use selection::ToolSelection;
 
 /// What the built-in tools are built with: each tool family's own settings.
 #[derive(Debug, Clone, Copy)]
-pub struct BuiltinSettings<'a> {
+pub(crate) struct BuiltinSettings<'a> {
     /// The workspace roots (the sandbox keeps them writable).
-    pub roots: &'a [PathBuf],
+    pub(crate) roots: &'a [PathBuf],
     /// `read_file` and `list_directory` limits.
-    pub fs: &'a fs::FsSettings,
+    pub(crate) fs: &'a fs::FsSettings,
     /// `execute_command`.
-    pub exec: &'a exec::ExecSettings,
+    pub(crate) exec: &'a exec::ExecSettings,
     /// `web_search`.
-    pub web: &'a web::settings::WebSettings,
+    pub(crate) web: &'a web::settings::WebSettings,
 }
 
 /// Every built-in tool, in listing order.
@@ -73,7 +74,7 @@ pub enum SelectionError {
 }
 
 /// The registry of the built-in tools that `selection` enables.
-pub fn builtin_registry(
+pub(crate) fn builtin_registry(
     settings: BuiltinSettings<'_>,
     selection: &ToolSelection,
 ) -> Result<ToolRegistry, SelectionError> {

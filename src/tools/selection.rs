@@ -11,7 +11,7 @@ use crate::settings::SettingError;
 
 /// The selection flags.
 #[derive(Debug, Clone, Default, Args)]
-pub struct SelectionArgs {
+pub(crate) struct SelectionArgs {
     /// Serve only these tools (comma-separated or repeated). Default: all.
     #[arg(
         long = "enable-tool",
@@ -20,7 +20,7 @@ pub struct SelectionArgs {
         env = "TOOLPORT_ENABLED_TOOLS",
         global = true
     )]
-    pub enabled_tools: Vec<String>,
+    pub(crate) enabled_tools: Vec<String>,
 
     /// Never serve these tools (comma-separated or repeated).
     #[arg(
@@ -30,7 +30,7 @@ pub struct SelectionArgs {
         env = "TOOLPORT_DISABLED_TOOLS",
         global = true
     )]
-    pub disabled_tools: Vec<String>,
+    pub(crate) disabled_tools: Vec<String>,
 }
 
 /// The `[tools]` section of the config file.
@@ -48,15 +48,15 @@ pub(crate) struct FileTools {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ToolSelection {
     /// Only these tools (`None`: all).
-    pub enabled: Option<Vec<String>>,
+    pub(crate) enabled: Option<Vec<String>>,
     /// Never these tools.
-    pub disabled: Vec<String>,
+    pub(crate) disabled: Vec<String>,
     /// Only tools with all of these tags.
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// Only tools in this category.
-    pub category: Option<String>,
+    pub(crate) category: Option<String>,
     /// Only tools whose name matches this regex.
-    pub name_pattern: Option<String>,
+    pub(crate) name_pattern: Option<String>,
     #[serde(skip)]
     name_regex: Option<Regex>,
 }

@@ -69,7 +69,7 @@ impl StdioTransport<BoxReader> {
     /// epoll says it is ready. tokio's own `stdin()`/`stdout()` hand every read and write to a
     /// blocking-pool thread instead, which costs two thread wake-ups per message. Anything
     /// else (a terminal, a regular file) keeps tokio's blocking stdio, which works for all.
-    pub fn stdio() -> Self {
+    pub(crate) fn stdio() -> Self {
         use tokio::net::unix::pipe;
         let (reader, input) = driven(
             std::io::stdin().as_fd(),

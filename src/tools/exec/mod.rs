@@ -42,11 +42,12 @@ pub mod watchdog;
 
 use policy::{Decision, Policy};
 use sandbox::SandboxSpec;
+pub use settings::ExecSettings;
 pub(crate) use settings::FileExec;
-pub use settings::{ExecArgs, ExecSettings, SandboxKind};
+pub(crate) use settings::{ExecArgs, SandboxKind};
 
 /// The tool's name.
-pub const NAME: &str = "execute_command";
+pub(crate) const NAME: &str = "execute_command";
 
 /// The category of `execute_command`.
 const CATEGORY: &str = "exec";

@@ -33,14 +33,14 @@ use crate::tool::ProgressSink;
 /// After the command exits, how long to wait for its pipes to close. A grandchild that was
 /// put in the background keeps them open; past this the rest of the process group is killed
 /// and the output read so far is returned.
-pub const IO_DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
+pub(crate) const IO_DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// Between SIGTERM and SIGKILL on timeout or cancellation: long enough for a well-behaved
 /// program to clean up, short enough that a cancelled call is gone within a second.
-pub const KILL_GRACE: Duration = Duration::from_millis(500);
+pub(crate) const KILL_GRACE: Duration = Duration::from_millis(500);
 
 /// How often progress is reported while a command runs (when the client asked for progress).
-pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Read buffer per stream.
 const READ_CHUNK: usize = 64 * 1024;
@@ -68,32 +68,32 @@ pub struct RunSpec {
 
 /// One captured stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Captured {
+pub(crate) struct Captured {
     /// The kept text (lossy UTF-8), with a marker where bytes were cut.
     pub text: String,
     /// Bytes the command wrote to the stream in total.
-    pub total_bytes: u64,
+    pub(crate) total_bytes: u64,
     /// Whether bytes were cut.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 /// How a run ended.
 #[derive(Debug)]
 pub struct Outcome {
     /// Standard output.
-    pub stdout: Captured,
+    pub(crate) stdout: Captured,
     /// Standard error.
-    pub stderr: Captured,
+    pub(crate) stderr: Captured,
     /// The exit status of the leader, once reaped (also after a kill).
     pub status: Option<ExitStatus>,
     /// The command did not start: why.
-    pub spawn_error: Option<std::io::Error>,
+    pub(crate) spawn_error: Option<std::io::Error>,
     /// Killed because the timeout passed.
-    pub timed_out: bool,
+    pub(crate) timed_out: bool,
     /// Killed because the call was cancelled.
-    pub cancelled: bool,
+    pub(crate) cancelled: bool,
     /// Wall-clock time from spawn to the end.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
 }
 
 /// Head + tail buffer: keeps the first and last `cap / 2` bytes of a stream, counts the rest.
@@ -239,7 +239,7 @@ async fn terminate(child: &mut Child, pgid: Option<Pid>) -> Option<ExitStatus> {
 /// spawned without running code in the child. The server stays in its process group and
 /// session, so Ctrl-C in that terminal still reaches it. Does nothing for a session leader
 /// (there `TIOCNOTTY` would hang up the whole session) or when there is no terminal.
-pub fn detach_controlling_terminal() {
+pub(crate) fn detach_controlling_terminal() {
     use std::os::unix::fs::OpenOptionsExt;
     if nix::unistd::getsid(None).ok() == Some(Pid::this()) {
         return;

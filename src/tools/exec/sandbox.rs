@@ -91,7 +91,7 @@ pub struct SandboxSpec {
 }
 
 /// Name of the hidden subcommand.
-pub const SHIM_SUBCOMMAND: &str = "__sandbox-exec";
+pub(crate) const SHIM_SUBCOMMAND: &str = "__sandbox-exec";
 
 /// Exit code of the shim when the sandbox cannot be enforced (nothing was run).
 const EXIT_SANDBOX: i32 = 125;
@@ -181,7 +181,7 @@ pub fn shim_command(
 /// Call it before the process starts any thread: Landlock restricts the calling thread, which
 /// then `execve`s (so the program is fully confined either way, but other threads of the shim
 /// would not be).
-pub fn run_shim(args: &[OsString]) -> i32 {
+pub(crate) fn run_shim(args: &[OsString]) -> i32 {
     let invocation = match parse_shim_args(args) {
         Ok(invocation) => invocation,
         Err(msg) => {

@@ -32,7 +32,7 @@ const MAX_MAX_CONCURRENT: usize = 256;
 /// Kernel confinement for executed commands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum SandboxKind {
+pub(crate) enum SandboxKind {
     /// No kernel confinement (the default): commands can touch anything the server's user can.
     #[default]
     None,
@@ -43,11 +43,11 @@ pub enum SandboxKind {
 
 /// `execute_command`'s flags.
 #[derive(Debug, Clone, Default, Args)]
-pub struct ExecArgs {
+pub(crate) struct ExecArgs {
     /// Confine execute_command with a kernel sandbox: "landlock" (Linux) or "none".
     /// With landlock, commands are refused when the kernel cannot enforce it.
     #[arg(long, value_name = "KIND", env = "TOOLPORT_SANDBOX", global = true)]
-    pub sandbox: Option<SandboxKind>,
+    pub(crate) sandbox: Option<SandboxKind>,
 }
 
 /// The `[exec]` section of the config file.
@@ -72,28 +72,28 @@ pub(crate) struct FileExec {
 pub struct ExecSettings {
     /// Largest timeout a call may ask for; larger requests are refused.
     #[serde(serialize_with = "serialize_duration")]
-    pub timeout_max: Duration,
+    pub(crate) timeout_max: Duration,
     /// Bytes kept per output stream (head + tail).
-    pub max_output_bytes: usize,
+    pub(crate) max_output_bytes: usize,
     /// Commands that may run at once.
-    pub max_concurrent: usize,
+    pub(crate) max_concurrent: usize,
     /// Names of server environment variables passed through to commands (beyond PATH, HOME,
     /// LANG).
-    pub env_allowlist: Vec<String>,
+    pub(crate) env_allowlist: Vec<String>,
     /// Policy: only commands matching these rules may run (empty: no allowlist).
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// Policy: commands matching these rules never run.
-    pub deny: Vec<String>,
+    pub(crate) deny: Vec<String>,
     /// Policy: extra rules needing confirmation, on top of the built-in set.
-    pub confirm_rules: Vec<String>,
+    pub(crate) confirm_rules: Vec<String>,
     /// Shells running a command string (`bash -c`) run without confirmation.
-    pub allow_shells: bool,
+    pub(crate) allow_shells: bool,
     /// What to do when confirmation is needed but nobody can be asked.
-    pub confirm: ConfirmFallback,
+    pub(crate) confirm: ConfirmFallback,
     /// Kernel confinement.
-    pub sandbox: SandboxKind,
+    pub(crate) sandbox: SandboxKind,
     /// With a sandbox: whether commands may use the network (TCP).
-    pub sandbox_network: bool,
+    pub(crate) sandbox_network: bool,
 }
 
 impl Default for ExecSettings {

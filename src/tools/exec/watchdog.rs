@@ -28,14 +28,14 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 /// The hidden subcommand that runs the watchdog (`toolport __watchdog`); never in --help.
-pub const WATCHDOG_SUBCOMMAND: &str = "__watchdog";
+pub(crate) const WATCHDOG_SUBCOMMAND: &str = "__watchdog";
 
 /// The process-wide watchdog, once [`install`]ed.
 static WATCHDOG: OnceLock<Watchdog> = OnceLock::new();
 
 /// The server's end of a running watchdog.
 #[derive(Debug)]
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     /// The pipe to the watchdog's stdin; `None` once a write failed (the watchdog is gone).
     pipe: Mutex<Option<ChildStdin>>,
     /// Kept so the watchdog is reaped when the server exits normally (and not left a zombie
@@ -46,7 +46,7 @@ pub struct Watchdog {
 impl Watchdog {
     /// Start the watchdog by running `exe __watchdog` (normally the toolport binary itself,
     /// `/proc/self/exe`).
-    pub fn spawn(exe: &OsStr) -> std::io::Result<Self> {
+    pub(crate) fn spawn(exe: &OsStr) -> std::io::Result<Self> {
         let mut child = Command::new(exe)
             .arg(WATCHDOG_SUBCOMMAND)
             .stdin(Stdio::piped())
@@ -94,7 +94,7 @@ fn set_nonblocking(pipe: &ChildStdin) -> std::io::Result<()> {
 
 /// Make `watchdog` the one commands register with. When one was installed already the new
 /// one is dropped (its pipe closes, so its process exits).
-pub fn install(watchdog: Watchdog) {
+pub(crate) fn install(watchdog: Watchdog) {
     let _ = WATCHDOG.set(watchdog);
 }
 
@@ -113,7 +113,7 @@ pub fn register(pgid: Pid) {
 
 /// Tell the watchdog a command's process group is gone (after its final SIGKILL), so the id
 /// is never signalled once the kernel may reuse it.
-pub fn unregister(pgid: Pid) {
+pub(crate) fn unregister(pgid: Pid) {
     if let Some(watchdog) = WATCHDOG.get() {
         watchdog.send('-', pgid);
     }
@@ -122,7 +122,7 @@ pub fn unregister(pgid: Pid) {
 /// The watchdog process itself (`toolport __watchdog`): track `+PGID`/`-PGID` lines from
 /// stdin; at end-of-file (the server is gone) SIGKILL every group still registered. Returns
 /// the exit code.
-pub fn run_watchdog() -> i32 {
+pub(crate) fn run_watchdog() -> i32 {
     let mut groups: HashSet<i32> = HashSet::new();
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {

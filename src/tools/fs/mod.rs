@@ -10,7 +10,8 @@ pub(crate) use list_directory::ListDirectory;
 pub(crate) use path_info::PathInfo;
 pub(crate) use read_file::ReadFile;
 pub(crate) use settings::FileLimits;
-pub(crate) use settings::{FsArgs, FsSettings};
+pub(crate) use settings::FsArgs;
+pub use settings::FsSettings;
 
 use super::blocking;
 

@@ -26,7 +26,7 @@ pub(crate) const MAX_LIST_MAX_DEPTH: usize = 64;
 
 /// The file tools' flags.
 #[derive(Debug, Clone, Default, Args)]
-pub struct FsArgs {
+pub(crate) struct FsArgs {
     /// Most bytes of text one read_file call returns (default 1048576 = 1 MiB).
     #[arg(
         long,
@@ -34,7 +34,7 @@ pub struct FsArgs {
         env = "TOOLPORT_READ_MAX_BYTES",
         global = true
     )]
-    pub read_max_bytes: Option<u64>,
+    pub(crate) read_max_bytes: Option<u64>,
 
     /// Most entries one list_directory call returns (default 1000).
     #[arg(
@@ -43,7 +43,7 @@ pub struct FsArgs {
         env = "TOOLPORT_LIST_MAX_ENTRIES",
         global = true
     )]
-    pub list_max_entries: Option<usize>,
+    pub(crate) list_max_entries: Option<usize>,
 }
 
 /// The `[limits]` section of the config file.
@@ -59,11 +59,11 @@ pub(crate) struct FileLimits {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FsSettings {
     /// Most bytes of text one `read_file` call returns.
-    pub read_max_bytes: u64,
+    pub(crate) read_max_bytes: u64,
     /// Most entries one `list_directory` call returns.
-    pub list_max_entries: usize,
+    pub(crate) list_max_entries: usize,
     /// Deepest `list_directory` recursion.
-    pub list_max_depth: usize,
+    pub(crate) list_max_depth: usize,
 }
 
 impl Default for FsSettings {

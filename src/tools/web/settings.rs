@@ -73,7 +73,7 @@ pub(crate) const MAX_CACHE_MAX_ENTRIES: usize = 100_000;
 /// One search provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ProviderId {
+pub(crate) enum ProviderId {
     /// DuckDuckGo's HTML endpoint (no key).
     Duckduckgo,
     /// The Brave Search API.
@@ -88,7 +88,7 @@ pub enum ProviderId {
 
 impl ProviderId {
     /// Every provider, in the default preference order (see the module docs).
-    pub const DEFAULT_ORDER: [ProviderId; 5] = [
+    pub(crate) const DEFAULT_ORDER: [ProviderId; 5] = [
         ProviderId::Searxng,
         ProviderId::Brave,
         ProviderId::Tavily,
@@ -97,7 +97,7 @@ impl ProviderId {
     ];
 
     /// The name used in config and in results, e.g. `"duckduckgo"`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ProviderId::Duckduckgo => "duckduckgo",
             ProviderId::Brave => "brave",
@@ -108,7 +108,7 @@ impl ProviderId {
     }
 
     /// The name people know, e.g. `"DuckDuckGo"`.
-    pub fn display_name(self) -> &'static str {
+    pub(crate) fn display_name(self) -> &'static str {
         match self {
             ProviderId::Duckduckgo => "DuckDuckGo",
             ProviderId::Brave => "Brave",
@@ -120,7 +120,7 @@ impl ProviderId {
 
     /// The public endpoint, used unless `base_url` is set (SearXNG has none: it is always the
     /// operator's instance).
-    pub fn default_base_url(self) -> Option<&'static str> {
+    pub(crate) fn default_base_url(self) -> Option<&'static str> {
         match self {
             ProviderId::Duckduckgo => Some("https://html.duckduckgo.com"),
             ProviderId::Brave => Some("https://api.search.brave.com"),
@@ -131,7 +131,7 @@ impl ProviderId {
     }
 
     /// The environment variable holding the API key, for keyed providers.
-    pub fn key_env(self) -> Option<&'static str> {
+    pub(crate) fn key_env(self) -> Option<&'static str> {
         match self {
             ProviderId::Brave => Some("TOOLPORT_BRAVE_API_KEY"),
             ProviderId::Google => Some("TOOLPORT_GOOGLE_API_KEY"),
@@ -143,7 +143,7 @@ impl ProviderId {
     /// Default least time between two requests to this provider. DuckDuckGo's HTML endpoint
     /// answers bursts with its bot challenge; Brave's free plan allows 1 request per second;
     /// the others tolerate more.
-    pub fn default_min_interval(self) -> Duration {
+    pub(crate) fn default_min_interval(self) -> Duration {
         Duration::from_millis(match self {
             ProviderId::Duckduckgo => 1_500,
             ProviderId::Brave => 1_000,
@@ -161,7 +161,7 @@ impl fmt::Display for ProviderId {
 /// The `[web]` section of the config file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileWeb {
+pub(crate) struct FileWeb {
     providers: Option<Vec<ProviderId>>,
     call_timeout_ms: Option<DurationValue>,
     timeout_ms: Option<DurationValue>,
@@ -198,57 +198,57 @@ struct FileProvider {
 
 /// One provider's effective settings.
 #[derive(Debug, Clone, Serialize)]
-pub struct ProviderSettings {
+pub(crate) struct ProviderSettings {
     /// Where requests go (the public endpoint unless configured; always set for SearXNG when
     /// it is configured at all).
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
     /// The API key (masked when printed).
-    pub api_key: Option<Secret>,
+    pub(crate) api_key: Option<Secret>,
     /// Google's search engine id.
-    pub cx: Option<String>,
+    pub(crate) cx: Option<String>,
     /// Least time between two requests; closer calls queue. 0: no throttle.
     #[serde(serialize_with = "serialize_duration")]
-    pub min_interval_ms: Duration,
+    pub(crate) min_interval_ms: Duration,
 }
 
 /// The effective `[web]` settings.
 #[derive(Debug, Clone, Serialize)]
 pub struct WebSettings {
     /// Providers tried in this order; the next one is tried when one fails.
-    pub providers: Vec<ProviderId>,
+    pub(crate) providers: Vec<ProviderId>,
     /// Time budget of one call over all providers.
     #[serde(serialize_with = "serialize_duration")]
-    pub call_timeout_ms: Duration,
+    pub(crate) call_timeout_ms: Duration,
     /// Total time for one request.
     #[serde(serialize_with = "serialize_duration")]
-    pub timeout_ms: Duration,
+    pub(crate) timeout_ms: Duration,
     /// Time to connect.
     #[serde(serialize_with = "serialize_duration")]
-    pub connect_timeout_ms: Duration,
+    pub(crate) connect_timeout_ms: Duration,
     /// Largest response body read, in bytes.
-    pub max_response_bytes: usize,
+    pub(crate) max_response_bytes: usize,
     /// Retries after a 429 before failing over.
-    pub max_retries: u32,
+    pub(crate) max_retries: u32,
     /// Longest Retry-After waited for.
     #[serde(serialize_with = "serialize_duration")]
-    pub max_retry_wait_ms: Duration,
+    pub(crate) max_retry_wait_ms: Duration,
     /// How long a result stays cached (0: no cache).
     #[serde(serialize_with = "serialize_duration")]
-    pub cache_ttl_secs: Duration,
+    pub(crate) cache_ttl_secs: Duration,
     /// Most cached queries.
-    pub cache_max_entries: usize,
+    pub(crate) cache_max_entries: usize,
     /// The User-Agent header (`None`: toolport's own, and a browser's for DuckDuckGo).
-    pub user_agent: Option<String>,
+    pub(crate) user_agent: Option<String>,
     /// DuckDuckGo.
-    pub duckduckgo: ProviderSettings,
+    pub(crate) duckduckgo: ProviderSettings,
     /// Brave.
-    pub brave: ProviderSettings,
+    pub(crate) brave: ProviderSettings,
     /// Google Custom Search.
-    pub google: ProviderSettings,
+    pub(crate) google: ProviderSettings,
     /// SearXNG.
-    pub searxng: ProviderSettings,
+    pub(crate) searxng: ProviderSettings,
     /// Tavily.
-    pub tavily: ProviderSettings,
+    pub(crate) tavily: ProviderSettings,
 }
 
 impl Default for WebSettings {
@@ -302,7 +302,7 @@ fn duration(
 impl WebSettings {
     /// Layer defaults < `[web]` in the file < environment and validate. `file_dir` is where
     /// relative `api_key_file` paths resolve (the config file's folder).
-    pub fn load(
+    pub(crate) fn load(
         file: FileWeb,
         file_dir: &Path,
         env: impl Fn(&str) -> Option<String>,
@@ -421,7 +421,7 @@ impl WebSettings {
     }
 
     /// One provider's settings.
-    pub fn provider(&self, id: ProviderId) -> &ProviderSettings {
+    pub(crate) fn provider(&self, id: ProviderId) -> &ProviderSettings {
         match id {
             ProviderId::Duckduckgo => &self.duckduckgo,
             ProviderId::Brave => &self.brave,
@@ -443,7 +443,7 @@ impl WebSettings {
 
     /// What a provider lacks to be usable, in words naming where to set it; `None` when it is
     /// ready.
-    pub fn missing(&self, id: ProviderId) -> Option<String> {
+    pub(crate) fn missing(&self, id: ProviderId) -> Option<String> {
         let p = self.provider(id);
         match id {
             ProviderId::Searxng if p.base_url.is_none() => Some(

@@ -62,7 +62,7 @@ pub(crate) const GENERATED_TOKEN_BYTES: usize = 32;
 /// The `--http …` flags (global, so `toolport --http ADDR` and `toolport serve --http ADDR`
 /// both work, and `toolport config` shows their effect).
 #[derive(Debug, Clone, Default, Args)]
-pub struct HttpArgs {
+pub(crate) struct HttpArgs {
     /// Serve MCP over HTTP on this address instead of stdio: Streamable HTTP at /mcp, legacy
     /// HTTP+SSE at /sse, /healthz for load balancers. "8787" means 127.0.0.1:8787.
     #[arg(long, value_name = "ADDR", env = "TOOLPORT_HTTP", global = true)]
@@ -144,7 +144,7 @@ pub(crate) enum AuthMode {
 #[derive(Debug, Clone, Serialize)]
 pub struct HttpSettings {
     /// Where to listen; `None` serves stdio.
-    pub bind: Option<SocketAddr>,
+    pub(crate) bind: Option<SocketAddr>,
     /// Stateless Streamable HTTP (no sessions).
     pub(crate) stateless: bool,
     /// How clients authenticate.
