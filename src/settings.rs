@@ -55,15 +55,21 @@ pub(crate) fn check_range<T: PartialOrd + Display + Copy>(
     if range.contains(&value) {
         Ok(value)
     } else {
-        Err(SettingError::new(
-            key,
-            format!(
-                "{value} is out of range; allowed is {}..={}",
-                range.start(),
-                range.end()
-            ),
-        ))
+        Err(out_of_range(key, value, range.start(), range.end()))
     }
+}
+
+/// "`value` is out of range; allowed is `start..=end`", about `key`.
+fn out_of_range(
+    key: impl Into<Cow<'static, str>>,
+    value: impl Display,
+    start: impl Display,
+    end: impl Display,
+) -> SettingError {
+    SettingError::new(
+        key,
+        format!("{value} is out of range; allowed is {start}..={end}"),
+    )
 }
 
 /// The unit of a bare number in a duration key that predates the one convention.
@@ -115,14 +121,11 @@ impl DurationValue {
         if range.contains(&value) {
             Ok(value)
         } else {
-            Err(SettingError::new(
+            Err(out_of_range(
                 key,
-                format!(
-                    "{} is out of range; allowed is {}..={}",
-                    human(value),
-                    human(*range.start()),
-                    human(*range.end())
-                ),
+                human(value),
+                human(*range.start()),
+                human(*range.end()),
             ))
         }
     }

@@ -207,12 +207,14 @@ pub(crate) enum FileKind {
     Other,
 }
 
-impl FileKind {
-    /// The kind of a file type (symlinks are reported as such, not followed).
-    pub(crate) fn of(t: std::fs::FileType) -> Self {
+/// The kind of a file type `$t`, whose Unix extension trait is `$ext`: std's and cap-std's file
+/// types answer the same questions through two traits of the same shape.
+macro_rules! kind_of {
+    ($t:expr, $ext:path) => {{
+        let t = $t;
         #[cfg(unix)]
         {
-            use std::os::unix::fs::FileTypeExt;
+            use $ext as _;
             if t.is_fifo() {
                 return Self::Fifo;
             }
@@ -235,6 +237,18 @@ impl FileKind {
         } else {
             Self::Other
         }
+    }};
+}
+
+impl FileKind {
+    /// The kind of a file type (symlinks are reported as such, not followed).
+    pub(crate) fn of(t: std::fs::FileType) -> Self {
+        kind_of!(t, std::os::unix::fs::FileTypeExt)
+    }
+
+    /// The kind of a file type from a confined lookup (cap-std's type of the same facts).
+    pub(crate) fn of_cap(t: cap_std::fs::FileType) -> Self {
+        kind_of!(t, cap_std::fs::FileTypeExt)
     }
 
     /// The kind as it appears in results: `file`, `block_device` ….
@@ -248,35 +262,6 @@ impl FileKind {
             Self::BlockDevice => "block_device",
             Self::CharDevice => "char_device",
             Self::Other => "other",
-        }
-    }
-
-    /// The kind of a file type from a confined lookup (cap-std's type of the same facts).
-    pub(crate) fn of_cap(t: cap_std::fs::FileType) -> Self {
-        #[cfg(unix)]
-        {
-            use cap_std::fs::FileTypeExt;
-            if t.is_fifo() {
-                return Self::Fifo;
-            }
-            if t.is_socket() {
-                return Self::Socket;
-            }
-            if t.is_block_device() {
-                return Self::BlockDevice;
-            }
-            if t.is_char_device() {
-                return Self::CharDevice;
-            }
-        }
-        if t.is_symlink() {
-            Self::Symlink
-        } else if t.is_dir() {
-            Self::Directory
-        } else if t.is_file() {
-            Self::File
-        } else {
-            Self::Other
         }
     }
 
