@@ -15,6 +15,11 @@
 //!   responsive), and each stream keeps at most `exec.max_output_bytes` (head and tail);
 //! - optionally, Landlock confines what the command may write ([`sandbox`]), failing closed:
 //!   the roots, the temp dir (also passed as `TMPDIR`) and `/dev/shm` stay writable.
+//!
+//! A call is a pipeline, as codex's exec is: `ExecuteCommand::plan` turns the arguments into
+//! a [`process::RunSpec`] (checks, policy, timeout, environment, working directory, sandbox
+//! argv; nothing runs), [`process::run`] runs it, and `Report::finish` turns the outcome into
+//! the result.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -141,7 +146,7 @@ pub(crate) struct Params {
 }
 
 /// The structured result of `execute_command`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, JsonSchema)]
 pub(crate) struct ExecResult {
     /// Standard output (lossy UTF-8; the start and end are kept when it is over the limit).
     stdout: String,
@@ -356,6 +361,173 @@ fn render(r: &ExecResult) -> String {
     text
 }
 
+/// What [`ExecuteCommand::plan`] decided for a call.
+enum Planned {
+    /// Run this.
+    Run(Plan),
+    /// The working directory does not exist: a result (exit code null, the reason on stderr),
+    /// not an error, as a shell would report it.
+    NoSuchCwd(ExecResult),
+}
+
+/// A call made concrete: what to spawn, and what the result will report about it.
+struct Plan {
+    spec: process::RunSpec,
+    report: Report,
+}
+
+/// The parts of a result known before the command runs.
+struct Report {
+    command: String,
+    command_line: String,
+    cwd: String,
+    timeout: u64,
+    /// The command's `PATH`, named when the program is not found.
+    path: String,
+}
+
+impl ExecuteCommand {
+    /// Everything before the spawn, with no side effect but opening the working directory:
+    /// argument checks, the policy's decision, the timeout, the environment, the working
+    /// directory (through the workspace), and the argv (through the sandbox shim when one is
+    /// configured).
+    fn plan(
+        &self,
+        p: Params,
+        workspace: &crate::workspace::Workspace,
+    ) -> Result<Planned, ToolError> {
+        if p.command.is_empty()
+            || p.command.contains('\0')
+            || p.args.iter().any(|a| a.contains('\0'))
+        {
+            return Err(ToolError::InvalidArguments(
+                "command must be a non-empty program name, and neither it nor args may contain NUL bytes".into(),
+            ));
+        }
+        if let Decision::Deny { rule, reason } = self.policy.decide(&p.command, &p.args) {
+            return Err(ToolError::PermissionDenied(format!(
+                "the command policy denies this command ({rule}): {reason}"
+            )));
+        }
+        let sandbox = match &self.sandbox {
+            None => None,
+            Some(Ok(spec)) => Some(spec),
+            Some(Err(why)) => {
+                return Err(ToolError::Unavailable(format!(
+                    "commands are refused: the operator asked for a Landlock sandbox, but it cannot be enforced here ({why}). Nothing runs unconfined; the operator can start toolport with --sandbox none to run commands without it"
+                )));
+            }
+        };
+        let max = self.settings.timeout_max.as_secs();
+        let timeout = p
+            .timeout
+            .unwrap_or_else(|| default_timeout(&self.settings).as_secs());
+        if timeout > max {
+            // The schema's `maximum` says so and the registry checks it first; this keeps the
+            // rule true for any other caller.
+            return Err(ToolError::InvalidArguments(format!(
+                "timeout {timeout} is above the server's maximum of {max} seconds; give at most {max}"
+            )));
+        }
+        let env = child_env(&self.settings.env_allowlist, p.env.as_ref())?;
+        let path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let command_line = Self::command_line(&p);
+        let cwd_arg = p.cwd.as_deref().unwrap_or(".");
+        let (cwd_dir, cwd) = match workspace.open_dir(cwd_arg) {
+            Ok((dir, target)) => (dir, target.display().display().to_string()),
+            Err(error @ (PathError::NotFound { .. } | PathError::NotADirectory { .. })) => {
+                return Ok(Planned::NoSuchCwd(ExecResult {
+                    stderr: format!(
+                        "toolport: the working directory {cwd_arg} does not exist: {error}"
+                    ),
+                    cwd: cwd_arg.to_owned(),
+                    timeout,
+                    command_line,
+                    ..ExecResult::default()
+                }));
+            }
+            Err(other) => return Err(other.into()),
+        };
+        let args: Vec<OsString> = p.args.iter().map(OsString::from).collect();
+        let (program, args) = match sandbox {
+            Some(spec) => {
+                let (exe, argv) =
+                    sandbox::shim_command(spec, p.command.as_ref(), &args).map_err(|e| {
+                        ToolError::ExecutionFailed(format!("cannot start the sandbox: {e}"))
+                    })?;
+                (exe.into_os_string(), argv)
+            }
+            None => (OsString::from(&p.command), args),
+        };
+        Ok(Planned::Run(Plan {
+            spec: process::RunSpec {
+                program,
+                args,
+                cwd: cwd_dir.into_std_file(),
+                env,
+                stdin: p.stdin.map(String::into_bytes),
+                timeout: Duration::from_secs(timeout),
+                max_output_bytes: self.settings.max_output_bytes,
+            },
+            report: Report {
+                command: p.command,
+                command_line,
+                cwd,
+                timeout,
+                path,
+            },
+        }))
+    }
+}
+
+impl Report {
+    /// The result of a run: what the process did, in the tool's terms.
+    fn finish(self, outcome: process::Outcome) -> Result<ExecResult, ToolError> {
+        if outcome.cancelled {
+            return Err(ToolError::Cancelled(format!(
+                "`{}` was cancelled and its processes killed",
+                self.command_line
+            )));
+        }
+        let mut stderr = outcome.stderr;
+        if let Some(error) = &outcome.spawn_error {
+            let why = match error.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "command not found: {} (it is not a path to a program, and no program of that name is on PATH={})",
+                    self.command, self.path
+                ),
+                std::io::ErrorKind::PermissionDenied => {
+                    format!("{} is not executable (permission denied)", self.command)
+                }
+                _ => format!("{} could not be started: {error}", self.command),
+            };
+            stderr.text = format!("toolport: {why}");
+        }
+        Ok(ExecResult {
+            return_code: if outcome.timed_out {
+                None
+            } else {
+                outcome.status.and_then(|s| s.code())
+            },
+            truncated: outcome.stdout.truncated || stderr.truncated,
+            stdout: outcome.stdout.text,
+            stdout_bytes: outcome.stdout.total_bytes,
+            stderr_bytes: stderr.total_bytes,
+            stderr: stderr.text,
+            timed_out: outcome.timed_out,
+            duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+            signal: outcome.status.and_then(signal_name),
+            cwd: self.cwd,
+            timeout: self.timeout,
+            command_line: self.command_line,
+        })
+    }
+}
+
 #[async_trait]
 impl TypedTool for ExecuteCommand {
     type Params = Params;
@@ -410,138 +582,17 @@ impl TypedTool for ExecuteCommand {
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
-        if p.command.is_empty()
-            || p.command.contains('\0')
-            || p.args.iter().any(|a| a.contains('\0'))
-        {
-            return Err(ToolError::InvalidArguments(
-                "command must be a non-empty program name, and neither it nor args may contain NUL bytes".into(),
-            ));
-        }
-        if let Decision::Deny { rule, reason } = self.policy.decide(&p.command, &p.args) {
-            return Err(ToolError::PermissionDenied(format!(
-                "the command policy denies this command ({rule}): {reason}"
-            )));
-        }
-        let sandbox = match &self.sandbox {
-            None => None,
-            Some(Ok(spec)) => Some(spec),
-            Some(Err(why)) => {
-                return Err(ToolError::Unavailable(format!(
-                    "commands are refused: the operator asked for a Landlock sandbox, but it cannot be enforced here ({why}). Nothing runs unconfined; the operator can start toolport with --sandbox none to run commands without it"
-                )));
-            }
+        let plan = match self.plan(p, &ctx.workspace)? {
+            Planned::Run(plan) => plan,
+            Planned::NoSuchCwd(result) => return Ok(result),
         };
-        let cmdline = Self::command_line(&p);
-        let max = self.settings.timeout_max.as_secs();
-        let timeout = p
-            .timeout
-            .unwrap_or_else(|| default_timeout(&self.settings).as_secs());
-        if timeout > max {
-            // The schema's `maximum` says so and the registry checks it first; this keeps the
-            // rule true for any other caller.
-            return Err(ToolError::InvalidArguments(format!(
-                "timeout {timeout} is above the server's maximum of {max} seconds; give at most {max}"
-            )));
-        }
-        let env = child_env(&self.settings.env_allowlist, p.env.as_ref())?;
-        let path = env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
-
-        let cwd_arg = p.cwd.as_deref().unwrap_or(".");
-        let (cwd_dir, cwd_display) = match ctx.workspace.open_dir(cwd_arg) {
-            Ok((dir, target)) => (dir, target.display().display().to_string()),
-            Err(error @ (PathError::NotFound { .. } | PathError::NotADirectory { .. })) => {
-                return Ok(ExecResult {
-                    stdout: String::new(),
-                    stderr: format!(
-                        "toolport: the working directory {cwd_arg} does not exist: {error}"
-                    ),
-                    return_code: None,
-                    timed_out: false,
-                    truncated: false,
-                    duration_ms: 0,
-                    signal: None,
-                    stdout_bytes: 0,
-                    stderr_bytes: 0,
-                    cwd: cwd_arg.to_owned(),
-                    timeout,
-                    command_line: cmdline,
-                });
-            }
-            Err(other) => return Err(other.into()),
-        };
-
         // Queue for a slot; a cancelled call leaves the queue.
         let _slot = tokio::select! {
             slot = self.slots.clone().acquire_owned() => slot.map_err(|_| ToolError::Unavailable("the server is shutting down".into()))?,
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled("cancelled while waiting for a free command slot".into())),
         };
-
-        let (program, argv): (OsString, Vec<OsString>) = match sandbox {
-            Some(spec) => {
-                let args: Vec<OsString> = p.args.iter().map(OsString::from).collect();
-                let (exe, argv) =
-                    sandbox::shim_command(spec, p.command.as_ref(), &args).map_err(|e| {
-                        ToolError::ExecutionFailed(format!("cannot start the sandbox: {e}"))
-                    })?;
-                (exe.into_os_string(), argv)
-            }
-            None => (
-                p.command.clone().into(),
-                p.args.iter().map(OsString::from).collect(),
-            ),
-        };
-        let spec = process::RunSpec {
-            program,
-            args: argv,
-            cwd: cwd_dir.into_std_file(),
-            env,
-            stdin: p.stdin.map(String::into_bytes),
-            timeout: Duration::from_secs(timeout),
-            max_output_bytes: self.settings.max_output_bytes,
-        };
+        let Plan { spec, report } = plan;
         let outcome = process::run(spec, &ctx.cancel, ctx.progress.as_ref()).await;
-        if outcome.cancelled {
-            return Err(ToolError::Cancelled(format!(
-                "`{cmdline}` was cancelled and its processes killed"
-            )));
-        }
-        let mut stderr = outcome.stderr;
-        if let Some(error) = &outcome.spawn_error {
-            let why = match error.kind() {
-                std::io::ErrorKind::NotFound => format!(
-                    "command not found: {} (it is not a path to a program, and no program of that name is on PATH={})",
-                    p.command, path
-                ),
-                std::io::ErrorKind::PermissionDenied => {
-                    format!("{} is not executable (permission denied)", p.command)
-                }
-                _ => format!("{} could not be started: {error}", p.command),
-            };
-            stderr.text = format!("toolport: {why}");
-        }
-        let signal = outcome.status.and_then(signal_name);
-        Ok(ExecResult {
-            return_code: if outcome.timed_out {
-                None
-            } else {
-                outcome.status.and_then(|s| s.code())
-            },
-            truncated: outcome.stdout.truncated || stderr.truncated,
-            stdout: outcome.stdout.text,
-            stdout_bytes: outcome.stdout.total_bytes,
-            stderr_bytes: stderr.total_bytes,
-            stderr: stderr.text,
-            timed_out: outcome.timed_out,
-            duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
-            signal,
-            cwd: cwd_display,
-            timeout,
-            command_line: cmdline,
-        })
+        report.finish(outcome)
     }
 }
