@@ -322,4 +322,54 @@ mod tests {
             Some(vec!["path_info".into(), "list_directory".into()])
         );
     }
+
+    #[test]
+    fn durations_are_strings_and_legacy_numbers_keep_their_unit() {
+        use std::time::Duration;
+        let (_d, path) = file(
+            "[exec]\ntimeout_max = \"90s\"\n[web]\ncall_timeout_ms = \"45s\"\ncache_ttl_secs = \"1h\"\n[http]\nsse_keep_alive = \"20s\"\n",
+        );
+        let c = load(&["--config", &path], &[]).unwrap();
+        assert_eq!(
+            (
+                c.exec.timeout_max,
+                c.web.call_timeout_ms,
+                c.web.cache_ttl_secs,
+                c.http.sse_keep_alive
+            ),
+            (
+                Duration::from_secs(90),
+                Duration::from_secs(45),
+                Duration::from_secs(3600),
+                Duration::from_secs(20)
+            )
+        );
+        let (_d, path) =
+            file("[exec]\ntimeout_max = 90\n[web]\ncall_timeout_ms = 45000\ncache_ttl_secs = 0\n");
+        let c = load(&["--config", &path], &[]).unwrap();
+        assert_eq!(
+            (
+                c.exec.timeout_max,
+                c.web.call_timeout_ms,
+                c.web.cache_ttl_secs
+            ),
+            (
+                Duration::from_secs(90),
+                Duration::from_secs(45),
+                Duration::ZERO
+            )
+        );
+        let shown = c.to_toml();
+        assert!(
+            shown.contains("timeout_max = \"1m 30s\"")
+                && shown.contains("call_timeout_ms = \"45s\""),
+            "toolport config prints durations as strings: {shown}"
+        );
+        let (_d, path) = file("[exec]\ntimeout_max = \"10m\"\n");
+        let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "invalid setting exec.timeout_max: 10m is out of range; allowed is 1s..=5m"
+        );
+    }
 }
