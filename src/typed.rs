@@ -52,7 +52,12 @@ pub(crate) trait TypedTool: Send + Sync + 'static {
     /// maximum). Default: none.
     fn adjust_input_schema(&self, _schema: &mut JsonObject) {}
 
-    /// A description of this call if it needs the user's confirmation first.
+    /// Whether [`TypedTool::confirmation`] can ask for anything. Tools that never ask leave it
+    /// `false`, and their calls skip parsing the arguments a second time.
+    const ASKS_CONFIRMATION: bool = false;
+
+    /// A description of this call if it needs the user's confirmation first (only called when
+    /// [`TypedTool::ASKS_CONFIRMATION`] is set).
     fn confirmation(&self, _params: &Self::Params) -> Option<String> {
         None
     }
@@ -134,6 +139,9 @@ impl<T: TypedTool> AiTool for Typed<T> {
         self.instructions.clone()
     }
     fn confirmation(&self, args: &JsonObject) -> Option<String> {
+        if !T::ASKS_CONFIRMATION {
+            return None;
+        }
         // Arguments that do not parse are refused by `execute` with the reason; asking the
         // user about them first would be pointless.
         let params = parse::<T::Params>(args.clone()).ok()?;

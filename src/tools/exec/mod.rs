@@ -532,6 +532,7 @@ impl Report {
 impl TypedTool for ExecuteCommand {
     type Params = Params;
     type Output = ExecResult;
+    const ASKS_CONFIRMATION: bool = true;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
