@@ -98,29 +98,42 @@ fn emit(text: &str) -> ExitCode {
 }
 
 async fn command(command: Command, config: Config) -> ExitCode {
-    if let Command::Config = command {
-        return emit(config.to_toml().trim_end());
-    }
-    let shared = match crate::build(&config) {
-        Ok(shared) => Arc::new(shared),
-        Err(error) => {
-            eprintln!("toolport: {error}");
-            return ExitCode::from(USAGE_ERROR);
-        }
+    let config = &config;
+    let code = match command {
+        Command::Config => Ok(emit(config.to_toml().trim_end())),
+        Command::Serve => match build(config) {
+            Ok(shared) => Ok(serve(shared, config).await),
+            Err(code) => Err(code),
+        },
+        Command::Tools(args) => build(config).map(|shared| tools(&shared, &args)),
+        Command::Instructions => build(config).map(|shared| emit(&shared.registry.instructions())),
+        Command::Call(args) => match build(config) {
+            Ok(shared) => Ok(call(&shared, &args).await),
+            Err(code) => Err(code),
+        },
     };
-    match command {
-        Command::Serve => serve(shared, &config).await,
-        Command::Tools(args) => tools(&shared, &args),
-        Command::Instructions => emit(&shared.registry.instructions()),
-        Command::Call(args) => call(&shared, &args).await,
-        Command::Config => ExitCode::SUCCESS,
+    code.unwrap_or_else(|code| code)
+}
+
+/// The server state for the commands that need it; a configuration it cannot be built from
+/// (a root that does not exist, an unknown tool name) is a usage error.
+fn build(config: &Config) -> Result<Arc<Shared>, ExitCode> {
+    crate::build(config).map(Arc::new).map_err(|error| {
+        eprintln!("toolport: {error}");
+        ExitCode::from(USAGE_ERROR)
+    })
+}
+
+/// Before commands can run: give up the controlling terminal and start the watchdog, once,
+/// when `execute_command` is served.
+fn prepare_commands(shared: &Shared) {
+    if shared.registry.get(crate::tools::exec::NAME).is_some() {
+        crate::tools::exec::prepare_host(std::ffi::OsStr::new(SELF_EXE));
     }
 }
 
 async fn serve(shared: Arc<Shared>, config: &Config) -> ExitCode {
-    if shared.registry.get(crate::tools::exec::NAME).is_some() {
-        crate::tools::exec::prepare_host(std::ffi::OsStr::new(SELF_EXE));
-    }
+    prepare_commands(&shared);
     let transport = config.transport();
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -182,9 +195,7 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    if shared.registry.get(crate::tools::exec::NAME).is_some() {
-        crate::tools::exec::prepare_host(std::ffi::OsStr::new(SELF_EXE));
-    }
+    prepare_commands(shared);
     let mut ctx = ToolContext::local(shared.workspace.clone(), shared.confirm_fallback);
     if args.yes {
         ctx.confirmer = Arc::new(AlwaysConfirm);

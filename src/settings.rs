@@ -144,6 +144,18 @@ pub(crate) fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// A duration setting: the file's `value` resolved and checked against `range` (see
+/// [`DurationValue::resolve`]), or `default` when the file does not set it.
+pub(crate) fn duration_setting(
+    key: impl Into<Cow<'static, str>>,
+    value: Option<&DurationValue>,
+    legacy: Option<LegacyUnit>,
+    default: Duration,
+    range: RangeInclusive<Duration>,
+) -> Result<Duration, SettingError> {
+    value.map_or(Ok(default), |value| value.resolve(key, legacy, range))
+}
+
 /// A duration as people write it: `30s`, `1m 30s`, `250ms`.
 pub(crate) fn human(duration: Duration) -> String {
     humantime::format_duration(duration).to_string()

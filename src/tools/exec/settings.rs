@@ -6,7 +6,9 @@ use std::time::Duration;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::settings::{DurationValue, LegacyUnit, SettingError, check_range, serialize_duration};
+use crate::settings::{
+    DurationValue, LegacyUnit, SettingError, check_range, duration_setting, serialize_duration,
+};
 use crate::tool::ConfirmFallback;
 
 /// Default `execute_command` timeout when the call gives none.
@@ -118,14 +120,13 @@ impl ExecSettings {
     /// Layer the file < flags/environment over the defaults, and validate.
     pub(crate) fn load(file: FileExec, args: &ExecArgs) -> Result<Self, SettingError> {
         let defaults = Self::default();
-        let timeout_max = match &file.timeout_max {
-            Some(value) => value.resolve(
-                "exec.timeout_max",
-                Some(LegacyUnit::Secs),
-                Duration::from_secs(1)..=MAX_TIMEOUT_MAX,
-            )?,
-            None => defaults.timeout_max,
-        };
+        let timeout_max = duration_setting(
+            "exec.timeout_max",
+            file.timeout_max.as_ref(),
+            Some(LegacyUnit::Secs),
+            defaults.timeout_max,
+            Duration::from_secs(1)..=MAX_TIMEOUT_MAX,
+        )?;
         if timeout_max.subsec_nanos() != 0 {
             return Err(SettingError::new(
                 "exec.timeout_max",

@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use crate::secret::Secret;
 use crate::settings::{
-    DurationValue, LegacyUnit, SettingError, check_range, env_value, serialize_duration,
+    DurationValue, LegacyUnit, SettingError, check_range, duration_setting, env_value,
+    serialize_duration,
 };
 
 /// Default total time for one request to a provider (connect, send, read the whole body):
@@ -284,21 +285,6 @@ fn invalid(key: String, message: impl Into<String>) -> SettingError {
     SettingError::new(key, message)
 }
 
-/// A duration key of `[web]`: a human string, or (as before the one convention) a number in
-/// the unit the key's name says.
-fn duration(
-    key: &'static str,
-    value: Option<&DurationValue>,
-    legacy: LegacyUnit,
-    default: Duration,
-    range: std::ops::RangeInclusive<Duration>,
-) -> Result<Duration, SettingError> {
-    match value {
-        Some(value) => value.resolve(key, Some(legacy), range),
-        None => Ok(default),
-    }
-}
-
 impl WebSettings {
     /// Layer defaults < `[web]` in the file < environment and validate. `file_dir` is where
     /// relative `api_key_file` paths resolve (the config file's folder).
@@ -309,24 +295,24 @@ impl WebSettings {
     ) -> Result<Self, SettingError> {
         let d = WebSettings::default();
         let mut s = WebSettings {
-            call_timeout_ms: duration(
+            call_timeout_ms: duration_setting(
                 "web.call_timeout_ms",
                 file.call_timeout_ms.as_ref(),
-                LegacyUnit::Millis,
+                Some(LegacyUnit::Millis),
                 d.call_timeout_ms,
                 Duration::from_millis(1)..=MAX_CALL_TIMEOUT,
             )?,
-            timeout_ms: duration(
+            timeout_ms: duration_setting(
                 "web.timeout_ms",
                 file.timeout_ms.as_ref(),
-                LegacyUnit::Millis,
+                Some(LegacyUnit::Millis),
                 d.timeout_ms,
                 Duration::from_millis(1)..=MAX_TIMEOUT,
             )?,
-            connect_timeout_ms: duration(
+            connect_timeout_ms: duration_setting(
                 "web.connect_timeout_ms",
                 file.connect_timeout_ms.as_ref(),
-                LegacyUnit::Millis,
+                Some(LegacyUnit::Millis),
                 d.connect_timeout_ms,
                 Duration::from_millis(1)..=MAX_TIMEOUT,
             )?,
@@ -340,17 +326,17 @@ impl WebSettings {
                 file.max_retries.unwrap_or(d.max_retries),
                 0..=MAX_MAX_RETRIES,
             )?,
-            max_retry_wait_ms: duration(
+            max_retry_wait_ms: duration_setting(
                 "web.max_retry_wait_ms",
                 file.max_retry_wait_ms.as_ref(),
-                LegacyUnit::Millis,
+                Some(LegacyUnit::Millis),
                 d.max_retry_wait_ms,
                 Duration::ZERO..=MAX_MAX_RETRY_WAIT,
             )?,
-            cache_ttl_secs: duration(
+            cache_ttl_secs: duration_setting(
                 "web.cache_ttl_secs",
                 file.cache_ttl_secs.as_ref(),
-                LegacyUnit::Secs,
+                Some(LegacyUnit::Secs),
                 d.cache_ttl_secs,
                 Duration::ZERO..=MAX_CACHE_TTL,
             )?,
@@ -551,14 +537,13 @@ fn load_provider(
         ProviderId::Google => env_value(env, "TOOLPORT_GOOGLE_CX").or(file.cx),
         _ => None,
     };
-    let min_interval_ms = match &file.min_interval_ms {
-        Some(value) => value.resolve(
-            key("min_interval_ms"),
-            Some(LegacyUnit::Millis),
-            Duration::ZERO..=MAX_MIN_INTERVAL,
-        )?,
-        None => id.default_min_interval(),
-    };
+    let min_interval_ms = duration_setting(
+        key("min_interval_ms"),
+        file.min_interval_ms.as_ref(),
+        Some(LegacyUnit::Millis),
+        id.default_min_interval(),
+        Duration::ZERO..=MAX_MIN_INTERVAL,
+    )?;
     Ok(ProviderSettings {
         base_url,
         api_key,

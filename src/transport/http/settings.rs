@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use super::gate::{Gate, OriginRule, normalize_host};
 use crate::secret::{Secret, random_token};
-use crate::settings::{DurationValue, SettingError, check_range, serialize_duration};
+use crate::settings::{
+    DurationValue, SettingError, check_range, duration_setting, serialize_duration,
+};
 
 /// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
 /// bounds what one request can make the server buffer. Matches rmcp's own default.
@@ -361,20 +363,20 @@ impl HttpSettings {
         if let Some(sessions) = file.max_sessions {
             s.max_sessions = check_range("http.max_sessions", sessions, 1..=MAX_MAX_SESSIONS)?;
         }
-        if let Some(idle) = &file.session_idle_timeout {
-            s.session_idle_timeout = idle.resolve(
-                "http.session_idle_timeout",
-                None,
-                MIN_SESSION_DURATION..=MAX_SESSION_IDLE,
-            )?;
-        }
-        if let Some(interval) = &file.sse_keep_alive {
-            s.sse_keep_alive = interval.resolve(
-                "http.sse_keep_alive",
-                None,
-                MIN_SESSION_DURATION..=MAX_SSE_KEEP_ALIVE,
-            )?;
-        }
+        s.session_idle_timeout = duration_setting(
+            "http.session_idle_timeout",
+            file.session_idle_timeout.as_ref(),
+            None,
+            s.session_idle_timeout,
+            MIN_SESSION_DURATION..=MAX_SESSION_IDLE,
+        )?;
+        s.sse_keep_alive = duration_setting(
+            "http.sse_keep_alive",
+            file.sse_keep_alive.as_ref(),
+            None,
+            s.sse_keep_alive,
+            MIN_SESSION_DURATION..=MAX_SSE_KEEP_ALIVE,
+        )?;
         Ok(s)
     }
 }
