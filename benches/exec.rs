@@ -180,7 +180,7 @@ fn spawn_true(c: &mut Criterion) {
 
     // Registry execute on a current-thread runtime, as in benches/registry.rs.
     let args = object(json!({"command": PROGRAM}));
-    let registry = fx.shared.registry.clone();
+    let registry = fx.shared.registry.load();
     let ctx = ToolContext::local(fx.shared.workspace.clone(), fx.shared.confirm_fallback);
     let out = rt
         .block_on(registry.execute("execute_command", args.clone(), &ctx))

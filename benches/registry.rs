@@ -62,7 +62,7 @@ fn fixture() -> Fixture {
 /// `registry/lookup` and `registry/validate`: the synchronous parts of a call.
 fn registry(c: &mut Criterion) {
     let fx = fixture();
-    let registry = fx.shared.registry.clone();
+    let registry = fx.shared.registry.load();
     let args = object(json!({"path": "file.txt", "offset": 1, "limit": 100}));
     assert!(registry.get("read_file").is_some());
     registry
@@ -101,7 +101,7 @@ fn read_file(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a current-thread runtime");
-    let registry = fx.shared.registry.clone();
+    let registry = fx.shared.registry.load();
     let ctx = ToolContext::local(fx.shared.workspace.clone(), fx.shared.confirm_fallback);
     let out = rt
         .block_on(registry.execute("read_file", args.clone(), &ctx))

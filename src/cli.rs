@@ -106,7 +106,9 @@ async fn command(command: Command, config: Config) -> ExitCode {
             Err(code) => Err(code),
         },
         Command::Tools(args) => build(config).map(|shared| tools(&shared, &args)),
-        Command::Instructions => build(config).map(|shared| emit(&shared.registry.instructions())),
+        Command::Instructions => {
+            build(config).map(|shared| emit(&shared.registry.load().instructions()))
+        }
         Command::Call(args) => match build(config) {
             Ok(shared) => Ok(call(&shared, &args).await),
             Err(code) => Err(code),
@@ -127,7 +129,12 @@ fn build(config: &Config) -> Result<Arc<Shared>, ExitCode> {
 /// Before commands can run: give up the controlling terminal and start the watchdog, once,
 /// when `execute_command` is served.
 fn prepare_commands(shared: &Shared) {
-    if shared.registry.get(crate::tools::exec::NAME).is_some() {
+    if shared
+        .registry
+        .load()
+        .get(crate::tools::exec::NAME)
+        .is_some()
+    {
         crate::tools::exec::prepare_host(std::ffi::OsStr::new(SELF_EXE));
     }
 }
@@ -138,7 +145,7 @@ async fn serve(shared: Arc<Shared>, config: &Config) -> ExitCode {
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         roots = %shared.workspace.describe_roots(),
-        tools = %shared.registry.names().join(","),
+        tools = %shared.registry.load().names().join(","),
         "serving MCP on {}",
         match transport {
             Transport::Stdio => "stdio",
@@ -171,7 +178,11 @@ fn tools(shared: &Shared, args: &ToolsArgs) -> ExitCode {
         category: args.category.clone(),
         name_pattern,
     };
-    let definitions = shared.registry.filter(&filter).definitions(args.format);
+    let definitions = shared
+        .registry
+        .load()
+        .filter(&filter)
+        .definitions(args.format);
     match serde_json::to_string_pretty(&definitions) {
         Ok(text) => emit(&text),
         Err(error) => {
@@ -206,7 +217,12 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
             cancel.cancel();
         }
     });
-    match shared.registry.execute(&args.tool, arguments, &ctx).await {
+    match shared
+        .registry
+        .load()
+        .execute(&args.tool, arguments, &ctx)
+        .await
+    {
         Ok(output) => match output.structured {
             Some(value) => match serde_json::to_string_pretty(&value) {
                 Ok(text) => emit(&text),

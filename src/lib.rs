@@ -65,7 +65,7 @@ pub fn build(config: &Config) -> Result<Shared, Error> {
     let workspace = workspace::Workspace::new(&config.roots, &config.workspace.secret_patterns)?;
     let registry = tools::builtin_registry(config.builtin_settings(), &config.tools)?;
     Ok(Shared {
-        registry: Arc::new(registry),
+        registry: Arc::new(registry::LiveRegistry::new(registry)),
         workspace: Arc::new(workspace),
         confirm_fallback: config.exec.confirm,
     })

@@ -4,12 +4,17 @@
 //! Everything that can be done once per tool is done at registration: the definition is
 //! validated, the MCP form is built, and the input-schema validator is compiled. A call then
 //! costs a hash lookup plus one validation pass.
+//!
+//! The served set is a [`LiveRegistry`]: an immutable `ToolRegistry` behind an atomic pointer,
+//! so a reload (plugins) swaps the whole set at once while calls in flight keep the registry
+//! they started with, and sessions learn of a changed listing through a version channel.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
+use arc_swap::ArcSwap;
 use futures::FutureExt;
 use regex::Regex;
 use serde_json::Value;
@@ -163,6 +168,27 @@ impl ToolRegistry {
         out
     }
 
+    /// Whether `other` lists exactly the same tools, in the same order, with the same
+    /// definitions.
+    pub(crate) fn same_listing(&self, other: &ToolRegistry) -> bool {
+        self.entries.len() == other.entries.len()
+            && self
+                .entries
+                .iter()
+                .zip(&other.entries)
+                .all(|(a, b)| Arc::ptr_eq(a, b) || a.mcp == b.mcp)
+    }
+
+    /// The number of tools.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// The neutral definition of a tool.
     pub fn definition(&self, name: &str) -> Option<&ToolDefinition> {
         self.entry(name).map(|e| &e.definition)
@@ -232,7 +258,7 @@ impl ToolRegistry {
                 ToolError::InvalidArguments("the arguments must be a JSON object".into()).into(),
             );
         };
-        if let Some(description) = entry.tool.confirmation(&args) {
+        if let Some(description) = entry.tool.confirmation(&args, &ctx.workspace) {
             match ctx.confirmer.confirm(&description).await {
                 Confirmation::Accepted => {}
                 Confirmation::Declined => {
@@ -276,6 +302,46 @@ impl ToolRegistry {
                 .into())
             }
         }
+    }
+}
+
+/// The tool set being served: swapped whole by a reload, read without locks by every call.
+#[derive(Debug)]
+pub struct LiveRegistry {
+    current: ArcSwap<ToolRegistry>,
+    /// Bumped each time the listed set changes; sessions forward it as
+    /// `notifications/tools/list_changed`.
+    version: tokio::sync::watch::Sender<u64>,
+}
+
+impl LiveRegistry {
+    /// Serve `registry`.
+    pub fn new(registry: ToolRegistry) -> Self {
+        Self {
+            current: ArcSwap::from_pointee(registry),
+            version: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// The current set. A call holds on to it, so a reload does not change the tool under it.
+    pub fn load(&self) -> Arc<ToolRegistry> {
+        self.current.load_full()
+    }
+
+    /// Serve `next` from now on. Returns whether the listing (names, schemas, descriptions,
+    /// annotations, order) changed; only then are sessions told.
+    pub(crate) fn replace(&self, next: ToolRegistry) -> bool {
+        let changed = !self.current.load().same_listing(&next);
+        self.current.store(Arc::new(next));
+        if changed {
+            self.version.send_modify(|v| *v += 1);
+        }
+        changed
+    }
+
+    /// A receiver that wakes each time the listing changes.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.version.subscribe()
     }
 }
 
@@ -342,8 +408,8 @@ mod tests {
         fn category(&self) -> Option<&str> {
             self.category
         }
-        fn tags(&self) -> &[&str] {
-            self.tags
+        fn tags(&self) -> Vec<&str> {
+            self.tags.to_vec()
         }
         fn annotations(&self) -> Annotations {
             Annotations {
@@ -353,7 +419,7 @@ mod tests {
                 open_world: false,
             }
         }
-        fn confirmation(&self, args: &JsonObject) -> Option<String> {
+        fn confirmation(&self, args: &JsonObject, _workspace: &Workspace) -> Option<String> {
             (args.get("path") == Some(&json!("risky"))).then(|| "touch risky".to_owned())
         }
         async fn execute(

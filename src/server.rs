@@ -10,12 +10,17 @@
 //! - client roots: fetched after `initialize` and on `roots/list_changed`, and used to
 //!   *narrow* the operator's roots ([`Workspace::narrow`]);
 //! - progress notifications for tools that report progress, when the request has a token;
-//! - prompts: `tool_instructions` and one per tool.
+//! - prompts: `tool_instructions` and one per tool;
+//! - `notifications/tools/list_changed` (and `prompts/list_changed`: prompts follow the tools)
+//!   when a reload changes the listed tools: pushed to sessions that used `initialize`, and on
+//!   `subscriptions/listen` streams for 2026-07-28 clients. Each request reads the registry
+//!   once, so a call in flight finishes with the tool it started with.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
@@ -24,11 +29,12 @@ use rmcp::model::{
     ProgressNotificationParam, ProgressToken, Prompt, PromptMessage, ProtocolVersion, Role,
     ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
 
-use crate::registry::{ExecuteError, ToolRegistry};
+use crate::registry::{ExecuteError, LiveRegistry};
 use crate::tool::{ConfirmFallback, Confirmation, Confirmer, ProgressSink, ToolContext};
 use crate::workspace::{Workspace, client_root_path};
 
@@ -49,8 +55,8 @@ pub(crate) const ALL_INSTRUCTIONS_PROMPT: &str = "tool_instructions";
 /// What every session shares: built once at start-up.
 #[derive(Debug)]
 pub struct Shared {
-    /// Every tool this server serves, shared by all sessions.
-    pub registry: Arc<ToolRegistry>,
+    /// Every tool this server serves, shared by all sessions; swapped whole by a reload.
+    pub registry: Arc<LiveRegistry>,
     /// What happens to a call that needs confirmation when the client cannot ask
     /// (`[exec] confirm`).
     pub confirm_fallback: ConfirmFallback,
@@ -69,18 +75,48 @@ pub struct ToolportServer {
     /// Held while roots are being refreshed, so a call that arrives meanwhile waits for the
     /// new roots instead of racing with them.
     refreshing: Arc<tokio::sync::Mutex<()>>,
+    /// Cancelled when the last handle of this session is dropped (`_end_guard`): stops the
+    /// task that forwards tool-list changes to the client.
+    session_ended: CancellationToken,
+    _end_guard: Arc<tokio_util::sync::DropGuard>,
 }
 
 impl ToolportServer {
     /// A handler for a new session.
     pub fn new(shared: Arc<Shared>) -> Self {
         let workspace = Arc::new(RwLock::new(shared.workspace.clone()));
+        let ended = CancellationToken::new();
         Self {
             shared,
             workspace,
             initial_roots: Arc::new(OnceCell::new()),
             refreshing: Arc::new(tokio::sync::Mutex::new(())),
+            session_ended: ended.clone(),
+            _end_guard: Arc::new(ended.drop_guard()),
         }
+    }
+
+    /// Forward every change of the listed tools to this session's client until the session
+    /// ends (sessions opened with `initialize`; 2026-07-28 clients use `listen`).
+    fn forward_list_changes(&self, peer: Peer<RoleServer>) {
+        let mut changes = self.shared.registry.changes();
+        let ended = self.session_ended.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = ended.cancelled() => return,
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+                if peer.is_transport_closed() {
+                    return;
+                }
+                if let Err(error) = peer.notify_tool_list_changed().await {
+                    tracing::debug!(%error, "could not send tools/list_changed; the session has ended");
+                    return;
+                }
+                let _ = peer.notify_prompt_list_changed().await;
+            }
+        });
     }
 
     /// The workspace this session currently uses.
@@ -154,7 +190,7 @@ impl ToolportServer {
 
     /// The `instructions` sent at initialize: what is served and where paths may go.
     pub(crate) fn summary(&self) -> String {
-        let registry = &self.shared.registry;
+        let registry = self.shared.registry.load();
         let tools: Vec<String> = registry
             .all()
             .iter()
@@ -173,7 +209,7 @@ impl ToolportServer {
     }
 
     fn prompt_text(&self, name: &str) -> Option<String> {
-        let registry = &self.shared.registry;
+        let registry = self.shared.registry.load();
         if name == ALL_INSTRUCTIONS_PROMPT {
             return Some(registry.instructions());
         }
@@ -292,7 +328,9 @@ impl ServerHandler for ToolportServer {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .enable_prompts()
+                .enable_prompts_list_changed()
                 .build(),
         )
         .with_server_info(
@@ -302,7 +340,32 @@ impl ServerHandler for ToolportServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.forward_list_changes(context.peer.clone());
         self.ensure_roots(&context.peer).await;
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    /// 2026-07-28: list changes flow on the client's `subscriptions/listen` stream.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.shared.registry.changes();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => if changed.is_err() { return Ok(()) },
+            }
+            context
+                .sink()
+                .notify_tool_list_changed()
+                .await
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            let _ = context.sink().notify_prompt_list_changed().await;
+        }
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
@@ -317,12 +380,12 @@ impl ServerHandler for ToolportServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(
-            self.shared.registry.mcp_tools(),
+            self.shared.registry.load().mcp_tools(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.shared.registry.mcp_tool(name)
+        self.shared.registry.load().mcp_tool(name)
     }
 
     async fn call_tool(
@@ -331,7 +394,8 @@ impl ServerHandler for ToolportServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        let registry = &self.shared.registry;
+        // One snapshot for the whole call: a reload meanwhile does not change the tool.
+        let registry = self.shared.registry.load();
         // Checked before waiting for the client's roots: an unknown tool is answered at once.
         if registry.get(&name).is_none() {
             return Err(McpError::invalid_params(
@@ -407,7 +471,7 @@ impl ServerHandler for ToolportServer {
             Some("Instructions for using every tool this server offers (for a system prompt)"),
             None,
         )];
-        for tool in self.shared.registry.all() {
+        for tool in self.shared.registry.load().all() {
             if tool.name() != ALL_INSTRUCTIONS_PROMPT {
                 prompts.push(Prompt::new(
                     tool.name(),
@@ -429,7 +493,7 @@ impl ServerHandler for ToolportServer {
                 format!(
                     "unknown prompt {:?}; available prompts: {ALL_INSTRUCTIONS_PROMPT}, {}",
                     request.name,
-                    self.shared.registry.names().join(", ")
+                    self.shared.registry.load().names().join(", ")
                 ),
                 None,
             )

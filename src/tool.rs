@@ -266,8 +266,8 @@ pub trait AiTool: Send + Sync + 'static {
     }
 
     /// Tags for filtering (a filter matches tools that have all requested tags).
-    fn tags(&self) -> &[&str] {
-        &[]
+    fn tags(&self) -> Vec<&str> {
+        Vec::new()
     }
 
     /// MCP behaviour hints.
@@ -290,8 +290,9 @@ pub trait AiTool: Send + Sync + 'static {
     }
 
     /// A human-readable description of this call if it is risky enough to need the user's
-    /// confirmation first; `None` (the default) runs it without asking.
-    fn confirmation(&self, _args: &JsonObject) -> Option<String> {
+    /// confirmation first; `None` (the default) runs it without asking. `workspace` is the
+    /// call's (a plugin resolves its path parameters to decide on the final argv).
+    fn confirmation(&self, _args: &JsonObject, _workspace: &Workspace) -> Option<String> {
         None
     }
 

@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::instructions::{InstructionsFor, render_instructions};
 use crate::schema::{JsonObject, input_schema_for, output_schema_for};
 use crate::tool::{AiTool, Annotations, ToolContext, ToolError, ToolOutput};
+use crate::workspace::Workspace;
 
 /// What a built-in tool says about itself besides its types. Built when the tool is built, so
 /// a description can state the operator's real limits rather than the defaults.
@@ -129,8 +130,8 @@ impl<T: TypedTool> AiTool for Typed<T> {
     fn category(&self) -> Option<&str> {
         Some(self.spec.category)
     }
-    fn tags(&self) -> &[&str] {
-        self.spec.tags
+    fn tags(&self) -> Vec<&str> {
+        self.spec.tags.to_vec()
     }
     fn annotations(&self) -> Annotations {
         self.spec.annotations
@@ -138,7 +139,7 @@ impl<T: TypedTool> AiTool for Typed<T> {
     fn instructions(&self) -> String {
         self.instructions.clone()
     }
-    fn confirmation(&self, args: &JsonObject) -> Option<String> {
+    fn confirmation(&self, args: &JsonObject, _workspace: &Workspace) -> Option<String> {
         if !T::ASKS_CONFIRMATION {
             return None;
         }

@@ -586,9 +586,10 @@ impl Workspace {
     /// Map an I/O error from a confined lookup to a path error.
     pub(crate) fn io_error(&self, target: &Target<'_>, error: &io::Error) -> PathError {
         let path = target.display.display().to_string();
-        if error.kind() == io::ErrorKind::PermissionDenied
-            && error.to_string().contains(CAP_STD_ESCAPE)
-        {
+        let escaped = (error.kind() == io::ErrorKind::PermissionDenied
+            && error.to_string().contains(CAP_STD_ESCAPE))
+            || error.raw_os_error() == Some(libc::EXDEV);
+        if escaped {
             return PathError::Escapes {
                 path,
                 roots: self.describe_roots(),
@@ -700,6 +701,43 @@ impl Workspace {
         Ok((dir, target))
     }
 
+    /// The real absolute path of `user` inside the roots, for handing to another program (a
+    /// plugin's path parameter): the nearest existing ancestor is opened beneath its root (so
+    /// `..` and symlinks cannot leave it) and its real path taken from the handle; the
+    /// components that do not exist yet are appended as written. Secrets are refused by the
+    /// path as given and by the real path. The path need not exist (`git log -- deleted.rs`).
+    pub(crate) fn resolve(&self, user: &str) -> Result<PathBuf, PathError> {
+        let target = self.target(user)?;
+        self.check_secret(&target, &target.normal)?;
+        let mut existing = target.normal.clone();
+        let mut missing: Vec<std::ffi::OsString> = Vec::new();
+        let real = loop {
+            match open_path_beneath(&target, &existing) {
+                Ok(real) => break real,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    match existing.file_name() {
+                        Some(name) => missing.push(name.to_owned()),
+                        None => return Err(self.io_error(&target, &error)),
+                    }
+                    existing.pop();
+                }
+                Err(error) => return Err(self.io_error(&target, &error)),
+            }
+        };
+        let mut resolved = real;
+        resolved.extend(missing.iter().rev());
+        match resolved.strip_prefix(&target.root.path) {
+            Ok(rel) => self.check_secret(&target, rel)?,
+            Err(_) => {
+                return Err(PathError::Escapes {
+                    path: target.display.display().to_string(),
+                    roots: self.describe_roots(),
+                });
+            }
+        }
+        Ok(resolved)
+    }
+
     /// Metadata of the path itself (a symlink is not followed), confined beneath its root.
     pub(crate) fn symlink_metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
         if target.rel == Path::new(".") {
@@ -748,6 +786,36 @@ fn open_without_symlinks(target: &Target<'_>, flags: libc::c_int) -> Option<std:
     {
         let _ = (target, flags);
         None
+    }
+}
+
+/// The real absolute path of `rel` (relative to the target's root), looked up beneath the root:
+/// symlinks are followed only while they stay inside it (`RESOLVE_BENEATH`), and the real path
+/// is read from the resulting `O_PATH` handle. An escape fails with `EXDEV`, which
+/// [`Workspace::io_error`] reports as [`PathError::Escapes`].
+fn open_path_beneath(target: &Target<'_>, rel: &Path) -> io::Result<PathBuf> {
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    #[cfg(target_os = "linux")]
+    {
+        use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+        use std::os::fd::AsRawFd;
+        let how = OpenHow::new()
+            .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_BENEATH);
+        let fd = openat2(&target.root.dir, rel, how).map_err(io::Error::from)?;
+        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        target
+            .root
+            .dir
+            .canonicalize(rel)
+            .map(|real| target.root.path.join(real))
     }
 }
 

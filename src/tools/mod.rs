@@ -32,7 +32,7 @@ pub(crate) struct BuiltinSettings<'a> {
 
 /// Every built-in tool, in listing order.
 fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Vec<Arc<dyn AiTool>>, SelectionError> {
-    let exec = exec::ExecuteCommand::new(settings.exec, settings.roots).map_err(|reason| {
+    let executor = exec::Executor::new(settings.exec, settings.roots).map_err(|reason| {
         SelectionError::Setup {
             tool: exec::NAME,
             reason,
@@ -42,7 +42,7 @@ fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Vec<Arc<dyn AiTool>>, 
         typed(fs::ReadFile::new(settings.fs)),
         typed(fs::ListDirectory::new(settings.fs)),
         typed(fs::PathInfo),
-        typed(exec),
+        typed(exec::ExecuteCommand::new(Arc::new(executor))),
         typed(web::WebSearch::new(settings.web)),
     ])
 }

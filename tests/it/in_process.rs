@@ -77,7 +77,7 @@ fn serve(
         registry.register(tool).unwrap();
     }
     let shared = Arc::new(Shared {
-        registry: Arc::new(registry),
+        registry: Arc::new(toolport::registry::LiveRegistry::new(registry)),
         workspace: Arc::new(Workspace::new(std::slice::from_ref(&root), &[]).unwrap()),
         confirm_fallback: ConfirmFallback::Deny,
     });

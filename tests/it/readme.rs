@@ -16,7 +16,7 @@ fn cell(text: &str) -> String {
 
 fn reference() -> String {
     let shared = toolport::build(&Config::default()).unwrap();
-    let registry = &shared.registry;
+    let registry = shared.registry.load();
     let mut out = String::new();
     for tool in registry.all() {
         let def = registry.definition(tool.name()).unwrap();

@@ -40,7 +40,7 @@ impl Harness {
         .unwrap();
         let config = Config::load(&cli.global, |_| None).unwrap();
         let shared = toolport::build(&config).unwrap();
-        let registry = (*shared.registry).clone();
+        let registry = (*shared.registry.load()).clone();
         let ctx = ToolContext::local(shared.workspace, shared.confirm_fallback);
         Self {
             registry,

@@ -30,6 +30,10 @@ use tokio_util::sync::CancellationToken;
 use super::watchdog;
 use crate::tool::ProgressSink;
 
+/// Used when the server itself has no PATH (and to resolve a program when a command's
+/// environment has none).
+pub(crate) const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 /// After the command exits, how long to wait for its pipes to close. A grandchild that was
 /// put in the background keeps them open; past this the rest of the process group is killed
 /// and the output read so far is returned.
@@ -284,7 +288,7 @@ fn resolve_program(program: &OsStr, env: &[(String, String)], cwd: &Path) -> Opt
     let path = env
         .iter()
         .find(|(key, _)| key == "PATH")
-        .map_or(super::FALLBACK_PATH, |(_, value)| value.as_str());
+        .map_or(FALLBACK_PATH, |(_, value)| value.as_str());
     which::which_in(program, Some(path), cwd)
         .ok()
         .map(PathBuf::into_os_string)

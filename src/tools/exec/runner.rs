@@ -1,0 +1,439 @@
+//! The command runner shared by `execute_command` and plugin tools: one [`Executor`] per
+//! server holds the command policy, the concurrency slots and the sandbox, so a plugin can do
+//! nothing that `execute_command` with the same argv could not, and both queue for the same
+//! `exec.max_concurrent` slots.
+//!
+//! A call is a pipeline, as codex's exec is: [`Executor::plan`] turns a request into a
+//! [`process::RunSpec`] (checks, policy, timeout, environment, working directory, sandbox
+//! argv; nothing runs), [`process::run`] runs it, and `Report::finish` turns the outcome into
+//! an [`ExecResult`].
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use tokio::sync::Semaphore;
+
+use super::policy::{Decision, Policy};
+use super::sandbox::{self, SandboxSpec};
+use super::settings::{self, ExecSettings, SandboxKind};
+use super::{Params, process};
+use crate::tool::{ToolContext, ToolError};
+use crate::workspace::PathError;
+
+/// Environment variables a call may not set: they change how programs are loaded or how
+/// shells start, which would let a call run code the policy never saw.
+const DENIED_ENV_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_"];
+const DENIED_ENV_NAMES: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "IFS",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "PS4",
+];
+
+/// Variables every command gets so that nothing waits for a human: no pager, no editor, no git
+/// credential prompt, and tools' non-interactive modes (CI=1).
+const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
+    ("TERM", "dumb"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_EDITOR", "true"),
+    ("EDITOR", "true"),
+    ("VISUAL", "true"),
+    ("CI", "1"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+];
+
+/// A call's timeout when it gives none: [`settings::DEFAULT_TIMEOUT`], or the operator's
+/// maximum when that is lower.
+pub(crate) fn default_timeout(settings: &ExecSettings) -> Duration {
+    settings::DEFAULT_TIMEOUT.min(settings.timeout_max)
+}
+
+/// The structured result of a command (`execute_command`'s output; plugin tools read it).
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub(crate) struct ExecResult {
+    /// Standard output (lossy UTF-8; the start and end are kept when it is over the limit).
+    pub(crate) stdout: String,
+    /// Standard error (same rules), or why the command did not start.
+    pub(crate) stderr: String,
+    /// The exit code; null when the command did not start or was killed.
+    pub(crate) return_code: Option<i32>,
+    /// True when the command was killed because the timeout passed.
+    pub(crate) timed_out: bool,
+    /// True when stdout or stderr was cut to the limit.
+    pub(crate) truncated: bool,
+    /// Wall-clock time in milliseconds.
+    pub(crate) duration_ms: u64,
+    /// The signal that ended the command, e.g. "SIGKILL", when one did.
+    pub(crate) signal: Option<String>,
+    /// Bytes the command wrote to stdout in total.
+    pub(crate) stdout_bytes: u64,
+    /// Bytes the command wrote to stderr in total.
+    pub(crate) stderr_bytes: u64,
+    /// The working directory it ran in.
+    pub(crate) cwd: String,
+    /// The timeout applied, in seconds.
+    pub(crate) timeout: u64,
+    /// The command line as a shell would show it, for the text rendering.
+    #[serde(skip)]
+    pub(crate) command_line: String,
+}
+
+/// Runs commands for every tool that runs one: the policy, the slots and the sandbox.
+pub(crate) struct Executor {
+    settings: ExecSettings,
+    policy: Policy,
+    slots: Arc<Semaphore>,
+    /// `None` without a sandbox; `Some(Ok(spec))` when Landlock can enforce it;
+    /// `Some(Err(why))` when it was asked for and cannot be (every call is refused).
+    sandbox: Option<Result<SandboxSpec, String>>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor").finish_non_exhaustive()
+    }
+}
+
+impl Executor {
+    /// Build the tool from its settings: compile the policy, probe the sandbox (which keeps
+    /// `roots` writable).
+    pub(crate) fn new(settings: &ExecSettings, roots: &[PathBuf]) -> Result<Self, String> {
+        let e = settings;
+        let policy = Policy::new(&e.allow, &e.deny, &e.confirm_rules, e.allow_shells)
+            .map_err(|error| error.to_string())?;
+        let sandbox = match e.sandbox {
+            SandboxKind::None => None,
+            SandboxKind::Landlock => {
+                let mut writable: Vec<PathBuf> = roots
+                    .iter()
+                    .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+                    .collect();
+                writable.push(
+                    std::fs::canonicalize(std::env::temp_dir())
+                        .unwrap_or_else(|_| std::env::temp_dir()),
+                );
+                // POSIX shared memory (Python's multiprocessing locks, for one) lives here.
+                let shm = PathBuf::from("/dev/shm");
+                if shm.is_dir() {
+                    writable.push(shm);
+                }
+                let spec = SandboxSpec {
+                    writable,
+                    readable: Vec::new(),
+                    no_network: !e.sandbox_network,
+                };
+                Some(match sandbox::probe(&spec) {
+                    Ok(abi) => {
+                        tracing::info!(%abi, "commands run confined by Landlock");
+                        Ok(spec)
+                    }
+                    Err(why) => {
+                        tracing::error!(%why, "--sandbox landlock was asked for but cannot be enforced; execute_command will refuse every command");
+                        Err(why)
+                    }
+                })
+            }
+        };
+        Ok(Self {
+            settings: settings.clone(),
+            policy,
+            slots: Arc::new(Semaphore::new(e.max_concurrent)),
+            sandbox,
+        })
+    }
+
+    /// The operator's exec settings.
+    pub(crate) fn settings(&self) -> &ExecSettings {
+        &self.settings
+    }
+
+    /// What to ask the user before running `p`, when the policy wants confirmation.
+    pub(crate) fn confirmation(&self, p: &Params) -> Option<String> {
+        match self.policy.decide(&p.command, &p.args) {
+            Decision::Confirm { reason } => Some(format!(
+                "Run `{}` in {}: {reason}",
+                Self::command_line(p),
+                p.cwd.as_deref().unwrap_or("the workspace root")
+            )),
+            Decision::Allow | Decision::Deny { .. } => None,
+        }
+    }
+
+    /// Run a command: plan it, wait for a free slot (a cancelled call leaves the queue), run
+    /// it with its process group, and report what it did.
+    pub(crate) async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
+        let plan = match self.plan(p, &ctx.workspace)? {
+            Planned::Run(plan) => plan,
+            Planned::NoSuchCwd(result) => return Ok(result),
+        };
+        let _slot = tokio::select! {
+            slot = self.slots.clone().acquire_owned() => slot.map_err(|_| ToolError::Unavailable("the server is shutting down".into()))?,
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled("cancelled while waiting for a free command slot".into())),
+        };
+        let Plan { spec, report } = plan;
+        let outcome = process::run(spec, &ctx.cancel, ctx.progress.as_ref()).await;
+        report.finish(outcome)
+    }
+
+    /// The command as a shell would show it (for confirmations and results).
+    fn command_line(p: &Params) -> String {
+        std::iter::once(p.command.as_str())
+            .chain(p.args.iter().map(String::as_str))
+            .map(|part| {
+                if !part.is_empty()
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+                {
+                    part.to_owned()
+                } else {
+                    format!("'{}'", part.replace('\'', r"'\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The environment a command runs with: PATH, HOME, LANG, TMPDIR, the operator's allowlist,
+/// the non-interactive defaults, then the call's own `env` (refused names rejected).
+pub fn child_env(
+    env_allowlist: &[String],
+    extra: Option<&BTreeMap<String, String>>,
+) -> Result<Vec<(String, String)>, ToolError> {
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    env.insert(
+        "PATH".into(),
+        std::env::var("PATH").unwrap_or_else(|_| process::FALLBACK_PATH.into()),
+    );
+    if let Ok(home) = std::env::var("HOME") {
+        env.insert("HOME".into(), home);
+    }
+    env.insert(
+        "LANG".into(),
+        std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
+    );
+    // The server's temp dir: with a sandbox it is the one writable place outside the roots.
+    env.insert("TMPDIR".into(), std::env::temp_dir().display().to_string());
+    for name in env_allowlist {
+        if let Ok(value) = std::env::var(name) {
+            env.insert(name.clone(), value);
+        }
+    }
+    for (name, value) in NON_INTERACTIVE_ENV {
+        env.insert((*name).into(), (*value).into());
+    }
+    for (name, value) in extra.into_iter().flatten() {
+        let valid = !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
+        if !valid {
+            return Err(ToolError::InvalidArguments(format!(
+                "env: {name:?} is not a valid variable name (letters, digits and _, not starting with a digit)"
+            )));
+        }
+        if DENIED_ENV_NAMES.contains(&name.as_str())
+            || DENIED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+        {
+            return Err(ToolError::PermissionDenied(format!(
+                "env: setting {name} is not allowed (it changes how programs load or how shells start); refused names are {} and anything starting with {}",
+                DENIED_ENV_NAMES.join(", "),
+                DENIED_ENV_PREFIXES.join(", ")
+            )));
+        }
+        if value.contains('\0') {
+            return Err(ToolError::InvalidArguments(format!(
+                "env: the value of {name} contains a NUL byte"
+            )));
+        }
+        env.insert(name.clone(), value.clone());
+    }
+    Ok(env.into_iter().collect())
+}
+
+fn signal_name(status: std::process::ExitStatus) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    let number = status.signal()?;
+    Some(
+        nix::sys::signal::Signal::try_from(number)
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_else(|_| format!("signal {number}")),
+    )
+}
+
+/// What [`Executor::plan`] decided for a call.
+enum Planned {
+    /// Run this.
+    Run(Plan),
+    /// The working directory does not exist: a result (exit code null, the reason on stderr),
+    /// not an error, as a shell would report it.
+    NoSuchCwd(ExecResult),
+}
+
+/// A call made concrete: what to spawn, and what the result will report about it.
+struct Plan {
+    spec: process::RunSpec,
+    report: Report,
+}
+
+/// The parts of a result known before the command runs.
+struct Report {
+    command: String,
+    command_line: String,
+    cwd: String,
+    timeout: u64,
+    /// The command's `PATH`, named when the program is not found.
+    path: String,
+}
+
+impl Executor {
+    /// Everything before the spawn, with no side effect but opening the working directory:
+    /// argument checks, the policy's decision, the timeout, the environment, the working
+    /// directory (through the workspace), and the argv (through the sandbox shim when one is
+    /// configured).
+    fn plan(
+        &self,
+        p: Params,
+        workspace: &crate::workspace::Workspace,
+    ) -> Result<Planned, ToolError> {
+        if p.command.is_empty()
+            || p.command.contains('\0')
+            || p.args.iter().any(|a| a.contains('\0'))
+        {
+            return Err(ToolError::InvalidArguments(
+                "command must be a non-empty program name, and neither it nor args may contain NUL bytes".into(),
+            ));
+        }
+        if let Decision::Deny { rule, reason } = self.policy.decide(&p.command, &p.args) {
+            return Err(ToolError::PermissionDenied(format!(
+                "the command policy denies this command ({rule}): {reason}"
+            )));
+        }
+        let sandbox = match &self.sandbox {
+            None => None,
+            Some(Ok(spec)) => Some(spec),
+            Some(Err(why)) => {
+                return Err(ToolError::Unavailable(format!(
+                    "commands are refused: the operator asked for a Landlock sandbox, but it cannot be enforced here ({why}). Nothing runs unconfined; the operator can start toolport with --sandbox none to run commands without it"
+                )));
+            }
+        };
+        let max = self.settings.timeout_max.as_secs();
+        let timeout = p
+            .timeout
+            .unwrap_or_else(|| default_timeout(&self.settings).as_secs());
+        if timeout > max {
+            // The schema's `maximum` says so and the registry checks it first; this keeps the
+            // rule true for any other caller.
+            return Err(ToolError::InvalidArguments(format!(
+                "timeout {timeout} is above the server's maximum of {max} seconds; give at most {max}"
+            )));
+        }
+        let env = child_env(&self.settings.env_allowlist, p.env.as_ref())?;
+        let path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let command_line = Self::command_line(&p);
+        let cwd_arg = p.cwd.as_deref().unwrap_or(".");
+        let (cwd_dir, cwd) = match workspace.open_dir(cwd_arg) {
+            Ok((dir, target)) => (dir, target.display().display().to_string()),
+            Err(error @ (PathError::NotFound { .. } | PathError::NotADirectory { .. })) => {
+                return Ok(Planned::NoSuchCwd(ExecResult {
+                    stderr: format!(
+                        "toolport: the working directory {cwd_arg} does not exist: {error}"
+                    ),
+                    cwd: cwd_arg.to_owned(),
+                    timeout,
+                    command_line,
+                    ..ExecResult::default()
+                }));
+            }
+            Err(other) => return Err(other.into()),
+        };
+        let args: Vec<OsString> = p.args.iter().map(OsString::from).collect();
+        let (program, args) = match sandbox {
+            Some(spec) => {
+                let (exe, argv) =
+                    sandbox::shim_command(spec, p.command.as_ref(), &args).map_err(|e| {
+                        ToolError::ExecutionFailed(format!("cannot start the sandbox: {e}"))
+                    })?;
+                (exe.into_os_string(), argv)
+            }
+            None => (OsString::from(&p.command), args),
+        };
+        Ok(Planned::Run(Plan {
+            spec: process::RunSpec {
+                program,
+                args,
+                cwd: cwd_dir.into_std_file(),
+                env,
+                stdin: p.stdin.map(String::into_bytes),
+                timeout: Duration::from_secs(timeout),
+                max_output_bytes: self.settings.max_output_bytes,
+            },
+            report: Report {
+                command: p.command,
+                command_line,
+                cwd,
+                timeout,
+                path,
+            },
+        }))
+    }
+}
+
+impl Report {
+    /// The result of a run: what the process did, in the tool's terms.
+    fn finish(self, outcome: process::Outcome) -> Result<ExecResult, ToolError> {
+        if outcome.cancelled {
+            return Err(ToolError::Cancelled(format!(
+                "`{}` was cancelled and its processes killed",
+                self.command_line
+            )));
+        }
+        let mut stderr = outcome.stderr;
+        if let Some(error) = &outcome.spawn_error {
+            let why = match error.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "command not found: {} (it is not a path to a program, and no program of that name is on PATH={})",
+                    self.command, self.path
+                ),
+                std::io::ErrorKind::PermissionDenied => {
+                    format!("{} is not executable (permission denied)", self.command)
+                }
+                _ => format!("{} could not be started: {error}", self.command),
+            };
+            stderr.text = format!("toolport: {why}");
+        }
+        Ok(ExecResult {
+            return_code: if outcome.timed_out {
+                None
+            } else {
+                outcome.status.and_then(|s| s.code())
+            },
+            truncated: outcome.stdout.truncated || stderr.truncated,
+            stdout: outcome.stdout.text,
+            stdout_bytes: outcome.stdout.total_bytes,
+            stderr_bytes: stderr.total_bytes,
+            stderr: stderr.text,
+            timed_out: outcome.timed_out,
+            duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+            signal: outcome.status.and_then(signal_name),
+            cwd: self.cwd,
+            timeout: self.timeout,
+            command_line: self.command_line,
+        })
+    }
+}
