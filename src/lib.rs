@@ -20,6 +20,7 @@ pub mod config;
 mod definition;
 pub mod hidden;
 pub mod instructions;
+mod plugins;
 pub mod registry;
 mod schema;
 mod secret;
