@@ -14,7 +14,7 @@ use clap::Parser;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::config::{CallArgs, Cli, Command, Config, ToolsArgs, Transport};
+use crate::config::{CallArgs, Cli, Command, Config, PluginsCommand, ToolsArgs, Transport};
 use crate::registry::{ExecuteError, ToolFilter};
 use crate::server::Shared;
 use crate::tool::{AlwaysConfirm, ToolContext};
@@ -101,10 +101,14 @@ async fn command(command: Command, config: Config) -> ExitCode {
     let config = &config;
     let code = match command {
         Command::Config => Ok(emit(config.to_toml().trim_end())),
-        Command::Serve => match build(config) {
-            Ok(shared) => Ok(serve(shared, config).await),
-            Err(code) => Err(code),
+        Command::Serve => match crate::assemble(config) {
+            Ok((shared, catalog)) => {
+                crate::plugins::reload::spawn(catalog.clone(), shared.registry.clone());
+                Ok(serve(Arc::new(shared), config, !catalog.dirs().is_empty()).await)
+            }
+            Err(error) => Err(usage_error(&error)),
         },
+        Command::Plugins(PluginsCommand::Check { dirs }) => Ok(check_plugins(config, &dirs)),
         Command::Tools(args) => build(config).map(|shared| tools(&shared, &args)),
         Command::Instructions => {
             build(config).map(|shared| emit(&shared.registry.load().instructions()))
@@ -120,27 +124,32 @@ async fn command(command: Command, config: Config) -> ExitCode {
 /// The server state for the commands that need it; a configuration it cannot be built from
 /// (a root that does not exist, an unknown tool name) is a usage error.
 fn build(config: &Config) -> Result<Arc<Shared>, ExitCode> {
-    crate::build(config).map(Arc::new).map_err(|error| {
-        eprintln!("toolport: {error}");
-        ExitCode::from(USAGE_ERROR)
-    })
+    crate::build(config)
+        .map(Arc::new)
+        .map_err(|error| usage_error(&error))
+}
+
+fn usage_error(error: &crate::Error) -> ExitCode {
+    eprintln!("toolport: {error}");
+    ExitCode::from(USAGE_ERROR)
 }
 
 /// Before commands can run: give up the controlling terminal and start the watchdog, once,
-/// when `execute_command` is served.
-fn prepare_commands(shared: &Shared) {
-    if shared
-        .registry
-        .load()
-        .get(crate::tools::exec::NAME)
-        .is_some()
+/// when `execute_command` is served or plugin tools may be (a reload can add them).
+fn prepare_commands(shared: &Shared, plugins: bool) {
+    if plugins
+        || shared
+            .registry
+            .load()
+            .get(crate::tools::exec::NAME)
+            .is_some()
     {
         crate::tools::exec::prepare_host(std::ffi::OsStr::new(SELF_EXE));
     }
 }
 
-async fn serve(shared: Arc<Shared>, config: &Config) -> ExitCode {
-    prepare_commands(&shared);
+async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode {
+    prepare_commands(&shared, plugins);
     let transport = config.transport();
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -206,7 +215,8 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    prepare_commands(shared);
+    // Any tool but the file and web ones may run a command (plugin tools do).
+    prepare_commands(shared, true);
     let mut ctx = ToolContext::local(shared.workspace.clone(), shared.confirm_fallback);
     if args.yes {
         ctx.confirmer = Arc::new(AlwaysConfirm);
@@ -238,5 +248,80 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
             eprintln!("toolport: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `toolport plugins check [DIR…]`: load every manifest of `dirs` (default: the configured
+/// plugin directories), print each tool that would be registered, and report every problem.
+/// Exit status 1 on any error (an unreadable directory, a manifest that does not load).
+fn check_plugins(config: &Config, dirs: &[std::path::PathBuf]) -> ExitCode {
+    let dirs = if dirs.is_empty() {
+        config.plugins.dirs_to_read(&config.roots)
+    } else {
+        dirs.to_vec()
+    };
+    if dirs.is_empty() {
+        eprintln!(
+            "toolport: no plugin directories to check: name them (toolport plugins check DIR…), or configure --plugins, TOOLPORT_PLUGIN_DIRS or [plugins] dirs"
+        );
+        return ExitCode::from(USAGE_ERROR);
+    }
+    let catalog = match crate::tools::builtin_tools(config.builtin_settings())
+        .map_err(crate::Error::from)
+        .and_then(|builtins| {
+            crate::plugins::Catalog::new(
+                builtins,
+                dirs,
+                crate::tools::ToolSelection::default(),
+                config.exec.timeout_max.as_secs(),
+            )
+            .map_err(crate::Error::from)
+        }) {
+        Ok(catalog) => catalog,
+        Err(error) => return usage_error(&error),
+    };
+    let built = match catalog.build() {
+        Ok(built) => built,
+        Err(error) => return usage_error(&crate::Error::from(error)),
+    };
+    let mut lines = Vec::new();
+    for loaded in &built.discovery.tools {
+        let tool = &loaded.tool;
+        let registered = built
+            .registry
+            .get(tool.name())
+            .is_some_and(|t| Arc::ptr_eq(&t, tool));
+        if registered {
+            lines.push(format!(
+                "{}\t{}\t{}",
+                tool.name(),
+                loaded.file.display(),
+                tool.title().unwrap_or_else(|| tool.description())
+            ));
+        }
+    }
+    for (dir, error) in &built.discovery.unreadable {
+        eprintln!(
+            "error: {}: cannot read the directory: {error}",
+            dir.display()
+        );
+    }
+    for error in &built.discovery.errors {
+        eprintln!("error: {error}");
+    }
+    for duplicate in &built.duplicates {
+        eprintln!("warning: {duplicate}");
+    }
+    let errors = built.discovery.errors.len() + built.discovery.unreadable.len();
+    lines.push(format!(
+        "{} plugin tools; {errors} errors; {} skipped duplicates",
+        lines.len(),
+        built.duplicates.len()
+    ));
+    let written = emit(&lines.join("\n"));
+    if errors > 0 {
+        ExitCode::FAILURE
+    } else {
+        written
     }
 }

@@ -61,15 +61,29 @@ pub enum Error {
 }
 
 /// Build everything a server shares across sessions, once: open the roots, compile the secret
-/// rules, register the enabled tools (compiling their validators).
+/// rules, register the enabled tools (built-ins and plugins, compiling their validators).
 pub fn build(config: &Config) -> Result<Shared, Error> {
+    assemble(config).map(|(shared, _)| shared)
+}
+
+/// [`build`], also returning the plugin catalog a reload rebuilds the tool set from. Plugin
+/// problems (a bad manifest, an unreadable directory) are logged, never fatal.
+pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>), Error> {
     let workspace = workspace::Workspace::new(&config.roots, &config.workspace.secret_patterns)?;
-    let registry = tools::builtin_registry(config.builtin_settings(), &config.tools)?;
-    Ok(Shared {
-        registry: Arc::new(registry::LiveRegistry::new(registry)),
+    let catalog = plugins::Catalog::new(
+        tools::builtin_tools(config.builtin_settings())?,
+        config.plugins.dirs_to_read(&config.roots),
+        config.tools.clone(),
+        config.exec.timeout_max.as_secs(),
+    )?;
+    let built = catalog.build()?;
+    built.log();
+    let shared = Shared {
+        registry: Arc::new(registry::LiveRegistry::new(built.registry)),
         workspace: Arc::new(workspace),
         confirm_fallback: config.exec.confirm,
-    })
+    };
+    Ok((shared, Arc::new(catalog)))
 }
 
 /// Serve one MCP session over a transport until the client disconnects or the process is

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::definition::ToolFormat;
+use crate::plugins::PluginArgs;
 use crate::tools::SelectionArgs;
 use crate::tools::exec::ExecArgs;
 use crate::tools::fs::FsArgs;
@@ -25,7 +26,9 @@ Examples:
   toolport serve --http 127.0.0.1:8787       serve HTTP: /mcp (Streamable HTTP), /sse (legacy)
   toolport tools --format openai             print tool definitions for the OpenAI API
   toolport call read_file --args '{\"path\":\"README.md\"}'
-  toolport config                            show the effective configuration";
+  toolport config                            show the effective configuration
+  toolport --plugins plugins/examples        serve the example plugin tools (git, system_info)
+  toolport plugins check ~/.config/toolport/plugins   check plugin manifests";
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -73,6 +76,9 @@ pub struct GlobalArgs {
     /// The HTTP transport's flags (`--http ADDR`, `--token-file`, …).
     #[command(flatten)]
     pub(crate) http: HttpArgs,
+
+    #[command(flatten)]
+    pub(crate) plugins: PluginArgs,
 }
 
 /// Subcommands.
@@ -89,6 +95,21 @@ pub(crate) enum Command {
     Call(CallArgs),
     /// Print the effective configuration (after file, environment and flags) as TOML.
     Config,
+    /// Plugin manifests: `toolport plugins check [DIR…]`.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+}
+
+/// `toolport plugins …`.
+#[derive(Debug, Clone, Subcommand)]
+pub(crate) enum PluginsCommand {
+    /// Check plugin manifests and print each tool they would register; exit non-zero on any
+    /// error (for plugin authors and CI). Default: the configured plugin directories.
+    Check {
+        /// Directories to check instead of the configured ones.
+        #[arg(value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+    },
 }
 
 /// `toolport tools`.

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::ConfigError;
+use crate::plugins::FilePlugins;
 use crate::tools::FileTools;
 use crate::tools::exec::FileExec;
 use crate::tools::fs::FileLimits;
@@ -31,6 +32,8 @@ pub(super) struct FileConfig {
     pub(super) web: FileWeb,
     #[serde(default)]
     pub(super) http: FileHttp,
+    #[serde(default)]
+    pub(super) plugins: FilePlugins,
 }
 
 impl FileConfig {

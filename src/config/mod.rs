@@ -19,13 +19,14 @@ use serde::Serialize;
 mod cli;
 mod file;
 
-pub(crate) use cli::{CallArgs, Command, ToolsArgs};
+pub(crate) use cli::{CallArgs, Command, PluginsCommand, ToolsArgs};
 pub use cli::{Cli, GlobalArgs};
 use file::FileConfig;
 
 use crate::settings::SettingError;
 use crate::tools::BuiltinSettings;
 // Each feature's settings, as the composed `Config` holds them.
+pub use crate::plugins::PluginSettings;
 pub use crate::tools::ToolSelection;
 pub use crate::tools::exec::ExecSettings;
 pub use crate::tools::fs::FsSettings;
@@ -85,6 +86,8 @@ pub struct Config {
     pub web: WebSettings,
     /// The HTTP transport (the token is masked when printed).
     pub http: HttpSettings,
+    /// Where plugin manifests are read from.
+    pub plugins: PluginSettings,
     /// The config file that was read, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_file: Option<PathBuf>,
@@ -102,6 +105,7 @@ impl Default for Config {
             exec: ExecSettings::default(),
             web: WebSettings::default(),
             http: HttpSettings::default(),
+            plugins: PluginSettings::default(),
             config_file: None,
         }
     }
@@ -145,6 +149,8 @@ impl Config {
             None => (FileConfig::default(), cwd.clone()),
         };
 
+        let plugins = PluginSettings::load(file.plugins, &args.plugins, &file_dir, &cwd);
+
         // Roots: flags > TOOLPORT_ROOTS > file (relative to the file's folder) > cwd.
         let env_roots: Vec<PathBuf> = env("TOOLPORT_ROOTS")
             .map(|v| {
@@ -175,6 +181,7 @@ impl Config {
             exec: ExecSettings::load(file.exec, &args.exec)?,
             web: WebSettings::load(file.web, &file_dir, &env)?,
             http: HttpSettings::load(&args.http, file.http)?,
+            plugins,
             config_file: path,
         })
     }

@@ -1,6 +1,244 @@
-//! Plugins (work in progress).
+//! Plugins: tools declared in TOML manifests, loaded without recompiling, reloaded live.
+//!
+//! - [`settings`]: which directories are read (`--plugins`, `[plugins] dirs`,
+//!   `TOOLPORT_PLUGIN_DIRS`, or `~/.config/toolport/plugins/`);
+//! - [`manifest`]: the manifest format, read strictly and checked when it loads;
+//! - [`template`]: how arguments become an argv (never a shell) — security-relevant;
+//! - [`tool`]: the [`AiTool`] a manifest declares, run through the shared command executor;
+//! - [`reload`]: SIGHUP and a debounced file watch re-run discovery and swap the served set.
+//!
+//! [`Catalog`] is discovery plus registration: built-in tools first (a plugin cannot shadow
+//! one), then plugin tools, directories in the configured order and files in name order, the
+//! first tool of a name winning (each skipped duplicate is a warning naming both files); then
+//! the operator's tool selection. A manifest that does not load is skipped with one error line;
+//! the others load.
 
-// Until the plugin loader uses it.
-#![allow(dead_code)]
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-pub(crate) mod template;
+use crate::registry::ToolRegistry;
+use crate::tool::AiTool;
+use crate::tools::exec::Executor;
+use crate::tools::{Builtins, SelectionError, ToolSelection};
+
+mod manifest;
+pub(crate) mod reload;
+mod settings;
+mod template;
+mod tool;
+
+pub(crate) use manifest::ManifestError;
+pub use settings::PluginSettings;
+pub(crate) use settings::{FilePlugins, PluginArgs};
+use tool::PluginTool;
+
+/// The file extension of a manifest.
+const MANIFEST_EXTENSION: &str = "toml";
+
+/// Everything needed to (re)build the served tool set.
+pub(crate) struct Catalog {
+    /// The built-in tools, unfiltered, in listing order.
+    builtins: ToolRegistry,
+    executor: Arc<Executor>,
+    dirs: Vec<PathBuf>,
+    selection: ToolSelection,
+    limits: manifest::Limits,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("dirs", &self.dirs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A plugin tool that loaded, with the file it came from.
+pub(crate) struct Loaded {
+    pub(crate) tool: Arc<dyn AiTool>,
+    pub(crate) file: PathBuf,
+}
+
+/// What reading the plugin directories found.
+#[derive(Default)]
+pub(crate) struct Discovery {
+    /// Tools that loaded, in registration order (before duplicate and selection checks).
+    pub(crate) tools: Vec<Loaded>,
+    /// Manifests that were skipped, each with its one-line reason.
+    pub(crate) errors: Vec<ManifestError>,
+    /// Directories that could not be read, with why.
+    pub(crate) unreadable: Vec<(PathBuf, std::io::Error)>,
+}
+
+/// The served set and what was skipped on the way.
+pub(crate) struct Built {
+    pub(crate) registry: ToolRegistry,
+    pub(crate) discovery: Discovery,
+    /// Plugin tools skipped because an earlier tool (built-in or plugin) has the name.
+    pub(crate) duplicates: Vec<String>,
+}
+
+impl Built {
+    /// Log every problem: unreadable directories and skipped manifests as errors, skipped
+    /// duplicates as warnings.
+    pub(crate) fn log(&self) {
+        for (dir, error) in &self.discovery.unreadable {
+            tracing::error!(dir = %dir.display(), %error, "cannot read the plugin directory");
+        }
+        for error in &self.discovery.errors {
+            tracing::error!("skipping a plugin manifest: {error}");
+        }
+        for duplicate in &self.duplicates {
+            tracing::warn!("{duplicate}");
+        }
+    }
+}
+
+impl Catalog {
+    /// A catalog over the built-in tools, reading `dirs`.
+    pub(crate) fn new(
+        builtins: Builtins,
+        dirs: Vec<PathBuf>,
+        selection: ToolSelection,
+        timeout_max: u64,
+    ) -> Result<Self, SelectionError> {
+        let mut registry = ToolRegistry::new();
+        for tool in builtins.tools {
+            registry.register(tool)?;
+        }
+        Ok(Self {
+            builtins: registry,
+            executor: builtins.executor,
+            dirs,
+            selection,
+            limits: manifest::Limits { timeout_max },
+        })
+    }
+
+    /// The plugin directories, in reading order.
+    pub(crate) fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// Read every manifest in `dirs` (in order; files in name order).
+    pub(crate) fn discover(&self, dirs: &[PathBuf]) -> Discovery {
+        let mut found = Discovery::default();
+        for dir in dirs {
+            let files = match manifest_files(dir) {
+                Ok(files) => files,
+                Err(error) => {
+                    found.unreadable.push((dir.clone(), error));
+                    continue;
+                }
+            };
+            for file in files {
+                match self.load_file(&file) {
+                    Ok(tools) => found.tools.extend(tools.into_iter().map(|tool| Loaded {
+                        tool,
+                        file: file.clone(),
+                    })),
+                    Err(error) => found.errors.push(error),
+                }
+            }
+        }
+        found
+    }
+
+    /// The tools of one manifest file.
+    fn load_file(&self, file: &Path) -> Result<Vec<Arc<dyn AiTool>>, ManifestError> {
+        let text = std::fs::read_to_string(file).map_err(|e| ManifestError {
+            file: file.to_path_buf(),
+            line: None,
+            message: format!("cannot read it: {e}"),
+        })?;
+        manifest::parse(file, &text, self.limits)?
+            .into_iter()
+            .map(|m| {
+                PluginTool::new(m, self.executor.clone())
+                    .map(|t| Arc::new(t) as Arc<dyn AiTool>)
+                    .map_err(|message| ManifestError {
+                        file: file.to_path_buf(),
+                        line: None,
+                        message,
+                    })
+            })
+            .collect()
+    }
+
+    /// Discover the plugins and build the served set: built-ins, then plugins (first of a
+    /// name wins), then the operator's selection. Problems are in the result
+    /// ([`Built::log`] logs them).
+    pub(crate) fn build(&self) -> Result<Built, SelectionError> {
+        let mut discovery = self.discover(&self.dirs);
+        let (all, duplicates) = self.register(&mut discovery)?;
+        // Names in the selection may belong to plugins that failed to load: then a warning.
+        let strict = self.dirs.is_empty();
+        let registry = self.selection.apply(&all, strict)?;
+        Ok(Built {
+            registry,
+            discovery,
+            duplicates,
+        })
+    }
+
+    /// Built-ins, then the discovered plugin tools in order, skipping duplicates.
+    fn register(
+        &self,
+        found: &mut Discovery,
+    ) -> Result<(ToolRegistry, Vec<String>), SelectionError> {
+        let mut all = self.builtins.clone();
+        let mut origin: HashMap<String, PathBuf> = HashMap::new();
+        let mut duplicates = Vec::new();
+        let mut refused = Vec::new();
+        for loaded in &found.tools {
+            let name = loaded.tool.name();
+            if self.builtins.get(name).is_some() {
+                duplicates.push(format!(
+                    "skipping plugin tool {name} from {}: a built-in tool has that name (built-in tools cannot be replaced; rename the plugin tool)",
+                    loaded.file.display()
+                ));
+                continue;
+            }
+            if let Some(first) = origin.get(name) {
+                duplicates.push(format!(
+                    "skipping plugin tool {name} from {}: {} already defines it (the first one loaded wins)",
+                    loaded.file.display(),
+                    first.display()
+                ));
+                continue;
+            }
+            // The registry compiles the input schema: one that is not a valid JSON Schema is
+            // reported like any other bad manifest.
+            match all.register(loaded.tool.clone()) {
+                Ok(_) => {
+                    origin.insert(name.to_owned(), loaded.file.clone());
+                }
+                Err(error) => refused.push(ManifestError {
+                    file: loaded.file.clone(),
+                    line: None,
+                    message: error.to_string(),
+                }),
+            }
+        }
+        found.errors.extend(refused);
+        Ok((all, duplicates))
+    }
+}
+
+/// The manifest files of a directory, in name order.
+fn manifest_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension().is_some_and(|e| e == MANIFEST_EXTENSION)
+                && path.is_file()
+                && !path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}

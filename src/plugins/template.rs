@@ -140,6 +140,7 @@ impl Template {
     }
 
     /// The argument names the template uses, in order (a name used twice appears twice).
+    #[cfg(test)]
     pub(crate) fn placeholders(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|part| match part {
             Part::Value(name) => Some(name.as_str()),
@@ -289,6 +290,7 @@ impl ArgvTemplate {
     }
 
     /// The argument names the elements use, in order (a name used twice appears twice).
+    #[cfg(test)]
     pub(crate) fn placeholders(&self) -> impl Iterator<Item = &str> {
         self.elements.iter().flat_map(|element| {
             let (single, joined) = match element {

@@ -1,10 +1,10 @@
-//! The built-in tools, and [`builtin_registry`], which registers them and applies the
-//! operator's tool selection (enabled/disabled names, tags, category, name pattern).
+//! The built-in tools ([`builtin_tools`]), the command executor they share with plugin tools,
+//! and the operator's tool selection (enabled/disabled names, tags, category, name pattern),
+//! which `plugins::Catalog` applies to built-in and plugin tools alike.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::registry::ToolRegistry;
 use crate::tool::AiTool;
 use crate::typed::typed;
 
@@ -30,21 +30,32 @@ pub(crate) struct BuiltinSettings<'a> {
     pub(crate) web: &'a web::settings::WebSettings,
 }
 
-/// Every built-in tool, in listing order.
-fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Vec<Arc<dyn AiTool>>, SelectionError> {
-    let executor = exec::Executor::new(settings.exec, settings.roots).map_err(|reason| {
-        SelectionError::Setup {
+/// The built-in tools, and the command executor they share with plugin tools.
+pub(crate) struct Builtins {
+    /// Every built-in tool, in listing order.
+    pub(crate) tools: Vec<Arc<dyn AiTool>>,
+    /// The one executor (policy, slots, sandbox) of every tool that runs a command.
+    pub(crate) executor: Arc<exec::Executor>,
+}
+
+/// Build every built-in tool from its settings.
+pub(crate) fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, SelectionError> {
+    let executor = Arc::new(exec::Executor::new(settings.exec, settings.roots).map_err(
+        |reason| SelectionError::Setup {
             tool: exec::NAME,
             reason,
-        }
-    })?;
-    Ok(vec![
-        typed(fs::ReadFile::new(settings.fs)),
-        typed(fs::ListDirectory::new(settings.fs)),
-        typed(fs::PathInfo),
-        typed(exec::ExecuteCommand::new(Arc::new(executor))),
-        typed(web::WebSearch::new(settings.web)),
-    ])
+        },
+    )?);
+    Ok(Builtins {
+        tools: vec![
+            typed(fs::ReadFile::new(settings.fs)),
+            typed(fs::ListDirectory::new(settings.fs)),
+            typed(fs::PathInfo),
+            typed(exec::ExecuteCommand::new(executor.clone())),
+            typed(web::WebSearch::new(settings.web)),
+        ],
+        executor,
+    })
 }
 
 /// Why the tool selection in the config cannot be applied.
@@ -71,43 +82,6 @@ pub enum SelectionError {
     /// A built-in tool has an invalid definition (a bug).
     #[error(transparent)]
     Definition(#[from] crate::definition::DefinitionError),
-}
-
-/// The registry of the built-in tools that `selection` enables.
-pub(crate) fn builtin_registry(
-    settings: BuiltinSettings<'_>,
-    selection: &ToolSelection,
-) -> Result<ToolRegistry, SelectionError> {
-    let mut all = ToolRegistry::new();
-    for tool in builtin_tools(settings)? {
-        all.register(tool)?;
-    }
-    let known = all.names().join(", ");
-    for (key, names) in [
-        (
-            "tools.enabled",
-            selection.enabled.as_deref().unwrap_or_default(),
-        ),
-        ("tools.disabled", selection.disabled.as_slice()),
-    ] {
-        if let Some(name) = names.iter().find(|n| all.get(n).is_none()) {
-            return Err(SelectionError::UnknownTool {
-                name: name.clone(),
-                key,
-                known,
-            });
-        }
-    }
-    let selected = all
-        .retain_names(|name| {
-            selection
-                .enabled
-                .as_ref()
-                .is_none_or(|enabled| enabled.iter().any(|e| e == name))
-                && !selection.disabled.iter().any(|d| d == name)
-        })
-        .filter(&selection.filter());
-    Ok(selected)
 }
 
 /// Run blocking file work off the async runtime, mapping a panic or a runtime shutdown to a

@@ -6,7 +6,8 @@ use clap::Args;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::registry::ToolFilter;
+use super::SelectionError;
+use crate::registry::{ToolFilter, ToolRegistry};
 use crate::settings::SettingError;
 
 /// The selection flags.
@@ -100,5 +101,39 @@ impl ToolSelection {
             category: self.category.clone(),
             name_pattern: self.name_regex.clone(),
         }
+    }
+
+    /// The tools of `all` that the selection serves. A name in `tools.enabled` or
+    /// `tools.disabled` that no tool has is an error when `strict`, else a warning (with
+    /// plugins, the tool may come from a manifest that failed to load).
+    pub(crate) fn apply(
+        &self,
+        all: &ToolRegistry,
+        strict: bool,
+    ) -> Result<ToolRegistry, SelectionError> {
+        for (key, names) in [
+            ("tools.enabled", self.enabled.as_deref().unwrap_or_default()),
+            ("tools.disabled", self.disabled.as_slice()),
+        ] {
+            for name in names.iter().filter(|n| all.get(n).is_none()) {
+                let error = SelectionError::UnknownTool {
+                    name: name.clone(),
+                    key,
+                    known: all.names().join(", "),
+                };
+                if strict {
+                    return Err(error);
+                }
+                tracing::warn!("{error}");
+            }
+        }
+        Ok(all
+            .retain_names(|name| {
+                self.enabled
+                    .as_ref()
+                    .is_none_or(|enabled| enabled.iter().any(|e| e == name))
+                    && !self.disabled.iter().any(|d| d == name)
+            })
+            .filter(&self.filter()))
     }
 }

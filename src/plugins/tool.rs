@@ -1,0 +1,264 @@
+//! A plugin tool: an [`AiTool`] made from a manifest. A call fills the manifest's templates
+//! from the arguments (defaults applied, path parameters resolved inside the roots) and hands
+//! the resulting argv to the server's [`Executor`], the same one `execute_command` uses: the
+//! command policy, confirmation, sandbox, minimal environment, output caps, process groups,
+//! timeouts, cancellation and progress all apply, so a plugin can do nothing that
+//! `execute_command` with the same argv could not.
+//!
+//! Results: the command's stdout is the text result (`output = "text"`), or a JSON object
+//! that becomes `structuredContent` (`output = "json"`, checked against `output_schema`). A
+//! non-zero exit, a timeout or a kill is an `isError` result carrying stderr and the exit code.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::manifest::{OutputKind, ToolManifest};
+use super::template::ExpandError;
+use crate::instructions::{InstructionsFor, render_instructions};
+use crate::schema::JsonObject;
+use crate::tool::{AiTool, Annotations, ToolContext, ToolError, ToolOutput};
+use crate::tools::exec::{ExecResult, Executor, Params};
+use crate::workspace::Workspace;
+
+/// A tool declared by a plugin manifest.
+pub(crate) struct PluginTool {
+    manifest: ToolManifest,
+    instructions: String,
+    /// Compiled once, when `output_schema` is given.
+    output_validator: Option<jsonschema::Validator>,
+    executor: Arc<Executor>,
+}
+
+impl std::fmt::Debug for PluginTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginTool")
+            .field("name", &self.manifest.name)
+            .field("source", &self.manifest.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PluginTool {
+    /// The tool over the server's executor; fails when `output_schema` is not a valid schema.
+    pub(crate) fn new(manifest: ToolManifest, executor: Arc<Executor>) -> Result<Self, String> {
+        let output_validator = manifest
+            .output_schema
+            .as_ref()
+            .map(|schema| jsonschema::validator_for(&Value::Object(schema.clone())))
+            .transpose()
+            .map_err(|e| format!("output_schema is not a valid JSON Schema: {e}"))?;
+        let instructions = manifest.instructions.clone().unwrap_or_else(|| {
+            render_instructions(InstructionsFor {
+                name: &manifest.name,
+                description: &manifest.description,
+                purpose: None,
+                input_schema: &manifest.input_schema,
+                output_schema: manifest.output_schema.as_ref(),
+                example: manifest.example.as_ref(),
+            })
+        });
+        Ok(Self {
+            manifest,
+            instructions,
+            output_validator,
+            executor,
+        })
+    }
+
+    /// The command for a call: defaults applied, path parameters resolved inside the roots,
+    /// templates filled. Nothing runs.
+    fn command(&self, args: &JsonObject, workspace: &Workspace) -> Result<Params, ToolError> {
+        let run = &self.manifest.run;
+        let mut values = args.clone();
+        for (name, default) in &run.defaults {
+            if values.get(name).is_none_or(Value::is_null) {
+                values.insert(name.clone(), default.clone());
+            }
+        }
+        for name in &run.paths {
+            let resolve = |value: &Value| -> Result<Value, ToolError> {
+                let Value::String(path) = value else {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "`{name}` must be a path (a string), or a list of paths"
+                    )));
+                };
+                let real = workspace.resolve(path)?;
+                Ok(Value::String(real.display().to_string()))
+            };
+            let resolved = match values.get(name) {
+                None | Some(Value::Null) => continue,
+                Some(Value::Array(items)) => {
+                    Value::Array(items.iter().map(resolve).collect::<Result<_, _>>()?)
+                }
+                Some(value) => resolve(value)?,
+            };
+            values.insert(name.clone(), resolved);
+        }
+        let expand_error = |e: ExpandError| match e {
+            ExpandError::Refused(m) => ToolError::PermissionDenied(m),
+            ExpandError::Invalid(m) => ToolError::InvalidArguments(m),
+        };
+        Ok(Params {
+            command: run.command.clone(),
+            args: run.args.expand(&values).map_err(expand_error)?,
+            cwd: match &run.cwd {
+                Some(t) => t.expand(&values).map_err(expand_error)?,
+                None => None,
+            },
+            timeout: run.timeout,
+            stdin: match &run.stdin {
+                Some(t) => t.expand(&values).map_err(expand_error)?,
+                None => None,
+            },
+            env: Some(run.env.clone()),
+        })
+    }
+
+    /// The call's result from what the command did.
+    fn finish(&self, result: ExecResult) -> Result<ToolOutput, ToolError> {
+        let name = &self.manifest.name;
+        if result.timed_out {
+            return Err(ToolError::Timeout(format!(
+                "{name} was still running after {} s and was killed (the plugin's timeout){}",
+                result.timeout,
+                stderr_tail(&result.stderr)
+            )));
+        }
+        match result.return_code {
+            Some(0) => {}
+            Some(code) => {
+                return Err(ToolError::ExecutionFailed(format!(
+                    "{name} failed: the command exited with code {code}{}",
+                    stderr_tail(&result.stderr)
+                )));
+            }
+            None => {
+                let how = result
+                    .signal
+                    .as_deref()
+                    .map_or_else(|| "did not run".to_owned(), |s| format!("was ended by {s}"));
+                return Err(ToolError::ExecutionFailed(format!(
+                    "{name} failed: the command {how}{}",
+                    stderr_tail(&result.stderr)
+                )));
+            }
+        }
+        match self.manifest.run.output {
+            OutputKind::Text => {
+                let mut text = if result.stdout.is_empty() {
+                    "(no output)".to_owned()
+                } else {
+                    result.stdout
+                };
+                if result.truncated {
+                    text.push_str(&format!(
+                        "\n[output cut: the command wrote {} bytes; only the start and the end are shown]",
+                        result.stdout_bytes
+                    ));
+                }
+                Ok(ToolOutput {
+                    structured: None,
+                    text,
+                })
+            }
+            OutputKind::Json => self.json_output(&result),
+        }
+    }
+
+    fn json_output(&self, result: &ExecResult) -> Result<ToolOutput, ToolError> {
+        let name = &self.manifest.name;
+        if result.truncated {
+            return Err(ToolError::ExecutionFailed(format!(
+                "{name} printed {} bytes, more than the server keeps (exec.max_output_bytes), so its JSON output cannot be read",
+                result.stdout_bytes
+            )));
+        }
+        let value: Value = serde_json::from_str(&result.stdout).map_err(|e| {
+            ToolError::ExecutionFailed(format!(
+                "{name} did not print valid JSON ({e}); this is a problem in the plugin, not in your arguments"
+            ))
+        })?;
+        if let Some(validator) = &self.output_validator {
+            let problems: Vec<String> = validator
+                .iter_errors(&value)
+                .take(5)
+                .map(|e| format!("{} at `{}`", e, e.instance_path()))
+                .collect();
+            if !problems.is_empty() {
+                return Err(ToolError::ExecutionFailed(format!(
+                    "{name} printed JSON that does not match its output_schema ({}); this is a problem in the plugin, not in your arguments",
+                    problems.join("; ")
+                )));
+            }
+        }
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        Ok(ToolOutput {
+            structured: value.is_object().then_some(value),
+            text,
+        })
+    }
+}
+
+/// How much of stderr an error carries: the end, where programs say what went wrong.
+const STDERR_TAIL_CHARS: usize = 4000;
+
+fn stderr_tail(stderr: &str) -> String {
+    let stderr = stderr.trim_end();
+    if stderr.is_empty() {
+        return " (no stderr)".to_owned();
+    }
+    let start = stderr
+        .char_indices()
+        .rev()
+        .nth(STDERR_TAIL_CHARS)
+        .map_or(0, |(i, _)| i);
+    format!("; stderr:\n{}", &stderr[start..])
+}
+
+#[async_trait]
+impl AiTool for PluginTool {
+    fn name(&self) -> &str {
+        &self.manifest.name
+    }
+    fn title(&self) -> Option<&str> {
+        self.manifest.title.as_deref()
+    }
+    fn description(&self) -> &str {
+        &self.manifest.description
+    }
+    fn input_schema(&self) -> JsonObject {
+        self.manifest.input_schema.clone()
+    }
+    fn output_schema(&self) -> Option<JsonObject> {
+        self.manifest.output_schema.clone()
+    }
+    fn category(&self) -> Option<&str> {
+        Some(&self.manifest.category)
+    }
+    fn tags(&self) -> Vec<&str> {
+        self.manifest.tags.iter().map(String::as_str).collect()
+    }
+    fn annotations(&self) -> Annotations {
+        self.manifest.annotations
+    }
+    fn instructions(&self) -> String {
+        self.instructions.clone()
+    }
+
+    /// The policy's confirmation set applies to the final argv (paths resolved). A call whose
+    /// command cannot be built asks nothing: `execute` reports why.
+    fn confirmation(&self, args: &JsonObject, workspace: &Workspace) -> Option<String> {
+        let params = self.command(args, workspace).ok()?;
+        self.executor
+            .confirmation(&params)
+            .map(|question| format!("{question} (plugin tool {})", self.manifest.name))
+    }
+
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let params = self.command(&args, &ctx.workspace)?;
+        let result = self.executor.run(params, ctx).await?;
+        self.finish(result)
+    }
+}
