@@ -28,6 +28,7 @@ enum Trigger {
 /// Read the plugin directories again and serve the result. Returns whether the listed set
 /// changed. Blocking (file I/O): call it from a blocking context.
 pub(crate) fn reload(catalog: &Catalog, live: &LiveRegistry) -> bool {
+    let started = std::time::Instant::now();
     let built = match catalog.build() {
         Ok(built) => built,
         Err(error) => {
@@ -59,6 +60,7 @@ pub(crate) fn reload(catalog: &Catalog, live: &LiveRegistry) -> bool {
     let count = after.len();
     let changed = live.replace(built.registry);
     tracing::info!(
+        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
         tools = count,
         added = %added.join(","),
         removed = %removed.join(","),

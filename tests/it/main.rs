@@ -24,6 +24,8 @@ mod http;
 mod in_process;
 // The ready-made client configs in `mcp-config/` start a working server.
 mod mcp_config;
+// Plugin tools: manifests, templates, policy, registration, live reload, the examples.
+mod plugins;
 // The MCP surface over stdio: initialize, tools/list, prompts, JSON-RPC errors, the wire.
 mod protocol;
 // The README's tool reference matches the registry (`UPDATE_README=1` rewrites it).

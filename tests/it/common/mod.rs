@@ -94,13 +94,18 @@ pub(crate) struct TestClient {
     roots_asked_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<()>>>>,
     progress_tx: mpsc::UnboundedSender<ProgressNotificationParam>,
     progress_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<ProgressNotificationParam>>>>,
+    list_changed_tx: mpsc::UnboundedSender<()>,
+    list_changed_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<()>>>>,
 }
 
 impl Default for TestClient {
     fn default() -> Self {
         let (progress_tx, rx) = mpsc::unbounded_channel();
         let (roots_asked_tx, roots_asked_rx) = mpsc::unbounded_channel();
+        let (list_changed_tx, list_changed_rx) = mpsc::unbounded_channel();
         Self {
+            list_changed_tx,
+            list_changed_rx: Arc::new(Mutex::new(Some(list_changed_rx))),
             roots: None,
             elicit: None,
             asked: Arc::default(),
@@ -146,6 +151,15 @@ impl TestClient {
             .expect("a client with roots")
             .lock()
             .unwrap() = uris.to_vec();
+    }
+
+    /// One message per `notifications/tools/list_changed` (can be taken once).
+    pub(crate) fn list_changed(&self) -> mpsc::UnboundedReceiver<()> {
+        self.list_changed_rx
+            .lock()
+            .unwrap()
+            .take()
+            .expect("list_changed receiver already taken")
     }
 
     /// The progress notifications this client receives (can be taken once).
@@ -203,6 +217,10 @@ impl ClientHandler for TestClient {
                 .with_content(serde_json::json!({"confirm": true})),
             _ => ElicitResult::new(ElicitationAction::Decline),
         })
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.list_changed_tx.send(());
     }
 
     async fn on_progress(
