@@ -9,12 +9,16 @@ exits non-zero with a clear message when the result is not what toolport must an
   e2e_check.py list-dir     OUT.json NAME             list_directory listed an entry NAME, not isError
   e2e_check.py tool-error   OUT.json                  the tool call was refused (isError: true)
   e2e_check.py exec         OUT.json EXPECTED_FILE    execute_command `cat FILE` exited 0 with the exact text
+  e2e_check.py tools-list-plugins OUT.json            tools/list has the built-ins and the example plugin tools
+  e2e_check.py plugin-text  OUT.json TEXT             a text plugin tool succeeded and its text contains TEXT
+  e2e_check.py plugin-json  OUT.json                  system_info succeeded with structuredContent (uptime, memory)
 """
 
 import json
 import sys
 
 REQUIRED_TOOLS = ("read_file", "list_directory", "path_info", "execute_command", "web_search")
+EXAMPLE_PLUGIN_TOOLS = ("git_status", "git_log", "git_diff", "git_show", "system_info")
 
 
 def fail(msg: str) -> None:
@@ -37,13 +41,13 @@ def load_result(path: str) -> dict:
     return doc["result"]
 
 
-def tools_list(out: str) -> None:
+def tools_list(out: str, required: tuple = REQUIRED_TOOLS) -> None:
     result = load_result(out)
     tools = result.get("tools")
     if not isinstance(tools, list):
         fail(f"tools/list result has no 'tools' array: {json.dumps(result)[:500]}")
     names = [t.get("name") for t in tools if isinstance(t, dict)]
-    missing = [n for n in REQUIRED_TOOLS if n not in names]
+    missing = [n for n in required if n not in names]
     if missing:
         fail(f"tools/list is missing {missing}; it listed {names}")
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -108,6 +112,34 @@ def tool_error(out: str) -> None:
     print("ok: refused with isError=true")
 
 
+def tools_list_plugins(out: str) -> None:
+    tools_list(out, REQUIRED_TOOLS + EXAMPLE_PLUGIN_TOOLS)
+
+
+def plugin_text(out: str, expected: str) -> None:
+    result = load_result(out)
+    if result.get("isError") is not False:
+        fail(f"the plugin tool returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
+    content = result.get("content")
+    text = content[0].get("text") if isinstance(content, list) and content and isinstance(content[0], dict) else None
+    if not isinstance(text, str) or expected not in text:
+        fail(f"the plugin tool's text does not contain {expected!r}: {json.dumps(result)[:500]}")
+    print(f"ok: plugin tool -> text containing {expected!r}")
+
+
+def plugin_json(out: str) -> None:
+    result = load_result(out)
+    if result.get("isError") is not False:
+        fail(f"system_info returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
+    sc = result.get("structuredContent")
+    if not isinstance(sc, dict) or not isinstance(sc.get("uptime_seconds"), (int, float)):
+        fail(f"system_info returned no structuredContent.uptime_seconds: {json.dumps(result)[:500]}")
+    memory = sc.get("memory")
+    if not isinstance(memory, dict) or not memory.get("total_bytes"):
+        fail(f"system_info returned no memory.total_bytes: {json.dumps(sc)[:500]}")
+    print(f"ok: system_info -> uptime {sc['uptime_seconds']} s, {memory['total_bytes']} bytes of memory")
+
+
 def main(argv: list[str]) -> None:
     checks = {
         "tools-list": (tools_list, 1),
@@ -115,6 +147,9 @@ def main(argv: list[str]) -> None:
         "exec": (exec_cat, 2),
         "list-dir": (list_dir, 2),
         "tool-error": (tool_error, 1),
+        "tools-list-plugins": (tools_list_plugins, 1),
+        "plugin-text": (plugin_text, 2),
+        "plugin-json": (plugin_json, 1),
     }
     if len(argv) < 2 or argv[1] not in checks or len(argv) - 2 != checks[argv[1]][1]:
         fail(f"usage: see the docstring of {argv[0]}; got {argv[1:]}")

@@ -277,6 +277,28 @@ mod tests {
     }
 
     #[test]
+    fn plugin_dirs_layer_file_then_flags() {
+        let (dir, path) = file("[plugins]\ndirs = [\"p\", \"/abs\"]\n");
+        let c = load(&["--config", &path], &[]).unwrap();
+        assert_eq!(
+            c.plugins.dirs,
+            vec![dir.path().join("p"), PathBuf::from("/abs")],
+            "file dirs are relative to the file"
+        );
+        // TOOLPORT_PLUGIN_DIRS is clap's `env` of --plugins (tests/it/plugins.rs covers it).
+        let c = load(
+            &["--config", &path, "--plugins", "/c", "--plugins", "/d"],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            c.plugins.dirs,
+            vec![PathBuf::from("/c"), PathBuf::from("/d")]
+        );
+        assert!(!c.plugins.default_dir);
+    }
+
+    #[test]
     fn an_unknown_key_is_an_error_naming_it() {
         let (_d, path) = file("[limits]\nread_max_byte = 10\n");
         let err = load(&["--config", &path], &[]).unwrap_err().to_string();

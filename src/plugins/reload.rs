@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use notify_debouncer_mini::notify::RecursiveMode;
-use notify_debouncer_mini::{DebounceEventResult, new_debouncer};
+use notify_debouncer_mini::notify::{RecursiveMode, Watcher};
+use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
 use tokio::sync::mpsc;
 
 use super::Catalog;
@@ -85,13 +85,9 @@ pub(crate) fn spawn(catalog: Arc<Catalog>, live: Arc<LiveRegistry>) {
             Err(error) => tracing::warn!(%error, "watching the plugin directories failed"),
         })
     };
-    let watcher = match watcher {
+    let mut watcher = match watcher {
         Ok(mut debouncer) => {
-            for dir in catalog.dirs() {
-                if let Err(error) = debouncer.watcher().watch(dir, RecursiveMode::NonRecursive) {
-                    tracing::warn!(dir = %dir.display(), %error, "not watching this plugin directory for changes (SIGHUP still reloads)");
-                }
-            }
+            watch_dirs(&mut debouncer, &catalog, true);
             Some(debouncer)
         }
         Err(error) => {
@@ -102,15 +98,33 @@ pub(crate) fn spawn(catalog: Arc<Catalog>, live: Arc<LiveRegistry>) {
     spawn_signal_listener(tx);
     tokio::spawn(async move {
         // The watcher lives as long as this task.
-        let _watcher = watcher;
         while let Some(trigger) = rx.recv().await {
             tracing::debug!(?trigger, "reloading plugins");
-            let (catalog, live) = (catalog.clone(), live.clone());
-            if let Err(error) = tokio::task::spawn_blocking(move || reload(&catalog, &live)).await {
+            let (for_reload, for_swap) = (catalog.clone(), live.clone());
+            if let Err(error) =
+                tokio::task::spawn_blocking(move || reload(&for_reload, &for_swap)).await
+            {
                 tracing::error!(%error, "the plugin reload task failed");
+            }
+            // A folder that was removed and made again (or created since the start) is
+            // watched from now on.
+            if let Some(debouncer) = watcher.as_mut() {
+                watch_dirs(debouncer, &catalog, false);
             }
         }
     });
+}
+
+/// Watch every plugin directory that exists (again: watching a watched path is harmless).
+/// `report` logs the ones that cannot be watched (at start; later it would repeat).
+fn watch_dirs<T: Watcher>(debouncer: &mut Debouncer<T>, catalog: &Catalog, report: bool) {
+    for dir in catalog.dirs() {
+        if let Err(error) = debouncer.watcher().watch(dir, RecursiveMode::NonRecursive)
+            && report
+        {
+            tracing::warn!(dir = %dir.display(), %error, "not watching this plugin directory for changes (SIGHUP still reloads)");
+        }
+    }
 }
 
 /// Forward SIGHUP as a reload trigger.

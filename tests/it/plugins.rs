@@ -522,3 +522,205 @@ async fn http_sessions_are_told_too() {
         "{note}"
     );
 }
+
+#[tokio::test]
+async fn a_call_in_flight_finishes_with_the_tool_it_started_with() {
+    let sleeper = r#"
+[[tools]]
+name = "nap"
+description = "Sleep, then say so."
+input_schema = { type = "object", properties = { marker = { type = "string" } }, required = ["marker"] }
+[tools.run]
+command = "sh"
+args = ["-c", "echo started > \"$1\"; sleep 1; echo rested", "nap", "{marker}"]
+paths = ["marker"]
+"#;
+    let (_d, root, plugins) = plugin_dir(&[("nap.toml", sleeper)]);
+    let config = config_file(&root, ALLOW_SHELLS);
+    let client = TestClient::default();
+    let mut list_changed = client.list_changed();
+    let client = std::sync::Arc::new(
+        connect_with(
+            &root,
+            &[
+                "--plugins",
+                plugins.to_str().unwrap(),
+                "--config",
+                config.to_str().unwrap(),
+            ],
+            client,
+        )
+        .await,
+    );
+    let marker = root.join("started");
+    let running = {
+        let client = client.clone();
+        tokio::spawn(async move { call(&client, "nap", json!({"marker": "started"})).await })
+    };
+    crate::common::process::eventually("the plugin command started", || marker.exists()).await;
+    std::fs::remove_file(plugins.join("nap.toml")).unwrap();
+    changed(&mut list_changed).await;
+    assert!(!names(&client).await.contains(&"nap".to_owned()));
+    let result = within(running).await.unwrap();
+    assert_eq!(text(&result), "rested\n", "{result:?}");
+}
+
+#[tokio::test]
+async fn timeouts_bad_json_and_schema_mismatches_are_tool_errors() {
+    let manifest = r#"
+[[tools]]
+name = "slow"
+description = "Too slow."
+[tools.run]
+command = "sleep"
+args = ["30"]
+timeout = 1
+
+[[tools]]
+name = "not_json"
+description = "Prints text where JSON was promised."
+[tools.run]
+command = "echo"
+args = ["hello"]
+output = "json"
+
+[[tools]]
+name = "wrong_shape"
+description = "Prints JSON of the wrong shape."
+output_schema = { type = "object", required = ["n"], properties = { n = { type = "integer" } } }
+[tools.run]
+command = "echo"
+args = ['{{"n": "seven"}}']
+output = "json"
+"#;
+    let (_d, root, plugins) = plugin_dir(&[("bad.toml", manifest)]);
+    let client = connect_plugins(&root, &plugins, TestClient::default()).await;
+    let message = err(&call(&client, "slow", json!({})).await);
+    assert!(message.starts_with("timed out:"), "{message}");
+    let message = err(&call(&client, "not_json", json!({})).await);
+    assert!(message.contains("did not print valid JSON"), "{message}");
+    let message = err(&call(&client, "wrong_shape", json!({})).await);
+    assert!(
+        message.contains("does not match its output_schema"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_reload_that_cannot_read_a_folder_keeps_the_tools() {
+    use crate::common::http::{TOKEN, mcp_client, start};
+    let (_d, root, plugins) = plugin_dir(&[("echo.toml", ECHO)]);
+    let server = start(
+        &root,
+        &["--plugins", plugins.to_str().unwrap()],
+        Some(TOKEN),
+    )
+    .await;
+    let client = mcp_client(&server, TOKEN, TestClient::default()).await;
+    let before = names(&client).await;
+    assert!(before.contains(&"say".to_owned()));
+    std::fs::rename(&plugins, plugins.with_extension("moved")).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.pid()),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    crate::common::process::eventually("the failed reload is logged", || {
+        server
+            .stderr()
+            .contains("could not read every plugin directory; keeping the current tools")
+    })
+    .await;
+    assert_eq!(names(&client).await, before);
+    assert_eq!(
+        text(&call(&client, "say", json!({"words": ["still"]})).await),
+        "still\n"
+    );
+}
+
+#[tokio::test]
+async fn folders_are_read_in_order_and_the_default_folder_only_outside_the_roots() {
+    let other = ECHO.replace("Print the words", "From the second folder");
+    let (d, root, first) = plugin_dir(&[("z.toml", ECHO)]);
+    let second = d.path().join("second");
+    std::fs::create_dir(&second).unwrap();
+    std::fs::write(second.join("a.toml"), other).unwrap();
+    let list = format!("{}:{}", second.display(), first.display());
+    let mut cmd = command(&root, &["tools", "--format", "anthropic"]);
+    cmd.env("TOOLPORT_PLUGIN_DIRS", &list).stdin(Stdio::null());
+    let out = within(cmd.output()).await.unwrap();
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let say = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "say")
+        .unwrap();
+    assert!(
+        say["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("From the second folder"),
+        "the first folder in TOOLPORT_PLUGIN_DIRS wins over file names"
+    );
+
+    // The default folder: $XDG_CONFIG_HOME/toolport/plugins, read when nothing is configured…
+    let config_home = d.path().join("config");
+    std::fs::create_dir_all(config_home.join("toolport/plugins")).unwrap();
+    std::fs::write(config_home.join("toolport/plugins/echo.toml"), ECHO).unwrap();
+    let listed = |root: PathBuf| {
+        let mut cmd = command(&root, &["tools"]);
+        cmd.env("XDG_CONFIG_HOME", &config_home)
+            .stdin(Stdio::null());
+        async move {
+            let out = within(cmd.output()).await.unwrap();
+            (
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    };
+    let (stdout, _) = listed(root.clone()).await;
+    assert!(stdout.contains("\"say\""), "{stdout}");
+    // …but not when it lies inside a workspace root.
+    let (stdout, stderr) = listed(d.path().to_path_buf()).await;
+    assert!(!stdout.contains("\"say\""), "{stdout}");
+    assert!(
+        stderr.contains("not reading the default plugin folder"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn clients_on_2026_07_28_hear_of_changes_on_their_subscription() {
+    use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let (_d, root, plugins) = plugin_dir(&[("echo.toml", ECHO)]);
+    let transport = spawn_server(command(&root, &["--plugins", plugins.to_str().unwrap()]));
+    let client = within(().serve_with_lifecycle(
+        transport,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    ))
+    .await
+    .unwrap();
+    let mut subscription = within(
+        client
+            .peer()
+            .listen(SubscriptionFilter::builder().tools_list_changed().build()),
+    )
+    .await
+    .unwrap();
+    replace_file(
+        &plugins.join("echo.toml"),
+        &ECHO.replace("name = \"say\"", "name = \"speak\""),
+    );
+    let note = within(subscription.next()).await.unwrap().unwrap();
+    assert!(
+        matches!(note, ServerNotification::ToolListChangedNotification(_)),
+        "{note:?}"
+    );
+    let tools = within(client.list_all_tools()).await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "speak"));
+}
