@@ -330,6 +330,25 @@ fn replace_file(path: &Path, text: &str) {
     std::fs::rename(&staged, path).unwrap();
 }
 
+/// Ask the server to reload, as an operator would.
+fn hangup(pid: i32) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+}
+
+/// The server over HTTP with the bearer token and the plugin folder `plugins`.
+async fn start_http(root: &Path, plugins: &Path) -> crate::common::http::Server {
+    crate::common::http::start(
+        root,
+        &["--plugins", plugins.to_str().unwrap()],
+        Some(crate::common::http::TOKEN),
+    )
+    .await
+}
+
 /// Wait for the next `tools/list_changed`.
 async fn changed(rx: &mut tokio::sync::mpsc::UnboundedReceiver<()>) {
     within(rx.recv()).await.expect("tools/list_changed");
@@ -359,11 +378,7 @@ args = ["later"]
 
     // The file watch may reload too; either way the client is told and lists the new set.
     replace_file(&plugins.join("later.toml"), extra);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
+    hangup(pid);
     changed(&mut list_changed).await;
     assert!(names(&client).await.contains(&"later".to_owned()));
     let result = call(&client, "later", json!({})).await;
@@ -493,14 +508,9 @@ async fn the_example_plugins_work() {
 
 #[tokio::test]
 async fn http_sessions_are_told_too() {
-    use crate::common::http::{TOKEN, legacy_session, mcp_client, start};
+    use crate::common::http::{TOKEN, legacy_session, mcp_client};
     let (_d, root, plugins) = plugin_dir(&[("echo.toml", ECHO)]);
-    let server = start(
-        &root,
-        &["--plugins", plugins.to_str().unwrap()],
-        Some(TOKEN),
-    )
-    .await;
+    let server = start_http(&root, &plugins).await;
     let streamable = TestClient::default();
     let mut list_changed = streamable.list_changed();
     let client = mcp_client(&server, TOKEN, streamable).await;
@@ -508,11 +518,7 @@ async fn http_sessions_are_told_too() {
 
     let extra = "[[tools]]\nname = \"later\"\ndescription = \"Added later.\"\n[tools.run]\ncommand = \"true\"\n";
     replace_file(&plugins.join("later.toml"), extra);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server.pid()),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
+    hangup(server.pid());
     changed(&mut list_changed).await;
     assert!(names(&client).await.contains(&"later".to_owned()));
     let note = sse.message().await;
@@ -608,23 +614,14 @@ output = "json"
 
 #[tokio::test]
 async fn a_reload_that_cannot_read_a_folder_keeps_the_tools() {
-    use crate::common::http::{TOKEN, mcp_client, start};
+    use crate::common::http::{TOKEN, mcp_client};
     let (_d, root, plugins) = plugin_dir(&[("echo.toml", ECHO)]);
-    let server = start(
-        &root,
-        &["--plugins", plugins.to_str().unwrap()],
-        Some(TOKEN),
-    )
-    .await;
+    let server = start_http(&root, &plugins).await;
     let client = mcp_client(&server, TOKEN, TestClient::default()).await;
     let before = names(&client).await;
     assert!(before.contains(&"say".to_owned()));
     std::fs::rename(&plugins, plugins.with_extension("moved")).unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server.pid()),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
+    hangup(server.pid());
     crate::common::process::eventually("the failed reload is logged", || {
         server
             .stderr()
