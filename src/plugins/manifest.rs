@@ -229,7 +229,9 @@ fn check(tool: FileTool, dir: &Path, limits: Limits, file: &Path) -> Result<Tool
     if run.command.trim().is_empty() || run.command.contains('\0') {
         return Err("run.command must name a program (a name on PATH, an absolute path, or ./path relative to the manifest)".into());
     }
-    let command = if run.command.starts_with("./") || run.command.starts_with("../") {
+    let command = if let Some(rest) = run.command.strip_prefix("./") {
+        dir.join(rest).display().to_string()
+    } else if run.command.starts_with("../") {
         dir.join(&run.command).display().to_string()
     } else {
         run.command
@@ -350,7 +352,7 @@ timeout = 10
             "absent = MCP defaults"
         );
         assert_eq!(
-            t.run.command, "/plugins/./wc.sh",
+            t.run.command, "/plugins/wc.sh",
             "./ is relative to the manifest"
         );
         assert_eq!(

@@ -74,34 +74,69 @@ impl PluginSettings {
         }
     }
 
-    /// The directories to read, leaving out the default folder when it lies inside one of
-    /// `roots` (logged: the operator can list it to use it).
+    /// The directories to read, each once (by real path), leaving out the default folder when
+    /// it lies inside one of `roots` (logged: the operator can list it to use it).
     pub(crate) fn dirs_to_read(&self, roots: &[PathBuf]) -> Vec<PathBuf> {
-        if !self.default_dir {
-            return self.dirs.clone();
+        let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let roots: Vec<PathBuf> = roots.iter().map(|r| real(r)).collect();
+        let mut seen = Vec::new();
+        let mut dirs = Vec::new();
+        for dir in &self.dirs {
+            let canonical = real(dir);
+            if seen.contains(&canonical) {
+                continue;
+            }
+            if self.default_dir && roots.iter().any(|root| canonical.starts_with(root)) {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    "not reading the default plugin folder: it is inside a workspace root, where the agent could write tools for itself; list it with --plugins or [plugins] dirs to use it"
+                );
+                continue;
+            }
+            seen.push(canonical);
+            dirs.push(dir.clone());
         }
-        self.dirs
-            .iter()
-            .filter(|dir| {
-                let real = std::fs::canonicalize(dir).unwrap_or_else(|_| (*dir).clone());
-                let inside = roots.iter().any(|root| {
-                    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
-                    real.starts_with(&root)
-                });
-                if inside {
-                    tracing::warn!(
-                        dir = %dir.display(),
-                        "not reading the default plugin folder: it is inside a workspace root, where the agent could write tools for itself; list it with --plugins or [plugins] dirs to use it"
-                    );
-                }
-                !inside
-            })
-            .cloned()
-            .collect()
+        dirs
     }
 }
 
 /// `plugins/` beside the user config file.
 fn default_dir() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("toolport").join("plugins"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_folder_is_read_once_and_the_default_one_only_outside_the_roots() {
+        let temp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(temp.path()).unwrap();
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        let inside = root.join(".config/toolport/plugins");
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let roots = vec![root.clone()];
+
+        let listed = PluginSettings {
+            dirs: vec![
+                inside.clone(),
+                outside.clone(),
+                root.join(".config/../.config/toolport/plugins"),
+            ],
+            default_dir: false,
+        };
+        assert_eq!(
+            listed.dirs_to_read(&roots),
+            vec![inside.clone(), outside.clone()],
+            "listed folders are read even inside a root, each once"
+        );
+        let default = |dir: PathBuf| PluginSettings {
+            dirs: vec![dir],
+            default_dir: true,
+        };
+        assert!(default(inside).dirs_to_read(&roots).is_empty());
+        assert_eq!(default(outside.clone()).dirs_to_read(&roots), vec![outside]);
+    }
 }
