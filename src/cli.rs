@@ -273,14 +273,14 @@ fn check_plugins(config: &Config, dirs: &[std::path::PathBuf]) -> ExitCode {
                 builtins,
                 dirs,
                 crate::tools::ToolSelection::default(),
-                config.exec.timeout_max.as_secs(),
+                config.exec.timeout_max,
             )
             .map_err(crate::Error::from)
         }) {
         Ok(catalog) => catalog,
         Err(error) => return usage_error(&error),
     };
-    let built = match catalog.build() {
+    let built = match catalog.build(false) {
         Ok(built) => built,
         Err(error) => return usage_error(&crate::Error::from(error)),
     };

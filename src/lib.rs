@@ -74,10 +74,12 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         tools::builtin_tools(config.builtin_settings())?,
         config.plugins.dirs_to_read(&config.roots),
         config.tools.clone(),
-        config.exec.timeout_max.as_secs(),
+        config.exec.timeout_max,
     )?;
-    let built = catalog.build()?;
+    let built = catalog.build(true)?;
     built.log();
+    // At start nothing is served yet: whatever could be read is the reference for reloads.
+    let _ = catalog.accept(&built);
     let shared = Shared {
         registry: Arc::new(registry::LiveRegistry::new(built.registry)),
         workspace: Arc::new(workspace),

@@ -84,7 +84,10 @@ pub(crate) enum LegacyUnit {
 /// A duration as written in the file: a human string (the convention) or, in the keys listed
 /// in the module doc, a bare number.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a duration like \"30s\", \"500ms\" or \"5m\" (or a whole number in the key's unit)"
+)]
 pub(crate) enum DurationValue {
     /// `"30s"`, `"500ms"`, `"5m"`.
     Text(String),

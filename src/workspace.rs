@@ -456,6 +456,11 @@ impl Workspace {
         })
     }
 
+    /// The canonical paths of the roots, in order.
+    pub(crate) fn root_paths(&self) -> impl Iterator<Item = &Path> {
+        self.roots.iter().map(|r| r.path.as_path())
+    }
+
     /// The roots, for messages: `/a, /b`.
     pub(crate) fn describe_roots(&self) -> String {
         if self.roots.is_empty() {
@@ -715,6 +720,20 @@ impl Workspace {
             match open_path_beneath(&target, &existing) {
                 Ok(real) => break real,
                 Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    // A dangling symlink is not a path that "does not exist yet": where it
+                    // points could be made to exist (outside the roots) before the program
+                    // follows it.
+                    if target
+                        .root
+                        .dir
+                        .symlink_metadata(&existing)
+                        .is_ok_and(|m| m.file_type().is_symlink())
+                    {
+                        return Err(PathError::Escapes {
+                            path: target.display.display().to_string(),
+                            roots: self.describe_roots(),
+                        });
+                    }
                     match existing.file_name() {
                         Some(name) => missing.push(name.to_owned()),
                         None => return Err(self.io_error(&target, &error)),

@@ -149,7 +149,13 @@ impl Config {
             None => (FileConfig::default(), cwd.clone()),
         };
 
-        let plugins = PluginSettings::load(file.plugins, &args.plugins, &file_dir, &cwd);
+        let plugins = PluginSettings::load(
+            file.plugins,
+            &args.plugins,
+            env("TOOLPORT_PLUGIN_DIRS").as_deref(),
+            &file_dir,
+            &cwd,
+        );
 
         // Roots: flags > TOOLPORT_ROOTS > file (relative to the file's folder) > cwd.
         let env_roots: Vec<PathBuf> = env("TOOLPORT_ROOTS")
@@ -277,7 +283,7 @@ mod tests {
     }
 
     #[test]
-    fn plugin_dirs_layer_file_then_flags() {
+    fn plugin_dirs_layer_file_then_env_then_flags() {
         let (dir, path) = file("[plugins]\ndirs = [\"p\", \"/abs\"]\n");
         let c = load(&["--config", &path], &[]).unwrap();
         assert_eq!(
@@ -285,10 +291,12 @@ mod tests {
             vec![dir.path().join("p"), PathBuf::from("/abs")],
             "file dirs are relative to the file"
         );
-        // TOOLPORT_PLUGIN_DIRS is clap's `env` of --plugins (tests/it/plugins.rs covers it).
+        let c = load(&["--config", &path], &[("TOOLPORT_PLUGIN_DIRS", "/a:b")]).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(c.plugins.dirs, vec![PathBuf::from("/a"), cwd.join("b")]);
         let c = load(
             &["--config", &path, "--plugins", "/c", "--plugins", "/d"],
-            &[],
+            &[("TOOLPORT_PLUGIN_DIRS", "/a")],
         )
         .unwrap();
         assert_eq!(

@@ -44,6 +44,9 @@ pub(crate) struct Catalog {
     dirs: Vec<PathBuf>,
     selection: ToolSelection,
     limits: manifest::Limits,
+    /// The directories that could not be read when the served set was built (at first: all
+    /// of them, so a folder missing from the start never blocks a reload).
+    missing: std::sync::Mutex<Vec<PathBuf>>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -101,7 +104,7 @@ impl Catalog {
         builtins: Builtins,
         dirs: Vec<PathBuf>,
         selection: ToolSelection,
-        timeout_max: u64,
+        timeout_max: std::time::Duration,
     ) -> Result<Self, SelectionError> {
         let mut registry = ToolRegistry::new();
         for tool in builtins.tools {
@@ -110,10 +113,37 @@ impl Catalog {
         Ok(Self {
             builtins: registry,
             executor: builtins.executor,
+            missing: std::sync::Mutex::new(dirs.clone()),
             dirs,
             selection,
             limits: manifest::Limits { timeout_max },
         })
+    }
+
+    /// Whether `built` may replace the served set: not when a directory that was read for
+    /// the served set cannot be read now (it is returned); a directory missing then and now
+    /// is read as empty. On success `built` becomes the reference for the next reload.
+    pub(crate) fn accept(&self, built: &Built) -> Result<(), Vec<PathBuf>> {
+        let mut missing = match self.missing.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let now: Vec<PathBuf> = built
+            .discovery
+            .unreadable
+            .iter()
+            .map(|(dir, _)| dir.clone())
+            .collect();
+        let lost: Vec<PathBuf> = now
+            .iter()
+            .filter(|dir| !missing.contains(dir))
+            .cloned()
+            .collect();
+        if !lost.is_empty() {
+            return Err(lost);
+        }
+        *missing = now;
+        Ok(())
     }
 
     /// The plugin directories, in reading order.
@@ -121,10 +151,10 @@ impl Catalog {
         &self.dirs
     }
 
-    /// Read every manifest in `dirs` (in order; files in name order).
-    pub(crate) fn discover(&self, dirs: &[PathBuf]) -> Discovery {
+    /// Read every manifest of the plugin directories (in order; files in name order).
+    fn discover(&self) -> Discovery {
         let mut found = Discovery::default();
-        for dir in dirs {
+        for dir in &self.dirs {
             let files = match manifest_files(dir) {
                 Ok(files) => files,
                 Err(error) => {
@@ -152,29 +182,22 @@ impl Catalog {
             line: None,
             message: format!("cannot read it: {e}"),
         })?;
-        manifest::parse(file, &text, self.limits)?
+        Ok(manifest::parse(file, &text, self.limits)?
             .into_iter()
-            .map(|m| {
-                PluginTool::new(m, self.executor.clone())
-                    .map(|t| Arc::new(t) as Arc<dyn AiTool>)
-                    .map_err(|message| ManifestError {
-                        file: file.to_path_buf(),
-                        line: None,
-                        message,
-                    })
-            })
-            .collect()
+            .map(|m| Arc::new(PluginTool::new(m, self.executor.clone())) as Arc<dyn AiTool>)
+            .collect())
     }
 
     /// Discover the plugins and build the served set: built-ins, then plugins (first of a
     /// name wins), then the operator's selection. Problems are in the result
-    /// ([`Built::log`] logs them).
-    pub(crate) fn build(&self) -> Result<Built, SelectionError> {
-        let mut discovery = self.discover(&self.dirs);
+    /// ([`Built::log`] logs them). With `strict` (at start), a tool name in the selection
+    /// that nothing has is an error (a typo in `--disable-tool` must not leave a tool on),
+    /// unless a manifest failed to load: the name may be one of its tools, so a warning.
+    pub(crate) fn build(&self, strict: bool) -> Result<Built, SelectionError> {
+        let mut discovery = self.discover();
         let (all, duplicates) = self.register(&mut discovery)?;
-        // Names in the selection may belong to plugins that failed to load: then a warning.
-        let strict = self.dirs.is_empty();
-        let registry = self.selection.apply(&all, strict)?;
+        let clean = discovery.errors.is_empty() && discovery.unreadable.is_empty();
+        let registry = self.selection.apply(&all, strict && clean)?;
         Ok(Built {
             registry,
             discovery,

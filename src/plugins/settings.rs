@@ -12,15 +12,10 @@ use serde::{Deserialize, Serialize};
 /// The plugin flags.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct PluginArgs {
-    /// Read plugin manifests (*.toml) from this directory (repeatable; in this order). Default:
-    /// ~/.config/toolport/plugins if it exists.
-    #[arg(
-        long = "plugins",
-        value_name = "DIR",
-        env = "TOOLPORT_PLUGIN_DIRS",
-        value_delimiter = ':',
-        global = true
-    )]
+    /// Read plugin manifests (*.toml) from this directory (repeatable; in this order; env
+    /// TOOLPORT_PLUGIN_DIRS, a path list like PATH). Default: ~/.config/toolport/plugins if it
+    /// exists.
+    #[arg(long = "plugins", value_name = "DIR", global = true)]
     pub(crate) dirs: Vec<PathBuf>,
 }
 
@@ -44,11 +39,25 @@ pub struct PluginSettings {
 }
 
 impl PluginSettings {
-    /// Layer the file < environment/flags. Relative directories resolve against the config
-    /// file's folder (file) or the current directory (flags and environment).
-    pub(crate) fn load(file: FilePlugins, args: &PluginArgs, file_dir: &Path, cwd: &Path) -> Self {
-        let listed: Vec<PathBuf> = args
-            .dirs
+    /// Layer the file < environment (`env_dirs`, the value of `TOOLPORT_PLUGIN_DIRS`) <
+    /// flags. Relative directories resolve against the config file's folder (file) or the
+    /// current directory (flags and environment).
+    pub(crate) fn load(
+        file: FilePlugins,
+        args: &PluginArgs,
+        env_dirs: Option<&str>,
+        file_dir: &Path,
+        cwd: &Path,
+    ) -> Self {
+        let from_env: Vec<PathBuf> = env_dirs
+            .map(|list| std::env::split_paths(list).collect())
+            .unwrap_or_default();
+        let given = if args.dirs.is_empty() {
+            &from_env
+        } else {
+            &args.dirs
+        };
+        let listed: Vec<PathBuf> = given
             .iter()
             .filter(|d| !d.as_os_str().is_empty())
             .map(|d| cwd.join(d))

@@ -140,7 +140,6 @@ impl Template {
     }
 
     /// The argument names the template uses, in order (a name used twice appears twice).
-    #[cfg(test)]
     pub(crate) fn placeholders(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|part| match part {
             Part::Value(name) => Some(name.as_str()),
@@ -199,6 +198,27 @@ impl Template {
         }
         refused.map_or(Ok(Some(out)), Err)
     }
+}
+
+/// How an element of `run.args` uses an argument, for the manifest's load-time checks (a
+/// conditional flag needs a boolean, text inside an element a scalar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// `"{name}"`: one argv element per value (an array expands).
+    Whole,
+    /// `"{name?TEXT}"`.
+    Flag,
+    /// A placeholder inside longer text.
+    Inside,
+}
+
+/// One element of `run.args` as the manifest checks see it.
+#[derive(Debug)]
+pub(crate) struct ElementView<'a> {
+    /// The text, when the element has no placeholder.
+    pub(crate) literal: Option<&'a str>,
+    /// The arguments it uses, and how.
+    pub(crate) uses: Vec<(&'a str, Use)>,
 }
 
 /// One element of `run.args`.
@@ -263,6 +283,28 @@ impl ArgvTemplate {
         Ok(Self {
             elements,
             options_end,
+        })
+    }
+
+    /// Each element, in order, as the manifest checks see it.
+    pub(crate) fn elements(&self) -> impl Iterator<Item = ElementView<'_>> {
+        self.elements.iter().map(|element| match element {
+            Element::Literal(text) => ElementView {
+                literal: Some(text),
+                uses: Vec::new(),
+            },
+            Element::Whole(name) => ElementView {
+                literal: None,
+                uses: vec![(name, Use::Whole)],
+            },
+            Element::Flag { name, .. } => ElementView {
+                literal: None,
+                uses: vec![(name, Use::Flag)],
+            },
+            Element::Joined(template) => ElementView {
+                literal: None,
+                uses: template.placeholders().map(|n| (n, Use::Inside)).collect(),
+            },
         })
     }
 
@@ -522,8 +564,8 @@ fn into_parts(pieces: Vec<Piece>) -> Result<Vec<Part>, String> {
         .collect()
 }
 
-/// The parameter names, for messages.
-fn known(params: &[&str]) -> String {
+/// The parameter names for a message: `a, b`, or a note that there are none.
+pub(crate) fn known(params: &[&str]) -> String {
     if params.is_empty() {
         "none (the tool declares no parameters)".to_owned()
     } else {

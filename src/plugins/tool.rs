@@ -22,12 +22,13 @@ use crate::tool::{AiTool, Annotations, ToolContext, ToolError, ToolOutput};
 use crate::tools::exec::{ExecResult, Executor, Params};
 use crate::workspace::Workspace;
 
+/// Stops git's upward search for a repository (see [`PluginTool::env`]).
+const GIT_CEILING: &str = "GIT_CEILING_DIRECTORIES";
+
 /// A tool declared by a plugin manifest.
 pub(crate) struct PluginTool {
     manifest: ToolManifest,
     instructions: String,
-    /// Compiled once, when `output_schema` is given.
-    output_validator: Option<jsonschema::Validator>,
     executor: Arc<Executor>,
 }
 
@@ -41,14 +42,8 @@ impl std::fmt::Debug for PluginTool {
 }
 
 impl PluginTool {
-    /// The tool over the server's executor; fails when `output_schema` is not a valid schema.
-    pub(crate) fn new(manifest: ToolManifest, executor: Arc<Executor>) -> Result<Self, String> {
-        let output_validator = manifest
-            .output_schema
-            .as_ref()
-            .map(|schema| jsonschema::validator_for(&Value::Object(schema.clone())))
-            .transpose()
-            .map_err(|e| format!("output_schema is not a valid JSON Schema: {e}"))?;
+    /// The tool over the server's executor (the manifest was checked when it loaded).
+    pub(crate) fn new(manifest: ToolManifest, executor: Arc<Executor>) -> Self {
         let instructions = manifest.instructions.clone().unwrap_or_else(|| {
             render_instructions(InstructionsFor {
                 name: &manifest.name,
@@ -59,12 +54,11 @@ impl PluginTool {
                 example: manifest.example.as_ref(),
             })
         });
-        Ok(Self {
+        Self {
             manifest,
             instructions,
-            output_validator,
             executor,
-        })
+        }
     }
 
     /// The command for a call: defaults applied, path parameters resolved inside the roots,
@@ -112,8 +106,24 @@ impl PluginTool {
                 Some(t) => t.expand(&values).map_err(expand_error)?,
                 None => None,
             },
-            env: Some(run.env.clone()),
+            env: Some(self.env(workspace)),
         })
+    }
+
+    /// The manifest's environment, plus `GIT_CEILING_DIRECTORIES` at the roots' parents
+    /// (unless the manifest sets it): git looks for a repository upward from its working
+    /// directory, and must not find one above the roots and show files outside them.
+    fn env(&self, workspace: &Workspace) -> std::collections::BTreeMap<String, String> {
+        let mut env = self.manifest.run.env.clone();
+        if !env.contains_key(GIT_CEILING) {
+            let parents: Vec<String> = workspace
+                .root_paths()
+                .filter_map(|root| root.parent())
+                .map(|parent| parent.display().to_string())
+                .collect();
+            env.insert(GIT_CEILING.to_owned(), parents.join(":"));
+        }
+        env
     }
 
     /// The call's result from what the command did.
@@ -180,7 +190,7 @@ impl PluginTool {
                 "{name} did not print valid JSON ({e}); this is a problem in the plugin, not in your arguments"
             ))
         })?;
-        if let Some(validator) = &self.output_validator {
+        if let Some(validator) = &self.manifest.output_validator {
             let problems: Vec<String> = validator
                 .iter_errors(&value)
                 .take(5)
@@ -201,20 +211,23 @@ impl PluginTool {
     }
 }
 
-/// How much of stderr an error carries: the end, where programs say what went wrong.
-const STDERR_TAIL_CHARS: usize = 4000;
+/// How much of stderr an error carries: the start (a usage error or the first complaint) and
+/// the end (where programs say what finally went wrong).
+const STDERR_HEAD_CHARS: usize = 1000;
+const STDERR_TAIL_CHARS: usize = 3000;
 
 fn stderr_tail(stderr: &str) -> String {
     let stderr = stderr.trim_end();
     if stderr.is_empty() {
         return " (no stderr)".to_owned();
     }
-    let start = stderr
-        .char_indices()
-        .rev()
-        .nth(STDERR_TAIL_CHARS)
-        .map_or(0, |(i, _)| i);
-    format!("; stderr:\n{}", &stderr[start..])
+    let chars = stderr.chars().count();
+    if chars <= STDERR_HEAD_CHARS + STDERR_TAIL_CHARS {
+        return format!("; stderr:\n{stderr}");
+    }
+    let head: String = stderr.chars().take(STDERR_HEAD_CHARS).collect();
+    let tail: String = stderr.chars().skip(chars - STDERR_TAIL_CHARS).collect();
+    format!("; stderr (start and end):\n{head}\n[…]\n{tail}")
 }
 
 #[async_trait]

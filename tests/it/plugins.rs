@@ -287,7 +287,7 @@ command = "true"
     );
     assert!(
         stderr.lines().any(|l| l.contains(&format!(
-            "{}:6: unknown field `shell`",
+            "{}:6: tools[0].run.shell: unknown field `shell`, expected one of `command`",
             plugins.join("c.toml").display()
         ))),
         "the broken manifest is one error line with file, line and field: {stderr}"
@@ -615,17 +615,34 @@ output = "json"
 #[tokio::test]
 async fn a_reload_that_cannot_read_a_folder_keeps_the_tools() {
     use crate::common::http::{TOKEN, mcp_client};
-    let (_d, root, plugins) = plugin_dir(&[("echo.toml", ECHO)]);
-    let server = start_http(&root, &plugins).await;
-    let client = mcp_client(&server, TOKEN, TestClient::default()).await;
+    let (d, root, plugins) = plugin_dir(&[("echo.toml", ECHO)]);
+    // A second folder that is missing from the start: read as empty, never blocking.
+    let missing = d.path().join("missing");
+    let server = crate::common::http::start(
+        &root,
+        &[
+            "--plugins",
+            plugins.to_str().unwrap(),
+            "--plugins",
+            missing.to_str().unwrap(),
+        ],
+        Some(TOKEN),
+    )
+    .await;
+    let client = TestClient::default();
+    let mut list_changed = client.list_changed();
+    let client = mcp_client(&server, TOKEN, client).await;
     let before = names(&client).await;
     assert!(before.contains(&"say".to_owned()));
-    std::fs::rename(&plugins, plugins.with_extension("moved")).unwrap();
+
+    // The folder that was read goes away: the tools stay.
+    let moved = plugins.with_extension("moved");
+    std::fs::rename(&plugins, &moved).unwrap();
     hangup(server.pid());
     crate::common::process::eventually("the failed reload is logged", || {
         server
             .stderr()
-            .contains("could not read every plugin directory; keeping the current tools")
+            .contains("could not read a plugin directory it read before; keeping the current tools")
     })
     .await;
     assert_eq!(names(&client).await, before);
@@ -633,6 +650,15 @@ async fn a_reload_that_cannot_read_a_folder_keeps_the_tools() {
         text(&call(&client, "say", json!({"words": ["still"]})).await),
         "still\n"
     );
+
+    // It comes back with one more tool: the reload goes through although the other folder is
+    // still missing.
+    std::fs::rename(&moved, &plugins).unwrap();
+    let extra = "[[tools]]\nname = \"later\"\ndescription = \"Added later.\"\n[tools.run]\ncommand = \"true\"\n";
+    replace_file(&plugins.join("later.toml"), extra);
+    hangup(server.pid());
+    changed(&mut list_changed).await;
+    assert!(names(&client).await.contains(&"later".to_owned()));
 }
 
 #[tokio::test]
@@ -720,4 +746,49 @@ async fn clients_on_2026_07_28_hear_of_changes_on_their_subscription() {
     );
     let tools = within(client.list_all_tools()).await.unwrap();
     assert!(tools.iter().any(|t| t.name == "speak"));
+}
+
+#[tokio::test]
+async fn the_git_tools_do_not_reach_a_repository_above_the_roots() {
+    let (_d, outer) = tempdir();
+    git_repo(&outer);
+    let root = outer.join("inner");
+    std::fs::create_dir(&root).unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins/examples");
+    let client = connect_plugins(&root, &examples, TestClient::default()).await;
+    let message = err(&call(&client, "git_diff", json!({})).await);
+    assert!(
+        message.to_lowercase().contains("not a git repository"),
+        "{message}"
+    );
+    assert!(!message.contains("+three"), "{message}");
+}
+
+#[tokio::test]
+async fn the_readme_manifest_loads_and_runs() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find("```toml title=\"text.toml\"\n")
+        .expect("the README's example manifest");
+    let body = &readme[start..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    let manifest = &body[..body.find("```").unwrap()];
+    let (_d, root, plugins) = plugin_dir(&[("text.toml", manifest)]);
+    std::fs::write(root.join("README.md"), "one\ntwo\n").unwrap();
+    let (success, stdout, stderr) =
+        run_cli(&root, &["plugins", "check", plugins.to_str().unwrap()]).await;
+    assert!(success, "{stderr}");
+    assert!(stdout.starts_with("word_count\t"), "{stdout}");
+    let client = connect_plugins(&root, &plugins, TestClient::default()).await;
+    let result = call(
+        &client,
+        "word_count",
+        json!({"files": ["README.md"], "lines_only": true}),
+    )
+    .await;
+    assert_eq!(
+        text(&result),
+        format!("2 {}\n", root.join("README.md").display())
+    );
 }

@@ -107,7 +107,7 @@ const WRAPPERS: &[&str] = &[
 ];
 
 /// Shells: their command string cannot be checked.
-const SHELLS: &[&str] = &[
+pub(crate) const SHELLS: &[&str] = &[
     "sh",
     "bash",
     "zsh",

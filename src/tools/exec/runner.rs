@@ -214,7 +214,9 @@ pub fn child_env(
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     env.insert(
         "PATH".into(),
-        std::env::var("PATH").unwrap_or_else(|_| process::FALLBACK_PATH.into()),
+        absolute_path_entries(
+            &std::env::var("PATH").unwrap_or_else(|_| process::FALLBACK_PATH.into()),
+        ),
     );
     if let Ok(home) = std::env::var("HOME") {
         env.insert("HOME".into(), home);
@@ -259,6 +261,21 @@ pub fn child_env(
         env.insert(name.clone(), value.clone());
     }
     Ok(env.into_iter().collect())
+}
+
+/// `PATH` without its empty and relative entries: they resolve against the command's working
+/// directory (the workspace), so a program name allowed by the policy (or named by a plugin)
+/// could run a file the agent wrote.
+fn absolute_path_entries(path: &str) -> String {
+    let kept: Vec<&str> = path
+        .split(':')
+        .filter(|entry| entry.starts_with('/'))
+        .collect();
+    if kept.is_empty() {
+        process::FALLBACK_PATH.to_owned()
+    } else {
+        kept.join(":")
+    }
 }
 
 fn signal_name(status: std::process::ExitStatus) -> Option<String> {
