@@ -83,7 +83,7 @@ impl PluginSettings {
         self.dirs
             .iter()
             .filter(|dir| {
-                let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+                let real = std::fs::canonicalize(dir).unwrap_or_else(|_| (*dir).clone());
                 let inside = roots.iter().any(|root| {
                     let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
                     real.starts_with(&root)
