@@ -1,12 +1,14 @@
 //! Support shared by the benchmarks: an in-memory MCP session ([`session`]), the one
 //! `median` every report uses ([`stats`]), readers of a process's CPU time and memory
-//! ([`proc`]), the test suite's config helpers ([`config`]) and [`object`].
+//! ([`proc`]), the bench binary's command line ([`args`]), the test suite's config helpers
+//! ([`config`]) and [`object`].
 
 // Each bench uses a part of this module; what one leaves unused is not dead.
 #![allow(dead_code, unused_imports)]
 // Bench set-up, not library code: a failed step should stop the run loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub(crate) mod args;
 #[path = "../../tests/it/common/config.rs"]
 pub(crate) mod config;
 pub(crate) mod proc;
