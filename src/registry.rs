@@ -113,7 +113,10 @@ impl ToolRegistry {
             tool.input_schema(),
             tool.output_schema(),
         )?;
-        let validator = definition.validator()?;
+        let validator = match tool.compiled_input_schema() {
+            Some(validator) => validator,
+            None => definition.validator()?,
+        };
         let mcp = definition.to_mcp_with(tool.title(), tool.annotations());
         self.index.insert(name, self.entries.len());
         self.entries.push(Arc::new(Entry {

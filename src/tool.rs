@@ -289,6 +289,13 @@ pub trait AiTool: Send + Sync + 'static {
         })
     }
 
+    /// The input schema already compiled, for a tool that compiled it to check itself (a
+    /// plugin manifest does, when it loads): the registry then does not compile it again.
+    /// `None` (the default): the registry compiles [`AiTool::input_schema`].
+    fn compiled_input_schema(&self) -> Option<jsonschema::Validator> {
+        None
+    }
+
     /// A human-readable description of this call if it is risky enough to need the user's
     /// confirmation first; `None` (the default) runs it without asking. `workspace` is the
     /// call's (a plugin resolves its path parameters to decide on the final argv).

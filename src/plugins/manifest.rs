@@ -115,6 +115,8 @@ pub(crate) struct ToolManifest {
     pub(crate) annotations: Annotations,
     pub(crate) input_schema: JsonObject,
     pub(crate) output_schema: Option<JsonObject>,
+    /// `input_schema`, compiled (the registry uses it as it is).
+    pub(crate) input_validator: jsonschema::Validator,
     /// `output_schema`, compiled.
     pub(crate) output_validator: Option<jsonschema::Validator>,
     pub(crate) run: Run,
@@ -368,6 +370,7 @@ fn check(tool: FileTool, dir: &Path, limits: Limits, file: &Path) -> Result<Tool
         annotations,
         input_schema,
         output_schema: tool.output_schema,
+        input_validator,
         output_validator,
         run: Run {
             command,

@@ -9,7 +9,7 @@
 //! that becomes `structuredContent` (`output = "json"`, checked against `output_schema`). A
 //! non-zero exit, a timeout or a kill is an `isError` result carrying stderr and the exit code.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -28,7 +28,8 @@ const GIT_CEILING: &str = "GIT_CEILING_DIRECTORIES";
 /// A tool declared by a plugin manifest.
 pub(crate) struct PluginTool {
     manifest: ToolManifest,
-    instructions: String,
+    /// Rendered on first use (prompts, `toolport instructions`), not at every reload.
+    instructions: OnceLock<String>,
     executor: Arc<Executor>,
 }
 
@@ -44,19 +45,9 @@ impl std::fmt::Debug for PluginTool {
 impl PluginTool {
     /// The tool over the server's executor (the manifest was checked when it loaded).
     pub(crate) fn new(manifest: ToolManifest, executor: Arc<Executor>) -> Self {
-        let instructions = manifest.instructions.clone().unwrap_or_else(|| {
-            render_instructions(InstructionsFor {
-                name: &manifest.name,
-                description: &manifest.description,
-                purpose: None,
-                input_schema: &manifest.input_schema,
-                output_schema: manifest.output_schema.as_ref(),
-                example: manifest.example.as_ref(),
-            })
-        });
         Self {
             manifest,
-            instructions,
+            instructions: OnceLock::new(),
             executor,
         }
     }
@@ -257,7 +248,24 @@ impl AiTool for PluginTool {
         self.manifest.annotations
     }
     fn instructions(&self) -> String {
-        self.instructions.clone()
+        let m = &self.manifest;
+        self.instructions
+            .get_or_init(|| {
+                m.instructions.clone().unwrap_or_else(|| {
+                    render_instructions(InstructionsFor {
+                        name: &m.name,
+                        description: &m.description,
+                        purpose: None,
+                        input_schema: &m.input_schema,
+                        output_schema: m.output_schema.as_ref(),
+                        example: m.example.as_ref(),
+                    })
+                })
+            })
+            .clone()
+    }
+    fn compiled_input_schema(&self) -> Option<jsonschema::Validator> {
+        Some(self.manifest.input_validator.clone())
     }
 
     /// The policy's confirmation set applies to the final argv (paths resolved). A call whose
