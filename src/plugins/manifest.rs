@@ -259,22 +259,24 @@ fn check(tool: FileTool, dir: &Path, limits: Limits, file: &Path) -> Result<Tool
         Some(_) => return Err("input_schema.properties must be a table of parameters".into()),
     };
     let params: Vec<&str> = properties.keys().map(String::as_str).collect();
-    let mut defaults = Vec::new();
-    for (name, property) in &properties {
-        let Some(default) = property.get("default") else {
-            continue;
-        };
-        // A property schema that refers elsewhere ($ref) cannot be compiled alone; the whole
-        // schema compiled above.
-        if let Some(Value::Object(schema)) = Some(property)
-            && let Ok(validator) = jsonschema::validator_for(&Value::Object(schema.clone()))
-            && let Err(e) = validator.validate(default)
+    let defaults: Vec<(String, Value)> = properties
+        .iter()
+        .filter_map(|(name, property)| Some((name.clone(), property.get("default")?.clone())))
+        .collect();
+    // All defaults at once, through the compiled schema (compiling each property's schema
+    // alone would cost a compile per default at every reload): a problem inside a property is
+    // a bad default; one at the top (a required parameter missing) is not.
+    if !defaults.is_empty() {
+        let instance = Value::Object(defaults.iter().cloned().collect());
+        if let Some(e) = input_validator
+            .iter_errors(&instance)
+            .find(|e| !e.instance_path().as_str().is_empty())
         {
             return Err(format!(
-                "input_schema.properties.{name}.default does not match the parameter's own schema: {e}"
+                "input_schema.properties{}: the default does not match the parameter's schema: {e}",
+                e.instance_path().as_str().replace('/', ".")
             ));
         }
-        defaults.push((name.clone(), default.clone()));
     }
     if let Some(example) = &tool.example
         && let Err(e) = input_validator.validate(&Value::Object(example.clone()))

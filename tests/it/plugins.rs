@@ -95,6 +95,12 @@ async fn names(client: &Client) -> Vec<String> {
 async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
     let (_d, root, plugins) = plugin_dir(&[("echo.toml", ECHO)]);
     let client = connect_plugins(&root, &plugins, TestClient::default()).await;
+    let capabilities = &client.peer_info().unwrap().capabilities;
+    assert_eq!(
+        capabilities.tools.as_ref().and_then(|t| t.list_changed),
+        Some(true),
+        "the server declares tools.listChanged"
+    );
     let tools = within(client.list_all_tools()).await.unwrap();
     let say = tools
         .iter()
