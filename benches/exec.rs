@@ -266,7 +266,7 @@ fn spawn_true(c: &mut Criterion) {
     // round (order rotated), so all four see the same machine load; the ratio of each round's
     // pair is taken before the median. On a shared machine this is steadier than comparing
     // criterion groups that ran seconds apart.
-    let rounds = if std::env::args().any(|a| a == "--bench") {
+    let rounds = if common::args::bench_mode() {
         INTERLEAVED_ROUNDS
     } else {
         2
@@ -577,43 +577,6 @@ fn flood(bytes: u64) {
     });
 }
 
-/// Options of criterion's command line that take a value (so the value is not a filter).
-const VALUE_OPTIONS: &[&str] = &[
-    "--save-baseline",
-    "-s",
-    "--baseline",
-    "-b",
-    "--baseline-lenient",
-    "--load-baseline",
-    "--color",
-    "-c",
-    "--profile-time",
-    "--sample-size",
-    "--warm-up-time",
-    "--measurement-time",
-    "--nresamples",
-    "--noise-threshold",
-    "--confidence-level",
-    "--significance-level",
-    "--plotting-backend",
-    "--output-format",
-    "--format",
-];
-
-/// The positional (filter) arguments on the command line.
-fn filters() -> Vec<String> {
-    let mut out = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        if VALUE_OPTIONS.contains(&arg.as_str()) {
-            args.next();
-        } else if !arg.starts_with('-') {
-            out.push(arg);
-        }
-    }
-    out
-}
-
 fn main() {
     // As the server binary does: no controlling terminal for commands, and the watchdog that
     // every spawned command registers with (so its cost is part of the measurement).
@@ -631,10 +594,10 @@ fn main() {
     exec_pieces(&mut criterion);
     criterion.final_summary();
 
-    let filters = filters();
+    let filters = common::args::filters();
     if filters.is_empty() || filters.iter().any(|f| f.contains("flood")) {
         // `cargo bench` passes --bench; without it (cargo test --benches) run a small smoke flood.
-        let bench_mode = std::env::args().any(|a| a == "--bench");
+        let bench_mode = common::args::bench_mode();
         flood(if bench_mode {
             FLOOD_BYTES
         } else {

@@ -468,7 +468,7 @@ fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
 }
 
 fn main() -> Result<(), BoxError> {
-    let measuring = std::env::args().any(|a| a == "--bench");
+    let measuring = common::args::bench_mode();
     let (sessions, secs, rounds) = if measuring {
         (
             env_or("BENCH_HTTP_SESSIONS", DEFAULT_SESSIONS),
