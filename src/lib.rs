@@ -20,6 +20,7 @@ pub mod config;
 mod definition;
 pub mod hidden;
 pub mod instructions;
+pub mod observe;
 mod plugins;
 pub mod registry;
 mod schema;
@@ -80,10 +81,15 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
     built.log();
     // At start nothing is served yet: whatever could be read is the reference for reloads.
     let _ = catalog.accept(&built);
+    let mut secrets = config.web.secrets();
+    if let transport::http::settings::AuthMode::Token(token) = &config.http.auth {
+        secrets.push(token.clone());
+    }
     let shared = Shared {
         registry: Arc::new(registry::LiveRegistry::new(built.registry)),
         workspace: Arc::new(workspace),
         confirm_fallback: config.exec.confirm,
+        audit: observe::audit::AuditLog::open(&config.audit, secrets),
     };
     Ok((shared, Arc::new(catalog)))
 }

@@ -265,6 +265,7 @@ impl ToolRegistry {
             match ctx.confirmer.confirm(&description).await {
                 Confirmation::Accepted => {}
                 Confirmation::Declined => {
+                    ctx.facts.set_declined();
                     return Err(ToolError::PermissionDenied(format!(
                         "the user declined this call ({description}); do not retry it unchanged"
                     ))

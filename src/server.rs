@@ -34,7 +34,9 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
+use crate::observe::audit::{AuditLog, Outcome, outcome_of};
 use crate::registry::{ExecuteError, LiveRegistry};
+use crate::secret::random_token;
 use crate::tool::{ConfirmFallback, Confirmation, Confirmer, ProgressSink, ToolContext};
 use crate::workspace::{Workspace, client_root_path};
 
@@ -49,6 +51,9 @@ const CONFIRM_TIMEOUT: Duration = Duration::from_secs(600);
 /// The key of the confirmation question in a 2026-07-28 `InputRequiredResult`.
 const CONFIRM_KEY: &str = "confirm";
 
+/// Random bytes in a session id (hex in the audit log): unique enough to tell sessions apart.
+const SESSION_ID_BYTES: usize = 8;
+
 /// The name of the prompt that holds every tool's instructions.
 pub(crate) const ALL_INSTRUCTIONS_PROMPT: &str = "tool_instructions";
 
@@ -62,6 +67,8 @@ pub struct Shared {
     pub confirm_fallback: ConfirmFallback,
     /// The operator's workspace (roots opened once).
     pub workspace: Arc<Workspace>,
+    /// Where every call is recorded, when the operator asked for it (`--audit-log`).
+    pub audit: Option<Arc<AuditLog>>,
 }
 
 /// The handler for one MCP session.
@@ -79,6 +86,10 @@ pub struct ToolportServer {
     /// task that forwards tool-list changes to the client.
     session_ended: CancellationToken,
     _end_guard: Arc<tokio_util::sync::DropGuard>,
+    /// A random id for this session in the audit log (never the HTTP token).
+    session_id: Arc<str>,
+    /// `stdio`, `http`, `http-stateless` or `sse`, for the audit log.
+    transport: &'static str,
 }
 
 impl ToolportServer {
@@ -93,7 +104,17 @@ impl ToolportServer {
             refreshing: Arc::new(tokio::sync::Mutex::new(())),
             session_ended: ended.clone(),
             _end_guard: Arc::new(ended.drop_guard()),
+            session_id: Arc::from(
+                random_token(SESSION_ID_BYTES).unwrap_or_else(|_| "unknown".to_owned()),
+            ),
+            transport: "stdio",
         }
+    }
+
+    /// Name the transport this session runs on (the audit log records it).
+    pub(crate) fn with_transport(mut self, transport: &'static str) -> Self {
+        self.transport = transport;
+        self
     }
 
     /// Forward every change of the listed tools to this session's client until the session
@@ -396,12 +417,27 @@ impl ServerHandler for ToolportServer {
         let name = request.name.to_string();
         // One snapshot for the whole call: a reload meanwhile does not change the tool.
         let registry = self.shared.registry.load();
+        let facts: Arc<crate::tool::CallFacts> = Arc::default();
+        let audit = self.shared.audit.as_ref().map(|log| {
+            log.begin(
+                self.session_id.clone(),
+                self.transport,
+                context
+                    .peer
+                    .peer_info()
+                    .map(|info| format!("{} {}", info.client_info.name, info.client_info.version)),
+                &name,
+                request.arguments.as_ref().unwrap_or(&Default::default()),
+                facts.clone(),
+            )
+        });
         // Checked before waiting for the client's roots: an unknown tool is answered at once.
         if registry.get(&name).is_none() {
-            return Err(McpError::invalid_params(
-                registry.unknown(&name).to_string(),
-                None,
-            ));
+            let message = registry.unknown(&name).to_string();
+            if let Some(audit) = audit {
+                audit.finish(Some(("unknown_tool", message.clone(), Outcome::Error)), 0);
+            }
+            return Err(McpError::invalid_params(message, None));
         }
         self.ensure_roots(&context.peer).await;
         drop(self.refreshing.lock().await);
@@ -431,8 +467,10 @@ impl ServerHandler for ToolportServer {
                     .cloned(),
                 fallback: self.shared.confirm_fallback,
             }),
+            facts: facts.clone(),
         };
         let args = request.arguments.clone().unwrap_or_default();
+        let mut failure = None;
         let result = match registry.execute(&name, args, &ctx).await {
             Ok(output) => {
                 let mut result = CallToolResult::success(vec![ContentBlock::text(output.text)]);
@@ -440,9 +478,16 @@ impl ServerHandler for ToolportServer {
                 result
             }
             Err(ExecuteError::Tool(error)) => {
+                failure = Some((error.kind(), error.to_string(), outcome_of(&error, &facts)));
                 CallToolResult::error(vec![ContentBlock::text(error.to_string())])
             }
             Err(unknown @ ExecuteError::UnknownTool { .. }) => {
+                if let Some(audit) = audit {
+                    audit.finish(
+                        Some(("unknown_tool", unknown.to_string(), Outcome::Error)),
+                        0,
+                    );
+                }
                 return Err(McpError::invalid_params(unknown.to_string(), None));
             }
             Err(ExecuteError::ConfirmationRequired { description }) => {
@@ -454,10 +499,18 @@ impl ServerHandler for ToolportServer {
                     InputRequest::Elicitation(ElicitRequest::new(params)),
                 );
                 // No request state: the retry carries the whole call again plus the answer,
-                // and nothing the client sends back is trusted beyond that answer.
+                // and nothing the client sends back is trusted beyond that answer. The retry
+                // is what gets audited.
+                if let Some(mut audit) = audit {
+                    audit.skip();
+                }
                 return Ok(InputRequiredResult::new(Some(requests), None).into());
             }
         };
+        if let Some(audit) = audit {
+            let bytes_out = serde_json::to_vec(&result).map_or(0, |b| b.len());
+            audit.finish(failure, bytes_out);
+        }
         Ok(result.into())
     }
 

@@ -91,6 +91,21 @@ pub enum ToolError {
     Unavailable(String),
 }
 
+impl ToolError {
+    /// The kind, as a stable snake_case name (audit records, metrics).
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::InvalidArguments(_) => "invalid_arguments",
+            Self::NotFound(_) => "not_found",
+            Self::PermissionDenied(_) => "permission_denied",
+            Self::ExecutionFailed(_) => "execution_failed",
+            Self::Timeout(_) => "timeout",
+            Self::Cancelled(_) => "cancelled",
+            Self::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
 impl From<PathError> for ToolError {
     /// A path error as the tool error of the same kind, with the same message.
     fn from(error: PathError) -> Self {
@@ -209,6 +224,52 @@ impl Confirmer for AlwaysConfirm {
     }
 }
 
+/// What a command did, recorded by the executor for the audit log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CommandFacts {
+    /// The program and its arguments as the policy saw them (not the sandbox shim).
+    pub(crate) argv: Vec<String>,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) signal: Option<String>,
+    pub(crate) timed_out: bool,
+}
+
+/// Facts about one call that its result does not carry, for the audit log.
+#[derive(Debug, Default)]
+pub struct CallFacts {
+    command: std::sync::Mutex<Option<CommandFacts>>,
+    declined: std::sync::atomic::AtomicBool,
+}
+
+impl CallFacts {
+    /// The command the call ran (the last one, if it ran several).
+    pub(crate) fn set_command(&self, facts: CommandFacts) {
+        match self.command.lock() {
+            Ok(mut slot) => *slot = Some(facts),
+            Err(poisoned) => *poisoned.into_inner() = Some(facts),
+        }
+    }
+
+    /// The command the call ran, if any.
+    pub(crate) fn command(&self) -> Option<CommandFacts> {
+        match self.command.lock() {
+            Ok(slot) => slot.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The user declined the call's confirmation.
+    pub(crate) fn set_declined(&self) {
+        self.declined
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the user declined the call's confirmation.
+    pub(crate) fn declined(&self) -> bool {
+        self.declined.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// Everything a call runs with. Cheap to clone (all `Arc`s).
 #[derive(Clone)]
 pub struct ToolContext {
@@ -220,6 +281,8 @@ pub struct ToolContext {
     pub workspace: Arc<Workspace>,
     /// Who confirms risky calls.
     pub(crate) confirmer: Arc<dyn Confirmer>,
+    /// What the call did beyond its result, for the audit log.
+    pub(crate) facts: Arc<CallFacts>,
 }
 
 impl ToolContext {
@@ -234,6 +297,7 @@ impl ToolContext {
                 fallback,
             }),
             workspace,
+            facts: Arc::default(),
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::definition::ToolFormat;
+use crate::observe::audit::AuditArgs;
 use crate::plugins::PluginArgs;
 use crate::tools::SelectionArgs;
 use crate::tools::exec::ExecArgs;
@@ -79,6 +80,9 @@ pub struct GlobalArgs {
 
     #[command(flatten)]
     pub(crate) plugins: PluginArgs,
+
+    #[command(flatten)]
+    pub(crate) audit: AuditArgs,
 }
 
 /// Subcommands.

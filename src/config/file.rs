@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::ConfigError;
+use crate::observe::audit::FileAudit;
 use crate::plugins::FilePlugins;
 use crate::tools::FileTools;
 use crate::tools::exec::FileExec;
@@ -34,6 +35,8 @@ pub(super) struct FileConfig {
     pub(super) http: FileHttp,
     #[serde(default)]
     pub(super) plugins: FilePlugins,
+    #[serde(default)]
+    pub(super) audit: FileAudit,
 }
 
 impl FileConfig {

@@ -26,6 +26,7 @@ use file::FileConfig;
 use crate::settings::SettingError;
 use crate::tools::BuiltinSettings;
 // Each feature's settings, as the composed `Config` holds them.
+pub use crate::observe::audit::AuditSettings;
 pub use crate::plugins::PluginSettings;
 pub use crate::tools::ToolSelection;
 pub use crate::tools::exec::ExecSettings;
@@ -88,6 +89,8 @@ pub struct Config {
     pub http: HttpSettings,
     /// Where plugin manifests are read from.
     pub plugins: PluginSettings,
+    /// The audit log.
+    pub audit: AuditSettings,
     /// The config file that was read, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_file: Option<PathBuf>,
@@ -106,6 +109,7 @@ impl Default for Config {
             web: WebSettings::default(),
             http: HttpSettings::default(),
             plugins: PluginSettings::default(),
+            audit: AuditSettings::default(),
             config_file: None,
         }
     }
@@ -149,6 +153,7 @@ impl Config {
             None => (FileConfig::default(), cwd.clone()),
         };
 
+        let audit = AuditSettings::load(&file.audit, &args.audit, &file_dir, &cwd)?;
         let plugins = PluginSettings::load(
             file.plugins,
             &args.plugins,
@@ -188,6 +193,7 @@ impl Config {
             web: WebSettings::load(file.web, &file_dir, &env)?,
             http: HttpSettings::load(&args.http, file.http)?,
             plugins,
+            audit,
             config_file: path,
         })
     }

@@ -80,6 +80,7 @@ fn serve(
         registry: Arc::new(toolport::registry::LiveRegistry::new(registry)),
         workspace: Arc::new(Workspace::new(std::slice::from_ref(&root), &[]).unwrap()),
         confirm_fallback: ConfirmFallback::Deny,
+        audit: None,
     });
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);

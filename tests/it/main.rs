@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+// The audit log: a record per call and outcome, redaction, concurrency, failures.
+mod audit;
 // Bad tool arguments: the isError result names the field and what the tool accepts.
 mod args;
 // The command line: `tools`, `instructions`, `call`, `config`, help.

@@ -22,7 +22,7 @@ use super::policy::{Decision, Policy};
 use super::sandbox::{self, SandboxSpec};
 use super::settings::{self, ExecSettings, SandboxKind};
 use super::{Params, process};
-use crate::tool::{ToolContext, ToolError};
+use crate::tool::{CommandFacts, ToolContext, ToolError};
 use crate::workspace::PathError;
 
 /// Environment variables a call may not set: they change how programs are loaded or how
@@ -172,6 +172,20 @@ impl Executor {
     /// Run a command: plan it, wait for a free slot (a cancelled call leaves the queue), run
     /// it with its process group, and report what it did.
     pub(crate) async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
+        let argv: Vec<String> = std::iter::once(p.command.clone())
+            .chain(p.args.iter().cloned())
+            .collect();
+        let result = self.run_planned(p, ctx).await;
+        ctx.facts.set_command(CommandFacts {
+            argv,
+            exit_code: result.as_ref().ok().and_then(|r| r.return_code),
+            signal: result.as_ref().ok().and_then(|r| r.signal.clone()),
+            timed_out: result.as_ref().is_ok_and(|r| r.timed_out),
+        });
+        result
+    }
+
+    async fn run_planned(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
         let plan = match self.plan(p, &ctx.workspace)? {
             Planned::Run(plan) => plan,
             Planned::NoSuchCwd(result) => return Ok(result),

@@ -102,6 +102,9 @@ pub(crate) async fn serve(
             Some(Secret::new(token))
         }
     };
+    if let (Some(audit), Some(token)) = (&shared.audit, &token) {
+        audit.add_secret(token.clone());
+    }
     if token.is_none() {
         tracing::warn!(
             "serving HTTP without authentication (--no-auth): any local process can use the tools"

@@ -75,8 +75,13 @@ pub(crate) fn routes(
         // Host and Origin are checked by the gate (`gate.rs`), for every endpoint alike.
         .disable_allowed_hosts()
         .disable_allowed_origins();
+    let transport = if settings.stateless {
+        "http-stateless"
+    } else {
+        "http"
+    };
     let service = StreamableHttpService::new(
-        move || Ok(ToolportServer::new(shared.clone())),
+        move || Ok(ToolportServer::new(shared.clone()).with_transport(transport)),
         manager.clone(),
         config,
     );

@@ -1,0 +1,650 @@
+//! The audit log: one JSON object per line for every `tools/call`, written when the call ends,
+//! whatever its outcome (ok, error, denied, declined, cancelled, timeout), so an operator can
+//! answer "what did the agent run?".
+//!
+//! - Off by default; `[audit] path`, `--audit-log FILE`, `TOOLPORT_AUDIT_LOG`; `-` is stderr.
+//!   Never stdout (the protocol channel on stdio).
+//! - Redacted before it is written: every value of an `env` argument, every value whose key
+//!   looks secret (`token`, `key`, `secret`, `password`, `authorization` …), and every string
+//!   equal to or containing a configured secret (API keys, the HTTP token).
+//! - The file is created 0600 and appended with one `write` per record; it is rotated by size
+//!   (`max_bytes`, keeping `keep` old files: `audit.log.1` is the newest).
+//! - Writing never fails or delays a call: records go to a writer thread over a channel; a
+//!   write error is logged on stderr at most once a minute and the record is dropped.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, mpsc};
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::secret::Secret;
+use crate::settings::{SettingError, check_range};
+use crate::tool::{CallFacts, CommandFacts, ToolError};
+
+/// What replaces a redacted value.
+pub(crate) const REDACTED: &str = "[redacted]";
+
+/// Argument and field names whose values are secrets (matched case-insensitively as a part of
+/// the name: `api_key`, `githubToken`, `db_password` …).
+const SECRET_NAME_PARTS: &[&str] = &[
+    "token",
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "authorization",
+    "credential",
+    "cookie",
+];
+
+/// Arguments whose every value is redacted (keys kept): environment variables carry secrets.
+const ENV_ARGUMENTS: &[&str] = &["env"];
+
+/// Default size at which the log is rotated: large enough for days of calls, small enough to
+/// open in an editor.
+const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
+/// Smallest rotation size accepted: a record must fit.
+const MIN_MAX_BYTES: u64 = 64 * 1024;
+/// Default number of rotated files kept.
+const DEFAULT_KEEP: u32 = 5;
+/// Most rotated files kept.
+const MAX_KEEP: u32 = 100;
+/// How often a failing audit log is reported on stderr.
+const ERROR_REPORT_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The audit flag.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct AuditArgs {
+    /// Append a JSON line per tool call to FILE ("-": stderr). Default: off.
+    #[arg(
+        long = "audit-log",
+        value_name = "FILE",
+        env = "TOOLPORT_AUDIT_LOG",
+        global = true
+    )]
+    pub(crate) path: Option<PathBuf>,
+}
+
+/// The `[audit]` section of the config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileAudit {
+    /// Where the log goes, relative to the config file's folder; `-` is stderr.
+    path: Option<PathBuf>,
+    /// Rotate when the file would grow past this many bytes.
+    max_bytes: Option<u64>,
+    /// Rotated files to keep.
+    keep: Option<u32>,
+}
+
+/// Audit log settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditSettings {
+    /// `None`: off. `-`: stderr.
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) max_bytes: u64,
+    pub(crate) keep: u32,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        Self {
+            path: None,
+            max_bytes: DEFAULT_MAX_BYTES,
+            keep: DEFAULT_KEEP,
+        }
+    }
+}
+
+impl AuditSettings {
+    /// Layer the file < environment/flag; relative paths resolve against the config file's
+    /// folder (file) or the current directory (flag, environment).
+    pub(crate) fn load(
+        file: &FileAudit,
+        args: &AuditArgs,
+        file_dir: &Path,
+        cwd: &Path,
+    ) -> Result<Self, SettingError> {
+        let resolve = |base: &Path, p: &PathBuf| {
+            if p.as_os_str() == "-" {
+                p.clone()
+            } else {
+                base.join(p)
+            }
+        };
+        let path = match (&args.path, &file.path) {
+            (Some(p), _) => Some(resolve(cwd, p)),
+            (None, Some(p)) => Some(resolve(file_dir, p)),
+            (None, None) => None,
+        }
+        .filter(|p| !p.as_os_str().is_empty());
+        let max_bytes = file.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
+        check_range("audit.max_bytes", max_bytes, MIN_MAX_BYTES..=u64::MAX)?;
+        let keep = file.keep.unwrap_or(DEFAULT_KEEP);
+        check_range("audit.keep", keep, 0..=MAX_KEEP)?;
+        Ok(Self {
+            path,
+            max_bytes,
+            keep,
+        })
+    }
+}
+
+/// How a call ended, as the audit log names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Outcome {
+    /// A result that is not an error.
+    Ok,
+    /// An `isError` result (or a protocol error such as an unknown tool).
+    Error,
+    /// Refused by policy, confinement or a budget.
+    Denied,
+    /// The user declined the confirmation.
+    Declined,
+    /// The client cancelled it, or the server stopped.
+    Cancelled,
+    /// A time limit ended it.
+    Timeout,
+}
+
+/// One audit record, before redaction.
+#[derive(Debug)]
+pub(crate) struct Record<'a> {
+    pub(crate) session: &'a str,
+    pub(crate) transport: &'a str,
+    pub(crate) client: Option<String>,
+    pub(crate) tool: &'a str,
+    pub(crate) args: &'a Map<String, Value>,
+    pub(crate) outcome: Outcome,
+    /// The error's kind and message, when not ok.
+    pub(crate) error: Option<(&'static str, String)>,
+    pub(crate) duration: Duration,
+    pub(crate) bytes_out: usize,
+    /// For commands: argv, exit code, signal.
+    pub(crate) command: Option<CommandFacts>,
+}
+
+/// The audit log: a writer thread behind a channel.
+#[derive(Debug)]
+pub struct AuditLog {
+    sender: mpsc::Sender<String>,
+    /// Values that must never appear: API keys, the HTTP token (added when it is known).
+    secrets: RwLock<Vec<Secret>>,
+}
+
+impl AuditLog {
+    /// Start the log's writer; `None` when auditing is off. `secrets` are redacted wherever
+    /// they appear. The file is opened (created 0600) by the writer: a path that cannot be
+    /// written is reported on stderr, retried with each record, and never stops the server.
+    pub(crate) fn open(settings: &AuditSettings, secrets: Vec<Secret>) -> Option<Arc<Self>> {
+        let path = settings.path.clone()?;
+        let sink = if path.as_os_str() == "-" {
+            Sink::Stderr
+        } else {
+            Sink::File {
+                file: None,
+                size: 0,
+                path,
+                max_bytes: settings.max_bytes,
+                keep: settings.keep,
+            }
+        };
+        let (sender, receiver) = mpsc::channel::<String>();
+        if let Err(error) = std::thread::Builder::new()
+            .name("toolport-audit".into())
+            .spawn(move || write_loop(sink, &receiver))
+        {
+            tracing::error!(%error, "cannot start the audit log writer; calls are not audited");
+            return None;
+        }
+        Some(Arc::new(Self {
+            sender,
+            secrets: RwLock::new(secrets),
+        }))
+    }
+
+    /// Also redact `secret` from now on (the HTTP token, once the transport knows it).
+    pub(crate) fn add_secret(&self, secret: Secret) {
+        match self.secrets.write() {
+            Ok(mut secrets) => secrets.push(secret),
+            Err(poisoned) => poisoned.into_inner().push(secret),
+        }
+    }
+
+    /// Queue one record (redacted) for writing. Never blocks on I/O.
+    pub(crate) fn record(&self, record: &Record<'_>) {
+        let secrets = match self.secrets.read() {
+            Ok(secrets) => secrets.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        let line = render(record, &secrets);
+        // The writer thread ends only with the process; a send error means nothing to do.
+        let _ = self.sender.send(line);
+    }
+}
+
+/// A call being audited: written when [`Pending::finish`] is called, or as `cancelled` if the
+/// call is dropped before it ends (the client went away, the server stopped).
+pub(crate) struct Pending {
+    log: Arc<AuditLog>,
+    session: Arc<str>,
+    transport: &'static str,
+    client: Option<String>,
+    tool: String,
+    args: Map<String, Value>,
+    facts: Arc<CallFacts>,
+    started: Instant,
+    done: bool,
+}
+
+impl AuditLog {
+    /// Start auditing a call; `facts` is the call's context's.
+    pub(crate) fn begin(
+        self: &Arc<Self>,
+        session: Arc<str>,
+        transport: &'static str,
+        client: Option<String>,
+        tool: &str,
+        args: &Map<String, Value>,
+        facts: Arc<CallFacts>,
+    ) -> Pending {
+        Pending {
+            log: self.clone(),
+            session,
+            transport,
+            client,
+            tool: tool.to_owned(),
+            args: args.clone(),
+            facts,
+            started: Instant::now(),
+            done: false,
+        }
+    }
+}
+
+impl Pending {
+    /// Write nothing for this call (it is not over: the client retries it with the user's
+    /// answer, and the retry is recorded).
+    pub(crate) fn skip(&mut self) {
+        self.done = true;
+    }
+
+    /// Write the record: `error` is the failure's kind and message (`None`: a result that is
+    /// not an error); `bytes_out` the size of what was sent.
+    pub(crate) fn finish(
+        mut self,
+        error: Option<(&'static str, String, Outcome)>,
+        bytes_out: usize,
+    ) {
+        self.done = true;
+        let command = self.facts.command();
+        let (outcome, error) = match error {
+            Some((kind, message, outcome)) => (outcome, Some((kind, message))),
+            // A command that ran out of time is a result for execute_command, a timeout here.
+            None if command.as_ref().is_some_and(|c| c.timed_out) => (Outcome::Timeout, None),
+            None => (Outcome::Ok, None),
+        };
+        self.write(outcome, error, bytes_out, command);
+    }
+
+    fn write(
+        &self,
+        outcome: Outcome,
+        error: Option<(&'static str, String)>,
+        bytes_out: usize,
+        command: Option<CommandFacts>,
+    ) {
+        self.log.record(&Record {
+            session: &self.session,
+            transport: self.transport,
+            client: self.client.clone(),
+            tool: &self.tool,
+            args: &self.args,
+            outcome,
+            error,
+            duration: self.started.elapsed(),
+            bytes_out,
+            command,
+        });
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.done {
+            self.write(
+                Outcome::Cancelled,
+                Some((
+                    "cancelled",
+                    "the call ended before its result was sent".into(),
+                )),
+                0,
+                self.facts.command(),
+            );
+        }
+    }
+}
+
+/// The audit outcome of a tool error: a refusal is `denied`, or `declined` when the user said
+/// no; cancellation and time limits have their own.
+pub(crate) fn outcome_of(error: &ToolError, facts: &CallFacts) -> Outcome {
+    match error {
+        ToolError::PermissionDenied(_) if facts.declined() => Outcome::Declined,
+        ToolError::PermissionDenied(_) => Outcome::Denied,
+        ToolError::Cancelled(_) => Outcome::Cancelled,
+        ToolError::Timeout(_) => Outcome::Timeout,
+        _ => Outcome::Error,
+    }
+}
+
+/// The record as one JSON line, redacted.
+fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
+    let mut object = json!({
+        "ts": humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        "session": r.session,
+        "transport": r.transport,
+        "client": r.client,
+        "tool": r.tool,
+        "args": redact_arguments(r.args, secrets),
+        "outcome": r.outcome,
+        "duration_ms": u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
+        "bytes_out": r.bytes_out,
+    });
+    if let Some(map) = object.as_object_mut() {
+        if let Some((kind, message)) = &r.error {
+            map.insert(
+                "error".into(),
+                json!({"kind": kind, "message": scrub(message, secrets)}),
+            );
+        }
+        if let Some(command) = &r.command {
+            map.insert(
+                "argv".into(),
+                Value::Array(
+                    command
+                        .argv
+                        .iter()
+                        .map(|a| Value::String(scrub(a, secrets)))
+                        .collect(),
+                ),
+            );
+            map.insert("exit_code".into(), json!(command.exit_code));
+            map.insert("signal".into(), json!(command.signal));
+        }
+    }
+    let mut line = object.to_string();
+    line.push('\n');
+    line
+}
+
+/// Whether an argument or field name looks like it holds a secret.
+fn secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_NAME_PARTS.iter().any(|part| lower.contains(part))
+}
+
+/// The arguments with secrets replaced by [`REDACTED`].
+fn redact_arguments(args: &Map<String, Value>, secrets: &[Secret]) -> Value {
+    Value::Object(
+        args.iter()
+            .map(|(name, value)| {
+                let value = if ENV_ARGUMENTS.contains(&name.as_str()) {
+                    redact_all_values(value)
+                } else {
+                    redact(name, value, secrets)
+                };
+                (name.clone(), value)
+            })
+            .collect(),
+    )
+}
+
+fn redact(name: &str, value: &Value, secrets: &[Secret]) -> Value {
+    if secret_name(name) && !value.is_null() {
+        return Value::String(REDACTED.into());
+    }
+    match value {
+        Value::String(text) => Value::String(scrub(text, secrets)),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| redact(name, v, secrets)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), redact(k, v, secrets)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Every leaf value of an object replaced (keys kept): `env = {"A": "[redacted]"}`.
+fn redact_all_values(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.keys()
+                .map(|k| (k.clone(), Value::String(REDACTED.into())))
+                .collect(),
+        ),
+        Value::Null => Value::Null,
+        _ => Value::String(REDACTED.into()),
+    }
+}
+
+/// `text` with every configured secret replaced.
+fn scrub(text: &str, secrets: &[Secret]) -> String {
+    if secrets
+        .iter()
+        .any(|s| !s.expose().is_empty() && text.contains(s.expose()))
+    {
+        crate::secret::scrub(text, secrets).replace(crate::secret::MASK, REDACTED)
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Where records go.
+enum Sink {
+    Stderr,
+    File {
+        /// Opened on the first record (and again after a failure).
+        file: Option<File>,
+        size: u64,
+        path: PathBuf,
+        max_bytes: u64,
+        keep: u32,
+    },
+}
+
+/// Open `path` for appending, creating it 0600.
+fn open_append(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// The writer thread: one `write` per record, rotation by size, errors reported at most once
+/// a minute.
+fn write_loop(mut sink: Sink, records: &mpsc::Receiver<String>) {
+    let mut last_report: Option<Instant> = None;
+    for line in records {
+        if let Err(error) = sink.write(line.as_bytes())
+            && last_report.is_none_or(|t| t.elapsed() >= ERROR_REPORT_INTERVAL)
+        {
+            let target = match &sink {
+                Sink::Stderr => "stderr".to_owned(),
+                Sink::File { path, .. } => path.display().to_string(),
+            };
+            tracing::error!(%error, path = %target, "cannot write the audit log; records are being dropped (reported at most once a minute)");
+            last_report = Some(Instant::now());
+        }
+    }
+}
+
+impl Sink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Self::Stderr => {
+                let mut err = std::io::stderr().lock();
+                err.write_all(bytes)
+            }
+            Self::File {
+                file,
+                size,
+                path,
+                max_bytes,
+                keep,
+            } => {
+                if file.is_none() {
+                    let opened = open_append(path)?;
+                    *size = opened.metadata().map(|m| m.len()).unwrap_or(0);
+                    *file = Some(opened);
+                }
+                if *size > 0 && *size + bytes.len() as u64 > *max_bytes {
+                    *file = None;
+                    rotate(path, *keep)?;
+                    *file = Some(open_append(path)?);
+                    *size = 0;
+                }
+                let Some(open) = file.as_mut() else {
+                    return Err(std::io::Error::other("the audit log is not open"));
+                };
+                // One write call: with O_APPEND the record lands whole, after the last one.
+                if let Err(error) = open.write_all(bytes) {
+                    *file = None;
+                    return Err(error);
+                }
+                *size += bytes.len() as u64;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `log` → `log.1` → `log.2` …, dropping the oldest beyond `keep` (with `keep` 0 the log is
+/// just started afresh).
+fn rotate(path: &Path, keep: u32) -> std::io::Result<()> {
+    let numbered = |n: u32| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".{n}"));
+        PathBuf::from(name)
+    };
+    if keep == 0 {
+        return std::fs::remove_file(path);
+    }
+    let _ = std::fs::remove_file(numbered(keep));
+    for n in (1..keep).rev() {
+        let from = numbered(n);
+        if from.exists() {
+            std::fs::rename(&from, numbered(n + 1))?;
+        }
+    }
+    std::fs::rename(path, numbered(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn secrets_are_redacted_by_name_by_env_and_by_value() {
+        let secrets = vec![Secret::new("tok-123456789")];
+        let redacted = redact_arguments(
+            &args(json!({
+                "command": "curl",
+                "args": ["-H", "Authorization: Bearer tok-123456789"],
+                "env": {"GITHUB_TOKEN": "ghp_x", "LANG": "C"},
+                "api_key": "k",
+                "options": {"password": "p", "user": "me"},
+                "keys": null,
+            })),
+            &secrets,
+        );
+        assert_eq!(
+            redacted,
+            json!({
+                "command": "curl",
+                "args": ["-H", "Authorization: Bearer [redacted]"],
+                "env": {"GITHUB_TOKEN": "[redacted]", "LANG": "[redacted]"},
+                "api_key": "[redacted]",
+                "options": {"password": "[redacted]", "user": "me"},
+                "keys": null,
+            })
+        );
+    }
+
+    #[test]
+    fn a_record_is_one_json_line_with_the_fields() {
+        let a = args(json!({"path": "x"}));
+        let line = render(
+            &Record {
+                session: "s1",
+                transport: "stdio",
+                client: Some("client 1.0".into()),
+                tool: "execute_command",
+                args: &a,
+                outcome: Outcome::Error,
+                error: Some(("execution_failed", "boom".into())),
+                duration: Duration::from_millis(12),
+                bytes_out: 99,
+                command: Some(CommandFacts {
+                    argv: vec!["false".into()],
+                    exit_code: Some(1),
+                    signal: None,
+                    timed_out: false,
+                }),
+            },
+            &[],
+        );
+        assert!(line.ends_with('\n') && line.matches('\n').count() == 1);
+        let v: Value = serde_json::from_str(&line).unwrap_or_default();
+        assert_eq!(v["outcome"], json!("error"));
+        assert_eq!(
+            v["error"],
+            json!({"kind": "execution_failed", "message": "boom"})
+        );
+        assert_eq!(v["argv"], json!(["false"]));
+        assert_eq!(v["exit_code"], json!(1));
+        assert_eq!(v["duration_ms"], json!(12));
+        assert!(v["ts"].as_str().is_some_and(|t| t.ends_with('Z')));
+    }
+
+    #[test]
+    fn rotation_keeps_the_newest_files() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("audit.log");
+        let mut sink = Sink::File {
+            file: None,
+            size: 0,
+            path: path.clone(),
+            max_bytes: 10,
+            keep: 2,
+        };
+        for line in ["one\n", "two\n", "three\n", "four\n"] {
+            sink.write(line.as_bytes())
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        assert_eq!(read(&path), "four\n");
+        assert_eq!(read(&dir.path().join("audit.log.1")), "three\n");
+        assert_eq!(read(&dir.path().join("audit.log.2")), "one\ntwo\n");
+        assert!(!dir.path().join("audit.log.3").exists());
+    }
+}

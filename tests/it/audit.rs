@@ -1,0 +1,235 @@
+//! The audit log through the real binary: one JSON line per `tools/call` for every outcome,
+//! redaction, concurrent calls, and a log that cannot be written.
+
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+use rmcp::service::PeerRequestOptions;
+use serde_json::{Value, json};
+
+use crate::common::process::{eventually, pids};
+use crate::common::*;
+
+/// The audit records written so far.
+fn records(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// Wait until the log has `n` records (the writer is a background thread) and return them.
+async fn wait_for(log: &Path, n: usize) -> Vec<Value> {
+    eventually(&format!("{n} audit records"), || records(log).len() >= n).await;
+    records(log)
+}
+
+/// A server for `root` auditing to `root/audit.log`, with `toml` as its config.
+async fn audited(root: &Path, toml: &str, client: TestClient) -> (Client, PathBuf) {
+    let log = root.join("audit.log");
+    let config = config_file(root, toml);
+    let client = connect_with(
+        root,
+        &[
+            "--audit-log",
+            log.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        client,
+    )
+    .await;
+    (client, log)
+}
+
+#[tokio::test]
+async fn every_outcome_is_one_record_with_its_fields() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("a.txt"), "hello\n").unwrap();
+    let toml = "[exec]\ndeny = [\"git push\"]\nallow_shells = true\n";
+    let (client, log) = audited(&root, toml, TestClient::confirming(false)).await;
+
+    call(&client, "read_file", json!({"path": "a.txt"})).await;
+    call(&client, "read_file", json!({"path": "missing.txt"})).await;
+    call(
+        &client,
+        "execute_command",
+        json!({"command": "git", "args": ["push"]}),
+    )
+    .await;
+    call(
+        &client,
+        "execute_command",
+        json!({"command": "rm", "args": ["-r", "a.txt"]}),
+    )
+    .await;
+    call(
+        &client,
+        "execute_command",
+        json!({"command": "sleep", "args": ["5"], "timeout": 1}),
+    )
+    .await;
+    call(&client, "execute_command", json!({"command": "false"})).await;
+
+    let all = wait_for(&log, 6).await;
+    let summary: Vec<Value> = all
+        .iter()
+        .map(|r| pick(r, &["tool", "outcome", "exit_code"]))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            json!({"tool": "read_file", "outcome": "ok"}),
+            json!({"tool": "read_file", "outcome": "error"}),
+            json!({"tool": "execute_command", "outcome": "denied", "exit_code": null}),
+            json!({"tool": "execute_command", "outcome": "declined"}),
+            json!({"tool": "execute_command", "outcome": "timeout", "exit_code": null}),
+            json!({"tool": "execute_command", "outcome": "ok", "exit_code": 1}),
+        ]
+    );
+    assert!(all.iter().all(|r| r["transport"] == json!("stdio")));
+    let first = &all[0];
+    assert_eq!(first["args"], json!({"path": "a.txt"}));
+    assert_eq!(first["client"], json!("toolport-tests 0.0.1"));
+    assert!(first["bytes_out"].as_u64().unwrap() > 10, "{first}");
+    assert!(first["duration_ms"].is_u64());
+    assert!(first["ts"].as_str().unwrap().ends_with('Z'));
+    let session = first["session"].as_str().unwrap();
+    assert!(session.len() >= 8);
+    assert!(
+        all.iter().all(|r| r["session"] == json!(session)),
+        "one session"
+    );
+    assert_eq!(all[1]["error"]["kind"], json!("not_found"));
+    assert_eq!(all[2]["argv"], json!(["git", "push"]));
+    assert!(
+        all[2]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("policy denies")
+    );
+    assert!(root.join("a.txt").exists(), "the declined rm did not run");
+    assert_eq!(all[4]["argv"], json!(["sleep", "5"]));
+    assert_eq!(all[5]["argv"], json!(["false"]));
+
+    // A cancelled call is recorded as cancelled.
+    let pidfile = root.join("pid");
+    let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let params = CallToolRequestParams::new("execute_command").with_arguments(
+        json!({"command": "sh", "args": ["-c", script]})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let handle = within(client.peer().send_cancellable_request(
+        ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+        PeerRequestOptions::no_options(),
+    ))
+    .await
+    .unwrap();
+    eventually("the command started", || !pids(&pidfile).is_empty()).await;
+    within(handle.cancel(Some("test".into()))).await.unwrap();
+    let all = wait_for(&log, 7).await;
+    assert_eq!(all[6]["outcome"], json!("cancelled"), "{}", all[6]);
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the audit log is private");
+    }
+}
+
+#[tokio::test]
+async fn secrets_never_reach_the_audit_log() {
+    let (_d, root) = tempdir();
+    let (client, log) = audited(&root, "", TestClient::default()).await;
+    call(
+        &client,
+        "execute_command",
+        json!({"command": "echo", "args": ["hi"], "env": {"DB_PASSWORD": "hunter2-planted"}}),
+    )
+    .await;
+    // An argument named like a secret (refused by the schema, audited all the same).
+    call(
+        &client,
+        "read_file",
+        json!({"path": "x", "api_key": "sk-planted-key"}),
+    )
+    .await;
+    let all = wait_for(&log, 2).await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("hunter2-planted"), "{text}");
+    assert!(!text.contains("sk-planted-key"), "{text}");
+    assert_eq!(all[0]["args"]["env"], json!({"DB_PASSWORD": "[redacted]"}));
+    assert_eq!(all[1]["args"]["api_key"], json!("[redacted]"));
+}
+
+#[tokio::test]
+async fn the_http_token_never_reaches_the_audit_log() {
+    use crate::common::http::{TOKEN, mcp_client, start};
+    let (_d, root) = tempdir();
+    let log = root.join("audit.log");
+    let server = start(&root, &["--audit-log", log.to_str().unwrap()], Some(TOKEN)).await;
+    let client = mcp_client(&server, TOKEN, TestClient::default()).await;
+    let result = call(
+        &client,
+        "execute_command",
+        json!({"command": "echo", "args": [format!("token={TOKEN}")]}),
+    )
+    .await;
+    assert_eq!(ok(&result)["stdout"], json!(format!("token={TOKEN}\n")));
+    let all = wait_for(&log, 1).await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(TOKEN), "{text}");
+    assert_eq!(all[0]["transport"], json!("http"));
+    assert_eq!(all[0]["argv"], json!(["echo", "token=[redacted]"]));
+}
+
+#[tokio::test]
+async fn concurrent_calls_give_whole_lines() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("a.txt"), "x".repeat(3000)).unwrap();
+    let (client, log) = audited(&root, "", TestClient::default()).await;
+    let client = std::sync::Arc::new(client);
+    let calls: Vec<_> = (0..100)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                call(
+                    &client,
+                    "read_file",
+                    json!({"path": "a.txt", "tail": i % 3 + 1}),
+                )
+                .await
+            })
+        })
+        .collect();
+    for c in calls {
+        within(c).await.unwrap();
+    }
+    let all = wait_for(&log, 100).await;
+    assert_eq!(all.len(), 100);
+    let failed: Vec<&Value> = all.iter().filter(|r| r["outcome"] != json!("ok")).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}
+
+#[tokio::test]
+async fn an_unwritable_audit_log_does_not_fail_calls() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("a.txt"), "hello\n").unwrap();
+    let log = root.join("no-such-folder").join("audit.log");
+    let client = connect_with(
+        &root,
+        &["--audit-log", log.to_str().unwrap()],
+        TestClient::default(),
+    )
+    .await;
+    for _ in 0..3 {
+        let result = call(&client, "read_file", json!({"path": "a.txt"})).await;
+        assert_eq!(ok(&result)["content"], json!("hello\n"));
+    }
+    assert!(!log.exists());
+}
