@@ -20,7 +20,6 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
@@ -29,12 +28,18 @@ use rmcp::model::{
     ProgressNotificationParam, ProgressToken, Prompt, PromptMessage, ProtocolVersion, Role,
     ServerCapabilities, ServerConfig, Tool,
 };
+use rmcp::model::{
+    ListResourcesResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, SubscriptionFilter,
+};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::observe::audit::{AuditLog, Outcome, outcome_of};
+use crate::observe::metrics::{self, Metrics, SessionOpen};
+use crate::observe::{Call, Failure};
 use crate::registry::{ExecuteError, LiveRegistry};
 use crate::secret::random_token;
 use crate::tool::{ConfirmFallback, Confirmation, Confirmer, ProgressSink, ToolContext};
@@ -50,6 +55,22 @@ const CONFIRM_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The key of the confirmation question in a 2026-07-28 `InputRequiredResult`.
 const CONFIRM_KEY: &str = "confirm";
+
+/// The OpenTelemetry `error.type` of an `isError` result.
+const TOOL_ERROR: &str = "tool_error";
+
+/// The failure record of a call to a tool that does not exist (a JSON-RPC error).
+fn unknown_tool(error: &McpError) -> Failure {
+    Failure {
+        kind: "unknown_tool",
+        message: error.message.to_string(),
+        outcome: Outcome::Error,
+        error_type: INVALID_PARAMS_CODE,
+    }
+}
+
+/// JSON-RPC's "invalid params" code as the `error.type` of an unknown tool.
+const INVALID_PARAMS_CODE: &str = "-32602";
 
 /// Random bytes in a session id (hex in the audit log): unique enough to tell sessions apart.
 const SESSION_ID_BYTES: usize = 8;
@@ -69,6 +90,8 @@ pub struct Shared {
     pub workspace: Arc<Workspace>,
     /// Where every call is recorded, when the operator asked for it (`--audit-log`).
     pub audit: Option<Arc<AuditLog>>,
+    /// Counters, gauges and the duration histogram (`/metrics`, `toolport://metrics`).
+    pub metrics: Arc<Metrics>,
 }
 
 /// The handler for one MCP session.
@@ -90,6 +113,8 @@ pub struct ToolportServer {
     session_id: Arc<str>,
     /// `stdio`, `http`, `http-stateless` or `sse`, for the audit log.
     transport: &'static str,
+    /// Counts this session in the metrics from `initialized` until its last handle drops.
+    session_open: Arc<std::sync::OnceLock<SessionOpen>>,
 }
 
 impl ToolportServer {
@@ -108,6 +133,7 @@ impl ToolportServer {
                 random_token(SESSION_ID_BYTES).unwrap_or_else(|_| "unknown".to_owned()),
             ),
             transport: "stdio",
+            session_open: Arc::default(),
         }
     }
 
@@ -352,6 +378,7 @@ impl ServerHandler for ToolportServer {
                 .enable_tool_list_changed()
                 .enable_prompts()
                 .enable_prompts_list_changed()
+                .enable_resources()
                 .build(),
         )
         .with_server_info(
@@ -361,6 +388,9 @@ impl ServerHandler for ToolportServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let _ = self
+            .session_open
+            .set(self.shared.metrics.session_opened(self.transport));
         self.forward_list_changes(context.peer.clone());
         self.ensure_roots(&context.peer).await;
     }
@@ -431,13 +461,12 @@ impl ServerHandler for ToolportServer {
                 facts.clone(),
             )
         });
+        let call = Call::begin(&self.shared.metrics, audit, &name, facts.clone());
         // Checked before waiting for the client's roots: an unknown tool is answered at once.
         if registry.get(&name).is_none() {
-            let message = registry.unknown(&name).to_string();
-            if let Some(audit) = audit {
-                audit.finish(Some(("unknown_tool", message.clone(), Outcome::Error)), 0);
-            }
-            return Err(McpError::invalid_params(message, None));
+            let error = McpError::invalid_params(registry.unknown(&name).to_string(), None);
+            call.finish(Some(unknown_tool(&error)), 0);
+            return Err(error);
         }
         self.ensure_roots(&context.peer).await;
         drop(self.refreshing.lock().await);
@@ -478,17 +507,18 @@ impl ServerHandler for ToolportServer {
                 result
             }
             Err(ExecuteError::Tool(error)) => {
-                failure = Some((error.kind(), error.to_string(), outcome_of(&error, &facts)));
+                failure = Some(Failure {
+                    kind: error.kind(),
+                    message: error.to_string(),
+                    outcome: outcome_of(&error, &facts),
+                    error_type: TOOL_ERROR,
+                });
                 CallToolResult::error(vec![ContentBlock::text(error.to_string())])
             }
             Err(unknown @ ExecuteError::UnknownTool { .. }) => {
-                if let Some(audit) = audit {
-                    audit.finish(
-                        Some(("unknown_tool", unknown.to_string(), Outcome::Error)),
-                        0,
-                    );
-                }
-                return Err(McpError::invalid_params(unknown.to_string(), None));
+                let error = McpError::invalid_params(unknown.to_string(), None);
+                call.finish(Some(unknown_tool(&error)), 0);
+                return Err(error);
             }
             Err(ExecuteError::ConfirmationRequired { description }) => {
                 let params = confirm_params(&description)
@@ -500,18 +530,57 @@ impl ServerHandler for ToolportServer {
                 );
                 // No request state: the retry carries the whole call again plus the answer,
                 // and nothing the client sends back is trusted beyond that answer. The retry
-                // is what gets audited.
-                if let Some(mut audit) = audit {
-                    audit.skip();
-                }
+                // is what gets recorded.
+                call.skip();
                 return Ok(InputRequiredResult::new(Some(requests), None).into());
             }
         };
-        if let Some(audit) = audit {
-            let bytes_out = serde_json::to_vec(&result).map_or(0, |b| b.len());
-            audit.finish(failure, bytes_out);
-        }
+        let bytes_out = if call.wants_size() {
+            serde_json::to_vec(&result).map_or(0, |b| b.len())
+        } else {
+            0
+        };
+        call.finish(failure, bytes_out);
         Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(metrics::RESOURCE_URI, "metrics")
+                .with_title("toolport metrics")
+                .with_description(
+                    "Calls by tool and outcome, call durations, sessions, calls in flight and commands running, as JSON (the same samples as /metrics over HTTP)",
+                )
+                .with_mime_type("application/json"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri != metrics::RESOURCE_URI {
+            return Err(McpError::resource_not_found(
+                format!(
+                    "unknown resource {:?}; the only resource is {}",
+                    request.uri,
+                    metrics::RESOURCE_URI
+                ),
+                None,
+            ));
+        }
+        let json = self.shared.metrics.render_json();
+        let text = serde_json::to_string_pretty(&json)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        Ok(
+            ReadResourceResult::new(vec![ResourceContents::text(text, metrics::RESOURCE_URI)])
+                .into(),
+        )
     }
 
     async fn list_prompts(

@@ -271,26 +271,20 @@ impl AuditLog {
 impl Pending {
     /// Write nothing for this call (it is not over: the client retries it with the user's
     /// answer, and the retry is recorded).
-    pub(crate) fn skip(&mut self) {
+    pub(crate) fn skip(mut self) {
         self.done = true;
     }
 
-    /// Write the record: `error` is the failure's kind and message (`None`: a result that is
-    /// not an error); `bytes_out` the size of what was sent.
+    /// Write the record with the call's final outcome, the failure's kind and message (when
+    /// not ok) and the size of what was sent.
     pub(crate) fn finish(
         mut self,
-        error: Option<(&'static str, String, Outcome)>,
+        outcome: Outcome,
+        error: Option<(&'static str, String)>,
         bytes_out: usize,
     ) {
         self.done = true;
-        let command = self.facts.command();
-        let (outcome, error) = match error {
-            Some((kind, message, outcome)) => (outcome, Some((kind, message))),
-            // A command that ran out of time is a result for execute_command, a timeout here.
-            None if command.as_ref().is_some_and(|c| c.timed_out) => (Outcome::Timeout, None),
-            None => (Outcome::Ok, None),
-        };
-        self.write(outcome, error, bytes_out, command);
+        self.write(outcome, error, bytes_out, self.facts.command());
     }
 
     fn write(
@@ -327,6 +321,20 @@ impl Drop for Pending {
                 0,
                 self.facts.command(),
             );
+        }
+    }
+}
+
+impl Outcome {
+    /// The name, as in the audit log and the metrics' `outcome` label.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Denied => "denied",
+            Self::Declined => "declined",
+            Self::Cancelled => "cancelled",
+            Self::Timeout => "timeout",
         }
     }
 }

@@ -1,6 +1,112 @@
-//! Seeing and bounding what tools do: the audit log ([`audit`]), written for every
-//! `tools/call` by the server when the call ends, from the result and the call's
-//! [`crate::tool::CallFacts`] (the argv a command ran, whether the user declined), which the
-//! executor and the registry fill in. (Metrics, traces and budgets belong here too: issue 12.)
+//! Seeing and bounding what tools do: the audit log ([`audit`]) and the metrics
+//! ([`metrics`]), both fed by one [`Call`] per `tools/call`, which the server opens before
+//! anything else and finishes with the outcome (a call dropped before it ends counts as
+//! cancelled). What a call did beyond its result (the argv a command ran, whether the user
+//! declined) comes from the call's [`CallFacts`], which the executor and the registry fill in.
+//! (Traces and budgets belong here too: issue 12.)
 
 pub mod audit;
+pub mod metrics;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use audit::{Outcome, Pending};
+use metrics::{InFlight, Metrics};
+
+use crate::tool::CallFacts;
+
+/// Why a call failed, for the audit log and the metrics.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    /// The error's kind (`not_found`, `unknown_tool` …).
+    pub(crate) kind: &'static str,
+    /// Its message.
+    pub(crate) message: String,
+    /// The audit outcome.
+    pub(crate) outcome: Outcome,
+    /// The OpenTelemetry `error.type`: `tool_error` for an `isError` result, the JSON-RPC
+    /// error code for a protocol error.
+    pub(crate) error_type: &'static str,
+}
+
+/// One `tools/call` being observed.
+pub(crate) struct Call {
+    metrics: Arc<Metrics>,
+    _in_flight: InFlight,
+    tool: String,
+    started: Instant,
+    facts: Arc<CallFacts>,
+    audit: Option<Pending>,
+    done: bool,
+}
+
+impl Call {
+    /// A call to `tool` starts now.
+    pub(crate) fn begin(
+        metrics: &Arc<Metrics>,
+        audit: Option<Pending>,
+        tool: &str,
+        facts: Arc<CallFacts>,
+    ) -> Self {
+        Self {
+            metrics: metrics.clone(),
+            _in_flight: metrics.call_started(),
+            tool: tool.to_owned(),
+            started: Instant::now(),
+            facts,
+            audit,
+            done: false,
+        }
+    }
+
+    /// Whether the audit log wants `bytes_out` (computing it serializes the result).
+    pub(crate) fn wants_size(&self) -> bool {
+        self.audit.is_some()
+    }
+
+    /// The call ended: `failure` when it did not succeed; `bytes_out` is the size of what was
+    /// sent (0 when nobody asked for it).
+    pub(crate) fn finish(mut self, failure: Option<Failure>, bytes_out: usize) {
+        self.done = true;
+        let (outcome, error, error_type) = match failure {
+            Some(f) => (f.outcome, Some((f.kind, f.message)), Some(f.error_type)),
+            // A command that ran out of time is a result for execute_command, a timeout here.
+            None if self.facts.command().is_some_and(|c| c.timed_out) => {
+                (Outcome::Timeout, None, None)
+            }
+            None => (Outcome::Ok, None, None),
+        };
+        self.metrics.record_call(
+            &self.tool,
+            outcome.as_str(),
+            error_type,
+            self.started.elapsed(),
+        );
+        if let Some(audit) = self.audit.take() {
+            audit.finish(outcome, error, bytes_out);
+        }
+    }
+
+    /// The call is not over (the client retries it with the user's answer): record nothing.
+    pub(crate) fn skip(mut self) {
+        self.done = true;
+        if let Some(audit) = self.audit.take() {
+            audit.skip();
+        }
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if !self.done {
+            // The audit record writes itself as cancelled when dropped.
+            self.metrics.record_call(
+                &self.tool,
+                Outcome::Cancelled.as_str(),
+                Some("cancelled"),
+                self.started.elapsed(),
+            );
+        }
+    }
+}

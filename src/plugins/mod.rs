@@ -146,6 +146,11 @@ impl Catalog {
         Ok(())
     }
 
+    /// The gauge of commands running (the shared executor's), for the metrics.
+    pub(crate) fn commands_running(&self) -> prometheus_client::metrics::gauge::Gauge {
+        self.executor.running()
+    }
+
     /// The plugin directories, in reading order.
     pub(crate) fn dirs(&self) -> &[PathBuf] {
         &self.dirs

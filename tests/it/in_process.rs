@@ -81,6 +81,7 @@ fn serve(
         workspace: Arc::new(Workspace::new(std::slice::from_ref(&root), &[]).unwrap()),
         confirm_fallback: ConfirmFallback::Deny,
         audit: None,
+        metrics: toolport::observe::metrics::Metrics::standalone(),
     });
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);

@@ -28,6 +28,8 @@ mod in_process;
 mod mcp_config;
 // Plugin tools: manifests, templates, policy, registration, live reload, the examples.
 mod plugins;
+// Metrics: the toolport://metrics resource and /metrics move with calls.
+mod metrics;
 // The MCP surface over stdio: initialize, tools/list, prompts, JSON-RPC errors, the wire.
 mod protocol;
 // The README's tool reference matches the registry (`UPDATE_README=1` rewrites it).

@@ -93,6 +93,8 @@ pub(crate) struct Executor {
     settings: ExecSettings,
     policy: Policy,
     slots: Arc<Semaphore>,
+    /// Commands running now (a metric; `observe::metrics` registers it).
+    running: prometheus_client::metrics::gauge::Gauge,
     /// `None` without a sandbox; `Some(Ok(spec))` when Landlock can enforce it;
     /// `Some(Err(why))` when it was asked for and cannot be (every call is refused).
     sandbox: Option<Result<SandboxSpec, String>>,
@@ -148,8 +150,14 @@ impl Executor {
             settings: settings.clone(),
             policy,
             slots: Arc::new(Semaphore::new(e.max_concurrent)),
+            running: prometheus_client::metrics::gauge::Gauge::default(),
             sandbox,
         })
+    }
+
+    /// The gauge of commands running now (shared: it moves as commands start and end).
+    pub(crate) fn running(&self) -> prometheus_client::metrics::gauge::Gauge {
+        self.running.clone()
     }
 
     /// The operator's exec settings.
@@ -195,6 +203,7 @@ impl Executor {
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled("cancelled while waiting for a free command slot".into())),
         };
         let Plan { spec, report } = plan;
+        let _running = Running::start(&self.running);
         let outcome = process::run(spec, &ctx.cancel, ctx.progress.as_ref()).await;
         report.finish(outcome)
     }
@@ -216,6 +225,22 @@ impl Executor {
             })
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// One command counted as running until this is dropped (also when the call is dropped).
+struct Running(prometheus_client::metrics::gauge::Gauge);
+
+impl Running {
+    fn start(gauge: &prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::middleware;
 use axum::routing::get;
 use axum::serve::ListenerExt;
@@ -67,6 +67,9 @@ pub enum HttpError {
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
 }
+
+/// The media type of the `prometheus-client` text exposition (Prometheus scrapes it).
+const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 async fn healthz() -> &'static str {
     "ok"
@@ -169,6 +172,7 @@ pub(crate) fn router(
     // One cap for both transports.
     let slots = SessionSlots::new(settings.max_sessions);
     let mcp = streamable::routes(shared.clone(), settings, slots.clone(), &stop);
+    let metrics = shared.metrics.clone();
     let legacy = sse::routes(sse::SseState {
         shared,
         sessions: Arc::default(),
@@ -181,6 +185,13 @@ pub(crate) fn router(
     Router::new()
         .merge(mcp)
         .merge(legacy)
+        .route(
+            "/metrics",
+            get(move || {
+                let text = metrics.render_text();
+                async move { ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], text) }
+            }),
+        )
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(settings.max_body_bytes))
         .layer(middleware::from_fn_with_state(gate, gate::gate))
