@@ -90,7 +90,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         workspace: Arc::new(workspace),
         confirm_fallback: config.exec.confirm,
         audit: observe::audit::AuditLog::open(&config.audit, secrets),
-        metrics: observe::metrics::Metrics::new(catalog.commands_running()),
+        metrics: observe::metrics::Metrics::new(catalog.commands_running(), catalog.web_requests()),
     };
     Ok((shared, Arc::new(catalog)))
 }

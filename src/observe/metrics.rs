@@ -51,8 +51,9 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
-    /// The metrics, with `commands_running` (the executor's gauge) registered too.
-    pub(crate) fn new(commands_running: Gauge) -> Arc<Self> {
+    /// The metrics, with the tools' own registered too: `commands_running` (the executor's
+    /// gauge) and `web_requests` (`web_search`'s requests by provider and outcome).
+    pub(crate) fn new(commands_running: Gauge, web_requests: Family<Labels, Counter>) -> Arc<Self> {
         let mut registry = Registry::default();
         let duration = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(
             duration_histogram as fn() -> Histogram,
@@ -86,6 +87,11 @@ impl Metrics {
             "commands (execute_command, plugin tools) running now",
             commands_running,
         );
+        registry.register(
+            "toolport_web_requests",
+            "web_search provider requests by provider and outcome (ok, timeout, rate_limited, refused, blocked, empty, network, parse, too_large, status)",
+            web_requests,
+        );
         Arc::new(Self {
             registry,
             duration,
@@ -98,7 +104,7 @@ impl Metrics {
     /// Metrics with a commands-running gauge of their own (for a server assembled by hand,
     /// as the in-process tests do; `toolport::build` wires the executor's).
     pub fn standalone() -> Arc<Self> {
-        Self::new(Gauge::default())
+        Self::new(Gauge::default(), Family::default())
     }
 
     /// Record a finished `tools/call`: its duration (with `error_type` when it failed:
@@ -225,7 +231,7 @@ mod tests {
 
     #[test]
     fn calls_move_the_histogram_and_the_counters() {
-        let metrics = Metrics::new(Gauge::default());
+        let metrics = Metrics::standalone();
         {
             let _flight = metrics.call_started();
             metrics.record_call("read_file", "ok", None, Duration::from_millis(3));

@@ -41,6 +41,7 @@ pub(crate) struct Catalog {
     /// The built-in tools, unfiltered, in listing order.
     builtins: ToolRegistry,
     executor: Arc<Executor>,
+    web_requests: crate::tools::web::RequestCounter,
     dirs: Vec<PathBuf>,
     selection: ToolSelection,
     limits: manifest::Limits,
@@ -113,6 +114,7 @@ impl Catalog {
         Ok(Self {
             builtins: registry,
             executor: builtins.executor,
+            web_requests: builtins.web_requests,
             missing: std::sync::Mutex::new(dirs.clone()),
             dirs,
             selection,
@@ -149,6 +151,11 @@ impl Catalog {
     /// The gauge of commands running (the shared executor's), for the metrics.
     pub(crate) fn commands_running(&self) -> prometheus_client::metrics::gauge::Gauge {
         self.executor.running()
+    }
+
+    /// `web_search`'s provider request counter, for the metrics.
+    pub(crate) fn web_requests(&self) -> crate::tools::web::RequestCounter {
+        self.web_requests.clone()
     }
 
     /// The plugin directories, in reading order.

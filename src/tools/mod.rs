@@ -36,6 +36,8 @@ pub(crate) struct Builtins {
     pub(crate) tools: Vec<Arc<dyn AiTool>>,
     /// The one executor (policy, slots, sandbox) of every tool that runs a command.
     pub(crate) executor: Arc<exec::Executor>,
+    /// `web_search`'s provider requests by provider and outcome (a metric).
+    pub(crate) web_requests: web::RequestCounter,
 }
 
 /// Build every built-in tool from its settings.
@@ -46,15 +48,17 @@ pub(crate) fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, S
             reason,
         },
     )?);
+    let web_requests = web::RequestCounter::default();
     Ok(Builtins {
         tools: vec![
             typed(fs::ReadFile::new(settings.fs)),
             typed(fs::ListDirectory::new(settings.fs)),
             typed(fs::PathInfo),
             typed(exec::ExecuteCommand::new(executor.clone())),
-            typed(web::WebSearch::new(settings.web)),
+            typed(web::WebSearch::new(settings.web, web_requests.clone())),
         ],
         executor,
+        web_requests,
     })
 }
 

@@ -826,6 +826,31 @@ async fn mcp_web_search_happy_path() {
         "{}",
         text(&result)
     );
+
+    // The provider request is counted in the metrics.
+    let metrics = within(
+        client.read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "toolport://metrics",
+        )),
+    )
+    .await
+    .unwrap();
+    let rmcp::model::ResourceContents::TextResourceContents { text: body, .. } =
+        &metrics.contents[0]
+    else {
+        panic!("the metrics resource is text");
+    };
+    let metrics: Value = serde_json::from_str(body).unwrap();
+    assert!(
+        metrics["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "toolport_web_requests_total"
+                && m["labels"] == json!({"provider": "duckduckgo", "outcome": "ok"})
+                && m["value"] == json!(1.0)),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

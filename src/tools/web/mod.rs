@@ -36,6 +36,8 @@ pub(crate) mod settings;
 pub(crate) mod tavily;
 pub(crate) mod throttle;
 
+pub(crate) use provider::RequestCounter;
+
 use provider::{Failure, FailureKind, Hit, Query, SearchProvider, collapse_whitespace};
 use settings::{ProviderId, WebSettings};
 use throttle::Throttle;
@@ -166,6 +168,8 @@ pub(crate) struct WebSearch {
     cache: cache::Cache<Answer>,
     secrets: Vec<Secret>,
     call_timeout: Duration,
+    /// Provider requests by provider and outcome (a metric).
+    requests: provider::RequestCounter,
 }
 
 impl std::fmt::Debug for WebSearch {
@@ -198,7 +202,7 @@ fn build_provider(settings: &WebSettings, id: ProviderId) -> Option<Box<dyn Sear
 impl WebSearch {
     /// The tool with the `[web]` settings (already validated: every listed provider has what
     /// it needs).
-    pub(crate) fn new(settings: &WebSettings) -> Self {
+    pub(crate) fn new(settings: &WebSettings, requests: provider::RequestCounter) -> Self {
         let backends = settings
             .providers
             .iter()
@@ -216,7 +220,18 @@ impl WebSearch {
             cache: cache::Cache::new(settings.cache_ttl_secs, settings.cache_max_entries),
             secrets: settings.secrets(),
             call_timeout: settings.call_timeout_ms,
+            requests,
         }
+    }
+
+    /// Count one provider request.
+    fn count(&self, provider: &str, outcome: &str) {
+        self.requests
+            .get_or_create(&vec![
+                ("provider".to_owned(), provider.to_owned()),
+                ("outcome".to_owned(), outcome.to_owned()),
+            ])
+            .inc();
     }
 
     /// `text` with every configured key replaced by a mask: a last line of defence should a
@@ -247,6 +262,7 @@ impl WebSearch {
                 outcome = tokio::time::timeout_at(deadline, attempt) => outcome,
             };
             let Ok(outcome) = outcome else {
+                self.count(id.as_str(), FailureKind::Timeout.as_str());
                 failures.push(Failure::new(
                     id,
                     FailureKind::Timeout,
@@ -268,6 +284,7 @@ impl WebSearch {
             };
             match outcome {
                 Ok(hits) => {
+                    self.count(id.as_str(), "ok");
                     let answer = Answer {
                         provider: backend.provider.id(),
                         hits: Arc::new(hits),
@@ -276,6 +293,7 @@ impl WebSearch {
                     return Ok(output(query.text, &answer, false, &failures));
                 }
                 Err(mut failure) => {
+                    self.count(id.as_str(), failure.kind.as_str());
                     failure.message = self.scrub(&failure.message);
                     tracing::warn!(
                         provider = failure.provider.as_str(),

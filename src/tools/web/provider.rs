@@ -23,6 +23,13 @@ pub(crate) struct Hit {
     pub published: Option<String>,
 }
 
+/// Per provider and outcome (`ok` or a [`FailureKind`]'s name): the web requests counter
+/// the metrics expose as `toolport_web_requests_total`.
+pub(crate) type RequestCounter = prometheus_client::metrics::family::Family<
+    Vec<(String, String)>,
+    prometheus_client::metrics::counter::Counter,
+>;
+
 /// Why a provider gave no usable results. Every kind leads to failover.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FailureKind {
@@ -44,6 +51,23 @@ pub(crate) enum FailureKind {
     TooLarge,
     /// Any other unsuccessful HTTP status.
     Status,
+}
+
+impl FailureKind {
+    /// The name, as in the metrics' `outcome` label.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Network => "network",
+            Self::Timeout => "timeout",
+            Self::RateLimited => "rate_limited",
+            Self::Refused => "refused",
+            Self::Blocked => "blocked",
+            Self::Empty => "empty",
+            Self::Parse => "parse",
+            Self::TooLarge => "too_large",
+            Self::Status => "status",
+        }
+    }
 }
 
 /// A provider's failure: its kind, and a message naming the provider and what to do.
