@@ -12,6 +12,7 @@ exits non-zero with a clear message when the result is not what toolport must an
   e2e_check.py tools-list-plugins OUT.json            tools/list has the built-ins and the example plugin tools
   e2e_check.py plugin-text  OUT.json TEXT             a text plugin tool succeeded and its text contains TEXT
   e2e_check.py plugin-json  OUT.json                  system_info succeeded with structuredContent (uptime, memory)
+  e2e_check.py metrics-resource OUT.json              resources/read toolport://metrics gave JSON samples
 """
 
 import json
@@ -140,6 +141,24 @@ def plugin_json(out: str) -> None:
     print(f"ok: system_info -> uptime {sc['uptime_seconds']} s, {memory['total_bytes']} bytes of memory")
 
 
+def metrics_resource(out: str) -> None:
+    result = load_result(out)
+    contents = result.get("contents")
+    if not isinstance(contents, list) or not contents or not isinstance(contents[0], dict):
+        fail(f"resources/read returned no contents: {json.dumps(result)[:500]}")
+    try:
+        doc = json.loads(contents[0].get("text", ""))
+    except json.JSONDecodeError as e:
+        fail(f"the metrics resource is not JSON ({e}): {json.dumps(result)[:500]}")
+    samples = doc.get("metrics") if isinstance(doc, dict) else None
+    if not isinstance(samples, list):
+        fail(f"the metrics resource has no 'metrics' array: {json.dumps(doc)[:500]}")
+    names = sorted({s.get("name") for s in samples if isinstance(s, dict)})
+    if "toolport_calls_in_flight" not in names:
+        fail(f"the metrics resource lacks toolport_calls_in_flight; it has {names}")
+    print(f"ok: toolport://metrics -> {len(samples)} samples")
+
+
 def main(argv: list[str]) -> None:
     checks = {
         "tools-list": (tools_list, 1),
@@ -150,6 +169,7 @@ def main(argv: list[str]) -> None:
         "tools-list-plugins": (tools_list_plugins, 1),
         "plugin-text": (plugin_text, 2),
         "plugin-json": (plugin_json, 1),
+        "metrics-resource": (metrics_resource, 1),
     }
     if len(argv) < 2 or argv[1] not in checks or len(argv) - 2 != checks[argv[1]][1]:
         fail(f"usage: see the docstring of {argv[0]}; got {argv[1:]}")
