@@ -69,6 +69,9 @@ fn unknown_tool(error: &McpError) -> Failure {
     }
 }
 
+/// The metrics' tool label for a call to a tool that does not exist.
+const UNKNOWN_TOOL_LABEL: &str = "(unknown)";
+
 /// JSON-RPC's "invalid params" code as the `error.type` of an unknown tool.
 const INVALID_PARAMS_CODE: &str = "-32602";
 
@@ -461,9 +464,17 @@ impl ServerHandler for ToolportServer {
                 facts.clone(),
             )
         });
-        let call = Call::begin(&self.shared.metrics, audit, &name, facts.clone());
+        let known = registry.get(&name).is_some();
+        // Metrics label an unknown tool with one name: a client calling random names must
+        // not create a label set per name.
+        let label = if known {
+            name.as_str()
+        } else {
+            UNKNOWN_TOOL_LABEL
+        };
+        let call = Call::begin(&self.shared.metrics, audit, label, facts.clone());
         // Checked before waiting for the client's roots: an unknown tool is answered at once.
-        if registry.get(&name).is_none() {
+        if !known {
             let error = McpError::invalid_params(registry.unknown(&name).to_string(), None);
             call.finish(Some(unknown_tool(&error)), 0);
             return Err(error);

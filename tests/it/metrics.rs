@@ -51,6 +51,15 @@ async fn the_metrics_resource_moves_with_calls_over_stdio() {
     call(&client, "read_file", json!({"path": "a.txt"})).await;
     call(&client, "read_file", json!({"path": "a.txt"})).await;
     call(&client, "read_file", json!({"path": "missing.txt"})).await;
+    // A call to a tool that does not exist: a protocol error, counted under one label.
+    let unknown = within(
+        client.call_tool(
+            rmcp::model::CallToolRequestParams::new("no_such_tool_x1")
+                .with_arguments(Default::default()),
+        ),
+    )
+    .await;
+    assert!(unknown.is_err());
 
     let after = read_metrics(&client).await;
     assert_eq!(
@@ -97,6 +106,15 @@ async fn the_metrics_resource_moves_with_calls_over_stdio() {
         ),
         Some(1.0)
     );
+    assert_eq!(
+        sample(
+            &after,
+            "toolport_tool_calls_total",
+            &json!({"tool": "(unknown)", "outcome": "error"})
+        ),
+        Some(1.0)
+    );
+    assert!(!after.to_string().contains("no_such_tool_x1"));
     assert_eq!(
         sample(&after, "toolport_calls_in_flight", &json!({})),
         Some(0.0)
