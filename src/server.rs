@@ -588,10 +588,10 @@ impl ServerHandler for ToolportServer {
         let json = self.shared.metrics.render_json();
         let text = serde_json::to_string_pretty(&json)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        Ok(
-            ReadResourceResult::new(vec![ResourceContents::text(text, metrics::RESOURCE_URI)])
-                .into(),
-        )
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(text, metrics::RESOURCE_URI).with_mime_type("application/json"),
+        ])
+        .into())
     }
 
     async fn list_prompts(

@@ -54,6 +54,9 @@ const MIN_MAX_BYTES: u64 = 64 * 1024;
 const DEFAULT_KEEP: u32 = 5;
 /// Most rotated files kept.
 const MAX_KEEP: u32 = 100;
+/// Shortest secret value scrubbed wherever it appears: shorter ones (`1`, `no`) would garble
+/// every record they occur in, and hide nothing.
+const MIN_SCRUBBED_CHARS: usize = 4;
 /// How often a failing audit log is reported on stderr.
 const ERROR_REPORT_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -353,13 +356,27 @@ pub(crate) fn outcome_of(error: &ToolError, facts: &CallFacts) -> Outcome {
 
 /// The record as one JSON line, redacted.
 fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
+    // Values removed from the arguments (by name, or as `env` values) are secrets for this
+    // record too: a plugin passes them in its argv, a schema error repeats them.
+    let mut removed = Vec::new();
+    let args = redact_arguments(r.args, &mut removed);
+    let mut patterns: Vec<&str> = secrets
+        .iter()
+        .map(Secret::expose)
+        .chain(removed.iter().map(String::as_str))
+        .filter(|p| p.chars().count() >= MIN_SCRUBBED_CHARS)
+        .collect();
+    // Longest first, so a secret containing another is replaced whole.
+    patterns.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    let scrub = |text: &str| scrub(text, &patterns);
+    let args = scrub_strings(args, &scrub);
     let mut object = json!({
         "ts": humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
         "session": r.session,
         "transport": r.transport,
-        "client": r.client,
-        "tool": r.tool,
-        "args": redact_arguments(r.args, secrets),
+        "client": r.client.as_deref().map(scrub),
+        "tool": scrub(r.tool),
+        "args": args,
         "outcome": r.outcome,
         "duration_ms": u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
         "bytes_out": r.bytes_out,
@@ -368,7 +385,7 @@ fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
         if let Some((kind, message)) = &r.error {
             map.insert(
                 "error".into(),
-                json!({"kind": kind, "message": scrub(message, secrets)}),
+                json!({"kind": kind, "message": scrub(message)}),
             );
         }
         if let Some(command) = &r.command {
@@ -378,7 +395,7 @@ fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
                     command
                         .argv
                         .iter()
-                        .map(|a| Value::String(scrub(a, secrets)))
+                        .map(|a| Value::String(scrub(a)))
                         .collect(),
                 ),
             );
@@ -397,15 +414,16 @@ fn secret_name(name: &str) -> bool {
     SECRET_NAME_PARTS.iter().any(|part| lower.contains(part))
 }
 
-/// The arguments with secrets replaced by [`REDACTED`].
-fn redact_arguments(args: &Map<String, Value>, secrets: &[Secret]) -> Value {
+/// The arguments with secrets replaced by [`REDACTED`]; every string removed is pushed to
+/// `removed`.
+fn redact_arguments(args: &Map<String, Value>, removed: &mut Vec<String>) -> Value {
     Value::Object(
         args.iter()
             .map(|(name, value)| {
                 let value = if ENV_ARGUMENTS.contains(&name.as_str()) {
-                    redact_all_values(value)
+                    redact_all(value, removed)
                 } else {
-                    redact(name, value, secrets)
+                    redact(name, value, removed)
                 };
                 (name.clone(), value)
             })
@@ -413,47 +431,69 @@ fn redact_arguments(args: &Map<String, Value>, secrets: &[Secret]) -> Value {
     )
 }
 
-fn redact(name: &str, value: &Value, secrets: &[Secret]) -> Value {
-    if secret_name(name) && !value.is_null() {
-        return Value::String(REDACTED.into());
+fn redact(name: &str, value: &Value, removed: &mut Vec<String>) -> Value {
+    if secret_name(name) {
+        return redact_all(value, removed);
     }
     match value {
-        Value::String(text) => Value::String(scrub(text, secrets)),
         Value::Array(items) => {
-            Value::Array(items.iter().map(|v| redact(name, v, secrets)).collect())
+            Value::Array(items.iter().map(|v| redact(name, v, removed)).collect())
         }
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (k.clone(), redact(k, v, secrets)))
+                .map(|(k, v)| (k.clone(), redact(k, v, removed)))
                 .collect(),
         ),
         other => other.clone(),
     }
 }
 
-/// Every leaf value of an object replaced (keys kept): `env = {"A": "[redacted]"}`.
-fn redact_all_values(value: &Value) -> Value {
+/// Every leaf value replaced (keys kept: `env = {"A": "[redacted]"}`), its text remembered.
+fn redact_all(value: &Value, removed: &mut Vec<String>) -> Value {
     match value {
+        Value::Null => Value::Null,
         Value::Object(map) => Value::Object(
-            map.keys()
-                .map(|k| (k.clone(), Value::String(REDACTED.into())))
+            map.iter()
+                .map(|(k, v)| (k.clone(), redact_all(v, removed)))
                 .collect(),
         ),
-        Value::Null => Value::Null,
-        _ => Value::String(REDACTED.into()),
+        Value::Array(items) => Value::Array(items.iter().map(|v| redact_all(v, removed)).collect()),
+        Value::String(text) => {
+            removed.push(text.clone());
+            Value::String(REDACTED.into())
+        }
+        other => {
+            removed.push(other.to_string());
+            Value::String(REDACTED.into())
+        }
     }
 }
 
-/// `text` with every configured secret replaced.
-fn scrub(text: &str, secrets: &[Secret]) -> String {
-    if secrets
-        .iter()
-        .any(|s| !s.expose().is_empty() && text.contains(s.expose()))
-    {
-        crate::secret::scrub(text, secrets).replace(crate::secret::MASK, REDACTED)
-    } else {
-        text.to_owned()
+/// Every string inside `value` passed through `scrub`.
+fn scrub_strings(value: Value, scrub: &impl Fn(&str) -> String) -> Value {
+    match value {
+        Value::String(text) => Value::String(scrub(&text)),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| scrub_strings(v, scrub)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, scrub_strings(v, scrub)))
+                .collect(),
+        ),
+        other => other,
     }
+}
+
+/// `text` with every pattern replaced by [`REDACTED`].
+fn scrub(text: &str, patterns: &[&str]) -> String {
+    let mut out = text.to_owned();
+    for pattern in patterns {
+        if out.contains(pattern) {
+            out = out.replace(pattern, REDACTED);
+        }
+    }
+    out
 }
 
 /// Where records go.
@@ -573,29 +613,54 @@ mod tests {
 
     #[test]
     fn secrets_are_redacted_by_name_by_env_and_by_value() {
-        let secrets = vec![Secret::new("tok-123456789")];
-        let redacted = redact_arguments(
-            &args(json!({
-                "command": "curl",
-                "args": ["-H", "Authorization: Bearer tok-123456789"],
-                "env": {"GITHUB_TOKEN": "ghp_x", "LANG": "C"},
-                "api_key": "k",
-                "options": {"password": "p", "user": "me"},
-                "keys": null,
-            })),
-            &secrets,
+        let a = args(json!({
+            "command": "curl",
+            "args": ["-H", "Authorization: Bearer tok-123456789", "--pass", "pw-planted"],
+            "env": {"GITHUB_TOKEN": "ghp_x", "LANG": "C"},
+            "api_key": "k",
+            "options": {"password": "pw-planted", "user": "me"},
+            "keys": null,
+        }));
+        let line = render(
+            &Record {
+                session: "s",
+                transport: "stdio",
+                client: None,
+                tool: "t",
+                args: &a,
+                outcome: Outcome::Error,
+                error: Some((
+                    "invalid_arguments",
+                    "`password`: \"pw-planted\" is too short".into(),
+                )),
+                duration: Duration::ZERO,
+                bytes_out: 0,
+                command: Some(CommandFacts {
+                    argv: vec!["curl".into(), "--pass".into(), "pw-planted".into()],
+                    ..CommandFacts::default()
+                }),
+            },
+            &[Secret::new("tok-123456789")],
         );
+        let v: Value = serde_json::from_str(&line).unwrap_or_default();
         assert_eq!(
-            redacted,
+            v["args"],
             json!({
                 "command": "curl",
-                "args": ["-H", "Authorization: Bearer [redacted]"],
+                "args": ["-H", "Authorization: Bearer [redacted]", "--pass", "[redacted]"],
                 "env": {"GITHUB_TOKEN": "[redacted]", "LANG": "[redacted]"},
                 "api_key": "[redacted]",
                 "options": {"password": "[redacted]", "user": "me"},
                 "keys": null,
             })
         );
+        assert_eq!(
+            v["argv"],
+            json!(["curl", "--pass", "[redacted]"]),
+            "removed values are scrubbed from argv"
+        );
+        assert!(!line.contains("pw-planted"), "{line}");
+        assert!(!line.contains("tok-123456789"), "{line}");
     }
 
     #[test]

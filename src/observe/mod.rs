@@ -71,10 +71,16 @@ impl Call {
         self.done = true;
         let (outcome, error, error_type) = match failure {
             Some(f) => (f.outcome, Some((f.kind, f.message)), Some(f.error_type)),
-            // A command that ran out of time is a result for execute_command, a timeout here.
-            None if self.facts.command().is_some_and(|c| c.timed_out) => {
-                (Outcome::Timeout, None, None)
-            }
+            // A command that ran out of time is a result for execute_command (not an MCP
+            // error, so no `error.type`), a timeout in the audit log.
+            None if self.facts.command().is_some_and(|c| c.timed_out) => (
+                Outcome::Timeout,
+                Some((
+                    "timeout",
+                    "the command was still running at its timeout and was killed".to_owned(),
+                )),
+                None,
+            ),
             None => (Outcome::Ok, None, None),
         };
         self.metrics.record_call(

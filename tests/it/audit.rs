@@ -112,6 +112,7 @@ async fn every_outcome_is_one_record_with_its_fields() {
     );
     assert!(root.join("a.txt").exists(), "the declined rm did not run");
     assert_eq!(all[4]["argv"], json!(["sleep", "5"]));
+    assert_eq!(all[4]["error"]["kind"], json!("timeout"));
     assert_eq!(all[5]["argv"], json!(["false"]));
 
     // A cancelled call is recorded as cancelled.
@@ -133,6 +134,11 @@ async fn every_outcome_is_one_record_with_its_fields() {
     within(handle.cancel(Some("test".into()))).await.unwrap();
     let all = wait_for(&log, 7).await;
     assert_eq!(all[6]["outcome"], json!("cancelled"), "{}", all[6]);
+    assert_eq!(
+        all[6]["argv"][0],
+        json!("sh"),
+        "the killed command is named"
+    );
 
     #[cfg(unix)]
     {
@@ -232,4 +238,47 @@ async fn an_unwritable_audit_log_does_not_fail_calls() {
         assert_eq!(ok(&result)["content"], json!("hello\n"));
     }
     assert!(!log.exists());
+}
+
+#[tokio::test]
+async fn a_secret_argument_is_scrubbed_from_a_plugins_argv_and_errors() {
+    let (_d, root) = tempdir();
+    let plugins = root.join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::write(
+        plugins.join("login.toml"),
+        r#"
+[[tools]]
+name = "login"
+description = "Pretend to log in."
+input_schema = { type = "object", properties = { api_token = { type = "string", pattern = "^tok_" } }, required = ["api_token"] }
+[tools.run]
+command = "echo"
+args = ["--token", "{api_token}"]
+"#,
+    )
+    .unwrap();
+    let log = root.join("audit.log");
+    let client = connect_with(
+        &root,
+        &[
+            "--audit-log",
+            log.to_str().unwrap(),
+            "--plugins",
+            plugins.to_str().unwrap(),
+        ],
+        TestClient::default(),
+    )
+    .await;
+    call(&client, "login", json!({"api_token": "tok_SECRET1"})).await;
+    // A value the schema refuses is repeated in the schema's message: scrubbed too.
+    call(&client, "login", json!({"api_token": "sk-SECRET2"})).await;
+    let all = wait_for(&log, 2).await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains("SECRET1") && !text.contains("SECRET2"),
+        "{text}"
+    );
+    assert_eq!(all[0]["argv"], json!(["echo", "--token", "[redacted]"]));
+    assert_eq!(all[1]["outcome"], json!("error"));
 }

@@ -183,6 +183,11 @@ impl Executor {
         let argv: Vec<String> = std::iter::once(p.command.clone())
             .chain(p.args.iter().cloned())
             .collect();
+        // Recorded first, so a call dropped while the command runs still names it.
+        ctx.facts.set_command(CommandFacts {
+            argv: argv.clone(),
+            ..CommandFacts::default()
+        });
         let result = self.run_planned(p, ctx).await;
         ctx.facts.set_command(CommandFacts {
             argv,
