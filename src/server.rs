@@ -72,6 +72,9 @@ fn unknown_tool(error: &McpError) -> Failure {
 /// The metrics' tool label for a call to a tool that does not exist.
 const UNKNOWN_TOOL_LABEL: &str = "(unknown)";
 
+/// JSON-RPC's "internal error" code as an `error.type`.
+const INTERNAL_ERROR_CODE: &str = "-32603";
+
 /// JSON-RPC's "invalid params" code as the `error.type` of an unknown tool.
 const INVALID_PARAMS_CODE: &str = "-32602";
 
@@ -138,6 +141,18 @@ impl ToolportServer {
             transport: "stdio",
             session_open: Arc::default(),
         }
+    }
+
+    /// The client's name and version: from the request's `_meta` (2026-07-28 clients send
+    /// it with every request), else from `initialize` (never on stateless HTTP, where rmcp
+    /// fills in a placeholder of its own).
+    fn client_name(&self, context: &RequestContext<RoleServer>) -> Option<String> {
+        let info = context.meta.client_info().or_else(|| {
+            (self.transport != "http-stateless")
+                .then(|| context.peer.peer_info().map(|i| i.client_info.clone()))
+                .flatten()
+        })?;
+        Some(format!("{} {}", info.name, info.version))
     }
 
     /// Name the transport this session runs on (the audit log records it).
@@ -455,10 +470,7 @@ impl ServerHandler for ToolportServer {
             log.begin(
                 self.session_id.clone(),
                 self.transport,
-                context
-                    .peer
-                    .peer_info()
-                    .map(|info| format!("{} {}", info.client_info.name, info.client_info.version)),
+                self.client_name(&context),
                 &name,
                 request.arguments.as_ref().unwrap_or(&Default::default()),
                 facts.clone(),
@@ -532,8 +544,22 @@ impl ServerHandler for ToolportServer {
                 return Err(error);
             }
             Err(ExecuteError::ConfirmationRequired { description }) => {
-                let params = confirm_params(&description)
-                    .map_err(|e| McpError::internal_error(e.to_owned(), None))?;
+                let params = match confirm_params(&description) {
+                    Ok(params) => params,
+                    Err(e) => {
+                        let error = McpError::internal_error(e.to_owned(), None);
+                        call.finish(
+                            Some(Failure {
+                                kind: "internal_error",
+                                message: error.message.to_string(),
+                                outcome: Outcome::Error,
+                                error_type: INTERNAL_ERROR_CODE,
+                            }),
+                            0,
+                        );
+                        return Err(error);
+                    }
+                };
                 let mut requests = InputRequests::new();
                 requests.insert(
                     CONFIRM_KEY.to_owned(),

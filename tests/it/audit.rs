@@ -282,3 +282,22 @@ args = ["--token", "{api_token}"]
     assert_eq!(all[0]["argv"], json!(["echo", "--token", "[redacted]"]));
     assert_eq!(all[1]["outcome"], json!("error"));
 }
+
+#[tokio::test]
+async fn stateless_http_records_its_transport_and_never_a_placeholder_client() {
+    use crate::common::http::{TOKEN, mcp_client, start};
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("a.txt"), "x\n").unwrap();
+    let log = root.join("audit.log");
+    let server = start(
+        &root,
+        &["--stateless", "--audit-log", log.to_str().unwrap()],
+        Some(TOKEN),
+    )
+    .await;
+    let client = mcp_client(&server, TOKEN, TestClient::default()).await;
+    call(&client, "read_file", json!({"path": "a.txt"})).await;
+    let all = wait_for(&log, 1).await;
+    assert_eq!(all[0]["transport"], json!("http-stateless"));
+    assert_ne!(all[0]["client"], json!("rmcp 3.9.0"), "{}", all[0]);
+}
