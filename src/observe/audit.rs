@@ -462,10 +462,9 @@ fn redact_all(value: &Value, removed: &mut Vec<String>) -> Value {
             removed.push(text.clone());
             Value::String(REDACTED.into())
         }
-        other => {
-            removed.push(other.to_string());
-            Value::String(REDACTED.into())
-        }
+        // A number or boolean under a secret-looking name (`max_tokens`) is hidden, but not
+        // scrubbed from the rest of the record: `4096` is no secret worth garbling it for.
+        _ => Value::String(REDACTED.into()),
     }
 }
 
