@@ -38,7 +38,7 @@
 mod common;
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,13 +97,6 @@ fn fixture() -> Fixture {
     Fixture { dir, shared }
 }
 
-/// The binary under test: `TOOLPORT_BIN`, else the one cargo built for this bench.
-fn toolport_bin() -> PathBuf {
-    std::env::var_os("TOOLPORT_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_toolport")))
-}
-
 /// Start the real binary serving `root` as a child process speaking MCP over its stdin and
 /// stdout, isolated from the developer's config and `TOOLPORT_*` environment, and connect an
 /// rmcp client. Returns the client and the server's pid.
@@ -112,7 +105,7 @@ async fn start_binary(
     scratch: &Path,
     config: Option<&Path>,
 ) -> (RunningService<RoleClient, ()>, u32) {
-    let mut cmd = tokio::process::Command::new(toolport_bin());
+    let mut cmd = tokio::process::Command::new(common::toolport_bin());
     cmd.arg("--root").arg(root);
     if let Some(config) = config {
         cmd.arg("--config").arg(config);
@@ -536,7 +529,7 @@ fn flood(bytes: u64) {
         }
         println!(
             "flood: execute_command sh -c 'head -c {bytes} /dev/zero' against {}",
-            toolport_bin().display()
+            common::toolport_bin().display()
         );
         println!("  server pid {pid}; memory and path_info sampled every {} ms", FLOOD_TICK.as_millis());
         println!(
@@ -578,18 +571,8 @@ fn flood(bytes: u64) {
 }
 
 fn main() {
-    // As the server binary does: no controlling terminal for commands, and the watchdog that
-    // every spawned command registers with (so its cost is part of the measurement).
-    toolport::tools::exec::prepare_host(toolport_bin().as_os_str());
-    assert!(
-        toolport::tools::exec::watchdog::installed(),
-        "the watchdog did not start"
-    );
-    let mut criterion = Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(50)
-        .configure_from_args();
+    common::prepare_commands();
+    let mut criterion = common::criterion();
     spawn_true(&mut criterion);
     exec_pieces(&mut criterion);
     criterion.final_summary();

@@ -780,13 +780,6 @@ fn tools_list(c: &mut Criterion) {
 // ------------------------------------------------------------------------------------------
 // 1b. Reload end to end: SIGHUP to notifications/tools/list_changed against the real binary.
 
-/// The binary under test: `TOOLPORT_BIN`, else the one cargo built for this bench.
-fn toolport_bin() -> PathBuf {
-    std::env::var_os("TOOLPORT_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_toolport")))
-}
-
 /// A client that notes when each `notifications/tools/list_changed` arrives.
 #[derive(Clone)]
 struct ListChanged(mpsc::UnboundedSender<Instant>);
@@ -812,7 +805,7 @@ struct Server {
 /// Start the binary over stdio with `--plugins plugins`, isolated from the developer's config
 /// and `TOOLPORT_*` environment, logging at info to a pipe this process reads.
 async fn start_server(root: &Path, plugins: &Path, etc: &Path) -> Server {
-    let mut cmd = tokio::process::Command::new(toolport_bin());
+    let mut cmd = tokio::process::Command::new(common::toolport_bin());
     cmd.arg("--config")
         .arg(config_file(etc, ""))
         .arg("--root")
@@ -1005,7 +998,7 @@ fn sighup() {
         }
         println!(
             "SIGHUP reload end to end against {} ({rounds} rounds each, a fresh server per round):",
-            toolport_bin().display()
+            common::toolport_bin().display()
         );
         for (k, label) in [(0, format!("{MANIFESTS} manifests")), (1, "1 manifest".to_owned())] {
             let r = &results[k];
@@ -1048,18 +1041,8 @@ fn sighup() {
 }
 
 fn main() {
-    // As the server binary does: no controlling terminal for commands, and the watchdog that
-    // every spawned command registers with (so its cost is part of the measurement).
-    toolport::tools::exec::prepare_host(toolport_bin().as_os_str());
-    assert!(
-        toolport::tools::exec::watchdog::installed(),
-        "the watchdog did not start"
-    );
-    let mut criterion = Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(50)
-        .configure_from_args();
+    common::prepare_commands();
+    let mut criterion = common::criterion();
     reload(&mut criterion);
     plugin_call(&mut criterion);
     tools_list(&mut criterion);

@@ -81,10 +81,8 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
     built.log();
     // At start nothing is served yet: whatever could be read is the reference for reloads.
     let _ = catalog.accept(&built);
-    let mut secrets = config.web.secrets();
-    if let transport::http::settings::AuthMode::Token(token) = &config.http.auth {
-        secrets.push(token.clone());
-    }
+    // The HTTP token (configured or generated) is added by the HTTP transport, which knows it.
+    let secrets = config.web.secrets();
     let shared = Shared {
         registry: Arc::new(registry::LiveRegistry::new(built.registry)),
         workspace: Arc::new(workspace),

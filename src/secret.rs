@@ -59,10 +59,26 @@ pub(crate) fn random_token(bytes: usize) -> Result<String, getrandom::Error> {
 /// `text` with every occurrence of each secret replaced by [`MASK`]: a last line of defence
 /// should an upstream service ever echo a credential back in an error.
 pub(crate) fn scrub<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> String {
-    secrets
+    replace_all(text, secrets.into_iter().map(Secret::expose), MASK)
+}
+
+/// `text` with every occurrence of each non-empty pattern replaced by `with`, in the order
+/// given (put a pattern before any it contains).
+pub(crate) fn replace_all<'a>(
+    text: &str,
+    patterns: impl IntoIterator<Item = &'a str>,
+    with: &str,
+) -> String {
+    patterns
         .into_iter()
-        .filter(|s| !s.expose().is_empty())
-        .fold(text.to_owned(), |acc, s| acc.replace(s.expose(), MASK))
+        .filter(|p| !p.is_empty())
+        .fold(text.to_owned(), |acc, p| {
+            if acc.contains(p) {
+                acc.replace(p, with)
+            } else {
+                acc
+            }
+        })
 }
 
 #[cfg(test)]

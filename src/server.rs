@@ -473,7 +473,6 @@ impl ServerHandler for ToolportServer {
                 self.client_name(&context),
                 &name,
                 request.arguments.as_ref().unwrap_or(&Default::default()),
-                facts.clone(),
             )
         });
         let known = registry.get(&name).is_some();

@@ -27,3 +27,30 @@ pub(crate) fn object(value: Value) -> JsonObject {
         other => panic!("not a JSON object: {other}"),
     }
 }
+
+/// The binary under test: `TOOLPORT_BIN`, else the one cargo built for this bench.
+pub(crate) fn toolport_bin() -> std::path::PathBuf {
+    std::env::var_os("TOOLPORT_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_toolport")))
+}
+
+/// As the server binary does before it runs commands: no controlling terminal, and the
+/// watchdog every spawned command registers with (so its cost is part of the measurement).
+pub(crate) fn prepare_commands() {
+    toolport::tools::exec::prepare_host(toolport_bin().as_os_str());
+    assert!(
+        toolport::tools::exec::watchdog::installed(),
+        "the watchdog did not start"
+    );
+}
+
+/// Criterion as every bench here uses it: 1 s warm-up, 3 s, 50 samples, then the command
+/// line's own settings.
+pub(crate) fn criterion() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(3))
+        .sample_size(50)
+        .configure_from_args()
+}

@@ -222,18 +222,18 @@ impl AuditLog {
 
     /// Queue one record (redacted) for writing. Never blocks on I/O.
     pub(crate) fn record(&self, record: &Record<'_>) {
-        let secrets = match self.secrets.read() {
-            Ok(secrets) => secrets.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+        let line = match self.secrets.read() {
+            Ok(secrets) => render(record, &secrets),
+            Err(poisoned) => render(record, &poisoned.into_inner()),
         };
-        let line = render(record, &secrets);
         // The writer thread ends only with the process; a send error means nothing to do.
         let _ = self.sender.send(line);
     }
 }
 
-/// A call being audited: written when [`Pending::finish`] is called, or as `cancelled` if the
-/// call is dropped before it ends (the client went away, the server stopped).
+/// Who made a call and with what, kept until the call ends and its record is written
+/// ([`Pending::write`]). The observing [`crate::observe::Call`] decides when and with which
+/// outcome (a dropped call is written as `cancelled`).
 pub(crate) struct Pending {
     log: Arc<AuditLog>,
     session: Arc<str>,
@@ -241,13 +241,10 @@ pub(crate) struct Pending {
     client: Option<String>,
     tool: String,
     args: Map<String, Value>,
-    facts: Arc<CallFacts>,
-    started: Instant,
-    done: bool,
 }
 
 impl AuditLog {
-    /// Start auditing a call; `facts` is the call's context's.
+    /// The call's identity, for the record written when it ends.
     pub(crate) fn begin(
         self: &Arc<Self>,
         session: Arc<str>,
@@ -255,7 +252,6 @@ impl AuditLog {
         client: Option<String>,
         tool: &str,
         args: &Map<String, Value>,
-        facts: Arc<CallFacts>,
     ) -> Pending {
         Pending {
             log: self.clone(),
@@ -264,67 +260,35 @@ impl AuditLog {
             client,
             tool: tool.to_owned(),
             args: args.clone(),
-            facts,
-            started: Instant::now(),
-            done: false,
         }
     }
+}
+
+/// How a call ended, for its record.
+pub(crate) struct Ending {
+    pub(crate) outcome: Outcome,
+    /// The failure's kind and message, when not ok.
+    pub(crate) error: Option<(&'static str, String)>,
+    pub(crate) duration: Duration,
+    pub(crate) bytes_out: usize,
+    pub(crate) command: Option<CommandFacts>,
 }
 
 impl Pending {
-    /// Write nothing for this call (it is not over: the client retries it with the user's
-    /// answer, and the retry is recorded).
-    pub(crate) fn skip(mut self) {
-        self.done = true;
-    }
-
-    /// Write the record with the call's final outcome, the failure's kind and message (when
-    /// not ok) and the size of what was sent.
-    pub(crate) fn finish(
-        mut self,
-        outcome: Outcome,
-        error: Option<(&'static str, String)>,
-        bytes_out: usize,
-    ) {
-        self.done = true;
-        self.write(outcome, error, bytes_out, self.facts.command());
-    }
-
-    fn write(
-        &self,
-        outcome: Outcome,
-        error: Option<(&'static str, String)>,
-        bytes_out: usize,
-        command: Option<CommandFacts>,
-    ) {
+    /// Queue the call's record.
+    pub(crate) fn write(self, ending: Ending) {
         self.log.record(&Record {
             session: &self.session,
             transport: self.transport,
-            client: self.client.clone(),
+            client: self.client,
             tool: &self.tool,
             args: &self.args,
-            outcome,
-            error,
-            duration: self.started.elapsed(),
-            bytes_out,
-            command,
+            outcome: ending.outcome,
+            error: ending.error,
+            duration: ending.duration,
+            bytes_out: ending.bytes_out,
+            command: ending.command,
         });
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        if !self.done {
-            self.write(
-                Outcome::Cancelled,
-                Some((
-                    "cancelled",
-                    "the call ended before its result was sent".into(),
-                )),
-                0,
-                self.facts.command(),
-            );
-        }
     }
 }
 
@@ -486,13 +450,7 @@ fn scrub_strings(value: Value, scrub: &impl Fn(&str) -> String) -> Value {
 
 /// `text` with every pattern replaced by [`REDACTED`].
 fn scrub(text: &str, patterns: &[&str]) -> String {
-    let mut out = text.to_owned();
-    for pattern in patterns {
-        if out.contains(pattern) {
-            out = out.replace(pattern, REDACTED);
-        }
-    }
-    out
+    crate::secret::replace_all(text, patterns.iter().copied(), REDACTED)
 }
 
 /// Where records go.

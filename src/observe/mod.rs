@@ -11,7 +11,7 @@ pub mod metrics;
 use std::sync::Arc;
 use std::time::Instant;
 
-use audit::{Outcome, Pending};
+use audit::{Ending, Outcome, Pending};
 use metrics::{InFlight, Metrics};
 
 use crate::tool::CallFacts;
@@ -30,15 +30,19 @@ pub(crate) struct Failure {
     pub(crate) error_type: &'static str,
 }
 
-/// One `tools/call` being observed.
+/// One `tools/call` being observed: the one guard of a call. Finished, it moves the metrics
+/// and writes the audit record; dropped unfinished (the client went away, the server
+/// stopped), it records the call as cancelled.
 pub(crate) struct Call {
     metrics: Arc<Metrics>,
     _in_flight: InFlight,
     tool: String,
     started: Instant,
     facts: Arc<CallFacts>,
+    /// `None` without an audit log.
     audit: Option<Pending>,
-    done: bool,
+    /// Recorded (or skipped): nothing left for `Drop` to do.
+    recorded: bool,
 }
 
 impl Call {
@@ -56,7 +60,7 @@ impl Call {
             started: Instant::now(),
             facts,
             audit,
-            done: false,
+            recorded: false,
         }
     }
 
@@ -68,7 +72,6 @@ impl Call {
     /// The call ended: `failure` when it did not succeed; `bytes_out` is the size of what was
     /// sent (0 when nobody asked for it).
     pub(crate) fn finish(mut self, failure: Option<Failure>, bytes_out: usize) {
-        self.done = true;
         let (outcome, error, error_type) = match failure {
             Some(f) => (f.outcome, Some((f.kind, f.message)), Some(f.error_type)),
             // A command that ran out of time is a result for execute_command (not an MCP
@@ -83,36 +86,52 @@ impl Call {
             ),
             None => (Outcome::Ok, None, None),
         };
-        self.metrics.record_call(
-            &self.tool,
-            outcome.as_str(),
-            error_type,
-            self.started.elapsed(),
-        );
-        if let Some(audit) = self.audit.take() {
-            audit.finish(outcome, error, bytes_out);
-        }
+        self.record(outcome, error, error_type, bytes_out);
     }
 
     /// The call is not over (the client retries it with the user's answer): record nothing.
     pub(crate) fn skip(mut self) {
-        self.done = true;
+        self.recorded = true;
+    }
+
+    fn record(
+        &mut self,
+        outcome: Outcome,
+        error: Option<(&'static str, String)>,
+        error_type: Option<&str>,
+        bytes_out: usize,
+    ) {
+        let duration = self.started.elapsed();
+        self.metrics
+            .record_call(&self.tool, outcome.as_str(), error_type, duration);
+        self.recorded = true;
         if let Some(audit) = self.audit.take() {
-            audit.skip();
+            audit.write(Ending {
+                outcome,
+                error,
+                duration,
+                bytes_out,
+                command: self.facts.command(),
+            });
         }
     }
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if !self.done {
-            // The audit record writes itself as cancelled when dropped.
-            self.metrics.record_call(
-                &self.tool,
-                Outcome::Cancelled.as_str(),
-                Some("cancelled"),
-                self.started.elapsed(),
+        if !self.recorded {
+            self.record(
+                Outcome::Cancelled,
+                Some((
+                    "cancelled",
+                    "the call ended before its result was sent".into(),
+                )),
+                Some(CANCELLED),
+                0,
             );
         }
     }
 }
+
+/// The `error.type` of a call that ended without an answer.
+const CANCELLED: &str = "cancelled";

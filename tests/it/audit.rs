@@ -4,11 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
-use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
 
-use crate::common::process::{eventually, pids};
+use crate::common::process::eventually;
 use crate::common::*;
 
 /// The audit records written so far.
@@ -116,21 +114,7 @@ async fn every_outcome_is_one_record_with_its_fields() {
     assert_eq!(all[5]["argv"], json!(["false"]));
 
     // A cancelled call is recorded as cancelled.
-    let pidfile = root.join("pid");
-    let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
-    let params = CallToolRequestParams::new("execute_command").with_arguments(
-        json!({"command": "sh", "args": ["-c", script]})
-            .as_object()
-            .cloned()
-            .unwrap(),
-    );
-    let handle = within(client.peer().send_cancellable_request(
-        ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-        PeerRequestOptions::no_options(),
-    ))
-    .await
-    .unwrap();
-    eventually("the command started", || !pids(&pidfile).is_empty()).await;
+    let handle = start_long_command(&client, &root.join("pid")).await;
     within(handle.cancel(Some("test".into()))).await.unwrap();
     let all = wait_for(&log, 7).await;
     assert_eq!(all[6]["outcome"], json!("cancelled"), "{}", all[6]);

@@ -5,8 +5,7 @@ use std::time::{Duration, Instant};
 
 use pretty_assertions::{assert_eq, assert_ne};
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
-use rmcp::service::PeerRequestOptions;
+use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 use crate::common::process::{alive, children, eventually, pids, state};
@@ -218,20 +217,7 @@ async fn a_cancelled_call_kills_the_command_within_a_second() {
     let (_d, root) = tempdir();
     let client = connect_shells(&root).await;
     let pidfile = root.join("pid");
-    let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
-    let params = CallToolRequestParams::new("execute_command").with_arguments(
-        json!({"command": "sh", "args": ["-c", script]})
-            .as_object()
-            .cloned()
-            .unwrap(),
-    );
-    let handle = within(client.peer().send_cancellable_request(
-        ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-        PeerRequestOptions::no_options(),
-    ))
-    .await
-    .unwrap();
-    eventually("the command started", || !pids(&pidfile).is_empty()).await;
+    let handle = start_long_command(&client, &pidfile).await;
     let pid = pids(&pidfile)[0];
     assert!(alive(pid));
     let cancelled = Instant::now();

@@ -341,3 +341,27 @@ pub(crate) fn pick(value: &Value, keys: &[&str]) -> Value {
         .collect();
     Value::Object(picked)
 }
+
+/// Start `sh -c` that records its pid in `pidfile` and sleeps for five minutes, as a
+/// cancellable `tools/call` of execute_command (the server must allow shells); returns once
+/// the command runs.
+pub(crate) async fn start_long_command(
+    client: &Client,
+    pidfile: &Path,
+) -> rmcp::service::RequestHandle<RoleClient> {
+    let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let params = CallToolRequestParams::new("execute_command").with_arguments(
+        serde_json::json!({"command": "sh", "args": ["-c", script]})
+            .as_object()
+            .cloned()
+            .expect("an object"),
+    );
+    let handle = within(client.peer().send_cancellable_request(
+        rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+        rmcp::service::PeerRequestOptions::no_options(),
+    ))
+    .await
+    .expect("the request is sent");
+    process::eventually("the command started", || !process::pids(pidfile).is_empty()).await;
+    handle
+}
