@@ -89,7 +89,18 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         confirm_fallback: config.exec.confirm,
         audit: observe::audit::AuditLog::open(&config.audit, secrets),
         metrics: observe::metrics::Metrics::new(catalog.commands_running(), catalog.web_requests()),
+        budgets: Arc::new(config.limits.calls.clone()),
     };
+    {
+        let registry = shared.registry.load();
+        let served = registry.names();
+        for name in shared.budgets.unknown_tools(&served) {
+            tracing::warn!(
+                tool = name,
+                "[limits.tools.{name}] names a tool that is not served (a typo, or a plugin tool not loaded yet); its limits apply if such a tool appears"
+            );
+        }
+    }
     Ok((shared, Arc::new(catalog)))
 }
 

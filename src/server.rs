@@ -38,6 +38,7 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::observe::audit::{AuditLog, Outcome, outcome_of};
+use crate::observe::budget::{BudgetSettings, SessionBudget};
 use crate::observe::metrics::{self, Metrics, SessionOpen};
 use crate::observe::{Call, Failure};
 use crate::registry::{ExecuteError, LiveRegistry};
@@ -69,6 +70,9 @@ fn unknown_tool(error: &McpError) -> Failure {
     }
 }
 
+/// The error kind of a call refused by a budget (`[limits]`).
+const OVER_BUDGET: &str = "over_budget";
+
 /// The metrics' tool label for a call to a tool that does not exist.
 const UNKNOWN_TOOL_LABEL: &str = "(unknown)";
 
@@ -98,6 +102,8 @@ pub struct Shared {
     pub audit: Option<Arc<AuditLog>>,
     /// Counters, gauges and the duration histogram (`/metrics`, `toolport://metrics`).
     pub metrics: Arc<Metrics>,
+    /// How many calls a session may make, how fast and how many at once (`[limits]`).
+    pub budgets: Arc<BudgetSettings>,
 }
 
 /// The handler for one MCP session.
@@ -121,12 +127,15 @@ pub struct ToolportServer {
     transport: &'static str,
     /// Counts this session in the metrics from `initialized` until its last handle drops.
     session_open: Arc<std::sync::OnceLock<SessionOpen>>,
+    /// What this session has used of its call budgets.
+    budget: Arc<SessionBudget>,
 }
 
 impl ToolportServer {
     /// A handler for a new session.
     pub fn new(shared: Arc<Shared>) -> Self {
         let workspace = Arc::new(RwLock::new(shared.workspace.clone()));
+        let budget = SessionBudget::new(shared.budgets.clone());
         let ended = CancellationToken::new();
         Self {
             shared,
@@ -140,6 +149,7 @@ impl ToolportServer {
             ),
             transport: "stdio",
             session_open: Arc::default(),
+            budget,
         }
     }
 
@@ -490,6 +500,22 @@ impl ServerHandler for ToolportServer {
             call.finish(Some(unknown_tool(&error)), 0);
             return Err(error);
         }
+        // Before anything runs: a call over its session's budget is refused, not queued.
+        let permit = match self.budget.admit(&name) {
+            Ok(permit) => permit,
+            Err(denial) => {
+                let result = CallToolResult::error(vec![ContentBlock::text(denial.to_string())]);
+                let failure = Failure {
+                    kind: OVER_BUDGET,
+                    message: denial.to_string(),
+                    outcome: Outcome::Denied,
+                    error_type: TOOL_ERROR,
+                };
+                let size = call.size_of(&result);
+                call.finish(Some(failure), size);
+                return Ok(result.into());
+            }
+        };
         self.ensure_roots(&context.peer).await;
         drop(self.refreshing.lock().await);
         let progress: Arc<dyn ProgressSink> = match context.meta.get_progress_token() {
@@ -566,17 +592,15 @@ impl ServerHandler for ToolportServer {
                 );
                 // No request state: the retry carries the whole call again plus the answer,
                 // and nothing the client sends back is trusted beyond that answer. The retry
-                // is what gets recorded.
+                // is what gets recorded, and what counts against the budget.
+                permit.refund();
                 call.skip();
                 return Ok(InputRequiredResult::new(Some(requests), None).into());
             }
         };
-        let bytes_out = if call.wants_size() {
-            serde_json::to_vec(&result).map_or(0, |b| b.len())
-        } else {
-            0
-        };
-        call.finish(failure, bytes_out);
+        drop(permit);
+        let size = call.size_of(&result);
+        call.finish(failure, size);
         Ok(result.into())
     }
 

@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer, de::Error as _};
 
 use super::ConfigError;
 use crate::observe::audit::FileAudit;
+use crate::observe::budget::{self, FileBudgets};
 use crate::plugins::FilePlugins;
 use crate::tools::FileTools;
 use crate::tools::exec::FileExec;
@@ -24,7 +25,7 @@ pub(super) struct FileConfig {
     #[serde(default)]
     pub(super) tools: FileTools,
     #[serde(default)]
-    pub(super) limits: FileLimits,
+    pub(super) limits: FileLimitsSection,
     #[serde(default)]
     pub(super) workspace: FileWorkspace,
     #[serde(default)]
@@ -49,6 +50,38 @@ impl FileConfig {
         toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_owned(),
+        })
+    }
+}
+
+/// `[limits]`: the file tools' size limits and the call budgets share the section (it was the
+/// file tools' alone before budgets existed, and files that use it must keep working). It is
+/// split by key: the budgets' keys ([`budget::KEYS`]) go to [`FileBudgets`], the rest to
+/// [`FileLimits`]; each refuses what it does not know, so a typo is still an error naming it.
+#[derive(Debug, Default)]
+pub(super) struct FileLimitsSection {
+    pub(super) fs: FileLimits,
+    pub(super) calls: FileBudgets,
+}
+
+impl<'de> Deserialize<'de> for FileLimitsSection {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut fs = toml::Table::deserialize(deserializer)?;
+        let calls: toml::Table = budget::KEYS
+            .iter()
+            .filter_map(|key| fs.remove_entry(*key))
+            .collect();
+        Ok(Self {
+            fs: fs.try_into().map_err(|e: toml::de::Error| {
+                D::Error::custom(format!(
+                    "{} (or a call budget: {})",
+                    e.message().trim_end(),
+                    budget::KEYS.join(", ")
+                ))
+            })?,
+            calls: calls
+                .try_into()
+                .map_err(|e: toml::de::Error| D::Error::custom(e.message().trim_end()))?,
         })
     }
 }

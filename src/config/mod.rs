@@ -27,6 +27,7 @@ use crate::settings::SettingError;
 use crate::tools::BuiltinSettings;
 // Each feature's settings, as the composed `Config` holds them.
 pub use crate::observe::audit::AuditSettings;
+pub use crate::observe::budget::BudgetSettings;
 pub use crate::plugins::PluginSettings;
 pub use crate::tools::ToolSelection;
 pub use crate::tools::exec::ExecSettings;
@@ -59,6 +60,17 @@ pub enum ConfigError {
     Setting(#[from] SettingError),
 }
 
+/// `[limits]`: the file tools' sizes and the call budgets, one section in the file.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Limits {
+    /// `read_file` / `list_directory` limits.
+    #[serde(flatten)]
+    pub fs: FsSettings,
+    /// Calls per session, per minute and at once, for the session and per tool.
+    #[serde(flatten)]
+    pub calls: BudgetSettings,
+}
+
 /// How the server is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transport {
@@ -77,8 +89,8 @@ pub struct Config {
     pub log_level: Option<String>,
     /// Which tools are served.
     pub tools: ToolSelection,
-    /// `read_file` / `list_directory` limits.
-    pub limits: FsSettings,
+    /// `read_file` / `list_directory` limits and the call budgets.
+    pub limits: Limits,
     /// The secret rules.
     pub workspace: WorkspaceSettings,
     /// `execute_command`.
@@ -103,7 +115,7 @@ impl Default for Config {
             roots: vec![std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))],
             log_level: None,
             tools: ToolSelection::default(),
-            limits: FsSettings::default(),
+            limits: Limits::default(),
             workspace: WorkspaceSettings::default(),
             exec: ExecSettings::default(),
             web: WebSettings::default(),
@@ -187,7 +199,10 @@ impl Config {
             roots,
             log_level: args.log_level.clone().or(file.log_level),
             tools: ToolSelection::load(file.tools, &args.selection)?,
-            limits: FsSettings::load(file.limits, &args.fs)?,
+            limits: Limits {
+                fs: FsSettings::load(file.limits.fs, &args.fs)?,
+                calls: BudgetSettings::load(file.limits.calls)?,
+            },
             workspace: WorkspaceSettings::load(file.workspace),
             exec: ExecSettings::load(file.exec, &args.exec)?,
             web: WebSettings::load(file.web, &file_dir, &env)?,
@@ -207,7 +222,7 @@ impl Config {
     pub(crate) fn builtin_settings(&self) -> BuiltinSettings<'_> {
         BuiltinSettings {
             roots: &self.roots,
-            fs: &self.limits,
+            fs: &self.limits.fs,
             exec: &self.exec,
             web: &self.web,
         }
@@ -249,7 +264,7 @@ mod tests {
         let (_d, path) = file("");
         let c = load(&["--config", &path], &[]).unwrap();
         assert_eq!(c.roots, vec![std::env::current_dir().unwrap()]);
-        assert_eq!(c.limits, FsSettings::default());
+        assert_eq!(c.limits.fs, FsSettings::default());
         assert_eq!(c.workspace, WorkspaceSettings::default());
     }
 
@@ -264,7 +279,7 @@ mod tests {
             "file roots are relative to the file"
         );
         assert_eq!(
-            (c.limits.read_max_bytes, c.limits.list_max_entries),
+            (c.limits.fs.read_max_bytes, c.limits.fs.list_max_entries),
             (2048, 7)
         );
 
@@ -284,8 +299,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.roots, vec![PathBuf::from("/c")]);
-        assert_eq!(c.limits.read_max_bytes, 4096);
-        assert_eq!(c.limits.list_max_entries, 7);
+        assert_eq!(c.limits.fs.read_max_bytes, 4096);
+        assert_eq!(c.limits.fs.list_max_entries, 7);
     }
 
     #[test]

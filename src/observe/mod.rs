@@ -3,9 +3,11 @@
 //! anything else and finishes with the outcome (a call dropped before it ends counts as
 //! cancelled). What a call did beyond its result (the argv a command ran, whether the user
 //! declined) comes from the call's [`CallFacts`], which the executor and the registry fill in.
-//! (Traces and budgets belong here too: issue 12.)
+//! Budgets ([`budget`]) are checked by the server right after the call is opened, so a refused
+//! call is recorded like any other.
 
 pub mod audit;
+pub mod budget;
 pub mod metrics;
 
 use std::sync::Arc;
@@ -64,9 +66,14 @@ impl Call {
         }
     }
 
-    /// Whether the audit log wants `bytes_out` (computing it serializes the result).
-    pub(crate) fn wants_size(&self) -> bool {
-        self.audit.is_some()
+    /// The size of `result` as sent, when the audit log wants it (its `bytes_out`); 0
+    /// otherwise, without serializing anything.
+    pub(crate) fn size_of(&self, result: &impl serde::Serialize) -> usize {
+        if self.audit.is_some() {
+            serde_json::to_vec(result).map_or(0, |b| b.len())
+        } else {
+            0
+        }
     }
 
     /// The call ended: `failure` when it did not succeed; `bytes_out` is the size of what was

@@ -82,6 +82,7 @@ fn serve(
         confirm_fallback: ConfirmFallback::Deny,
         audit: None,
         metrics: toolport::observe::metrics::Metrics::standalone(),
+        budgets: Default::default(),
     });
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);

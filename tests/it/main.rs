@@ -6,6 +6,8 @@
 
 // The audit log: a record per call and outcome, redaction, concurrency, failures.
 mod audit;
+// Call budgets per session and tool, and the HTTP request rate.
+mod budgets;
 // Bad tool arguments: the isError result names the field and what the tool accepts.
 mod args;
 // The command line: `tools`, `instructions`, `call`, `config`, help.

@@ -14,6 +14,10 @@
 //! 4. A declared `Content-Length` over the body cap → 413 before anything is read; bodies
 //!    without one are capped while they are read (by rmcp on `/mcp`, by
 //!    [`super::sessions::read_body`] elsewhere).
+//! 5. The per-client request rate (`[http] max_requests_per_minute`, off by default) → 429
+//!    with `Retry-After`. A client is its peer address: there is one token, so every client
+//!    that passed 3 holds the same one, and the address is what tells them apart. Counted
+//!    after the token check, so requests without the token cannot use up a client's rate.
 //!
 //! rmcp's own Host check is switched off and its Origin list left empty: this gate applies
 //! the same rules to every endpoint, including the legacy ones rmcp knows nothing about, so
@@ -27,12 +31,17 @@
 //! Tokens never reach a log line or an error message: the presented token is only compared,
 //! and the expected one lives in a masked [`Secret`].
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::num::NonZeroU32;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::{Serialize, Serializer};
 use subtle::ConstantTimeEq;
 
@@ -47,7 +56,21 @@ pub(crate) struct Gate {
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<OriginRule>,
     max_body_bytes: usize,
+    /// Requests per minute per client, when limited.
+    rate: Option<ClientRate>,
 }
+
+/// The per-client request rate: a token bucket per peer address (GCRA, `governor`).
+#[derive(Debug)]
+struct ClientRate {
+    per_minute: NonZeroU32,
+    limiter: DefaultKeyedRateLimiter<IpAddr>,
+}
+
+/// Clients remembered before idle ones are forgotten: a bucket that has refilled is the same
+/// as no bucket, so dropping it loses nothing; this only bounds the memory many addresses
+/// could take.
+const RATE_KEYS_BEFORE_CLEANUP: usize = 4096;
 
 /// Why the gate refused a request. The messages say what to fix and never echo a token.
 #[derive(Debug, PartialEq, Eq)]
@@ -66,6 +89,11 @@ pub(crate) enum Rejection {
     WrongToken,
     /// `Content-Length` over the cap.
     TooLarge { length: u64, max: usize },
+    /// Over the client's request rate.
+    TooMany {
+        per_minute: NonZeroU32,
+        retry_after: Duration,
+    },
 }
 
 impl IntoResponse for Rejection {
@@ -111,6 +139,23 @@ impl IntoResponse for Rejection {
                 format!("the request body is {length} bytes, over the limit of {max} bytes"),
                 None,
             ),
+            Rejection::TooMany {
+                per_minute,
+                retry_after,
+            } => {
+                let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+                let mut response = (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                        "too many requests: this client is limited to {per_minute} requests per minute (http.max_requests_per_minute); retry in {seconds} s"
+                    ),
+                )
+                    .into_response();
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+                return response;
+            }
         };
         let mut response = (status, message).into_response();
         if let Some(challenge) = challenge {
@@ -130,13 +175,36 @@ impl Gate {
         allowed_hosts: Vec<String>,
         allowed_origins: Vec<OriginRule>,
         max_body_bytes: usize,
+        max_requests_per_minute: Option<NonZeroU32>,
     ) -> Self {
         Self {
             token,
             allowed_hosts,
             allowed_origins,
             max_body_bytes,
+            rate: max_requests_per_minute.map(|per_minute| ClientRate {
+                per_minute,
+                limiter: RateLimiter::keyed(Quota::per_minute(per_minute)),
+            }),
         }
+    }
+
+    /// Rule 5: count a request from `peer` (`None`: an in-process request without an
+    /// address) against its client's rate.
+    pub(crate) fn check_rate(&self, peer: Option<IpAddr>) -> Result<(), Rejection> {
+        let Some(rate) = &self.rate else {
+            return Ok(());
+        };
+        if rate.limiter.len() > RATE_KEYS_BEFORE_CLEANUP {
+            rate.limiter.retain_recent();
+        }
+        let peer = peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        rate.limiter
+            .check_key(&peer)
+            .map_err(|not_until| Rejection::TooMany {
+                per_minute: rate.per_minute,
+                retry_after: not_until.wait_time_from(DefaultClock::default().now()),
+            })
     }
 
     /// Apply the rules, in order, to a request's headers.
@@ -191,7 +259,14 @@ impl Gate {
 
 /// The gate, as axum middleware: refusals are answered here and logged (without tokens).
 pub(crate) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    match gate.check(request.headers()) {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip());
+    match gate
+        .check(request.headers())
+        .and_then(|()| gate.check_rate(peer))
+    {
         Ok(()) => next.run(request).await,
         Err(rejection) => {
             tracing::warn!(
@@ -399,6 +474,32 @@ mod tests {
         h.insert("content-length", "99999999".parse().unwrap());
         assert!(matches!(p.check(&h), Err(Rejection::TooLarge { .. })));
         assert_eq!(gate(None).check(&headers(&[("host", "localhost")])), Ok(()));
+    }
+
+    #[test]
+    fn the_rate_is_per_client_and_says_when_to_retry() {
+        let gate = Gate::new(None, Vec::new(), Vec::new(), 1024, NonZeroU32::new(2));
+        let a = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let b = Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)));
+        assert_eq!(gate.check_rate(a), Ok(()));
+        assert_eq!(gate.check_rate(a), Ok(()));
+        let Err(Rejection::TooMany { retry_after, .. }) = gate.check_rate(a) else {
+            panic!("the third request in a minute passed");
+        };
+        // Two a minute: one more every 30 s.
+        assert!(retry_after > Duration::from_secs(25) && retry_after <= Duration::from_secs(30));
+        assert_eq!(
+            gate.check_rate(b),
+            Ok(()),
+            "another client has its own bucket"
+        );
+        let response = Rejection::TooMany {
+            per_minute: NonZeroU32::MIN,
+            retry_after: Duration::from_millis(1500),
+        }
+        .into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
     }
 
     #[test]

@@ -139,6 +139,8 @@ pub(crate) async fn serve(
             tracing::debug!(%error, "cannot set TCP_NODELAY");
         }
     });
+    // The peer address reaches the gate (the per-client request rate).
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     let server = axum::serve(listener, app).with_graceful_shutdown({
         let stop = stop.clone();
         async move { stop.cancelled().await }

@@ -13,6 +13,7 @@
 //! a mask, so neither logs nor `toolport config` can reveal them.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -55,6 +56,9 @@ const MIN_SESSION_DURATION: Duration = Duration::from_secs(1);
 const MAX_SESSION_IDLE: Duration = Duration::from_secs(24 * 3600);
 /// Longest keep-alive interval: an hour; proxies close quiet connections far sooner.
 const MAX_SSE_KEEP_ALIVE: Duration = Duration::from_secs(3600);
+/// Largest per-client request rate: a thousand a second is beyond any MCP client; a larger
+/// number is a typo, not a limit.
+const MAX_REQUESTS_PER_MINUTE: u32 = 60_000;
 /// Shortest token accepted: 16 characters of a random token are ~96 bits and more; shorter
 /// ones are guessable and almost certainly typed by hand.
 pub(crate) const MIN_TOKEN_LEN: usize = 16;
@@ -124,6 +128,7 @@ pub(crate) struct FileHttp {
     session_idle_timeout: Option<DurationValue>,
     /// A duration such as "15s".
     sse_keep_alive: Option<DurationValue>,
+    max_requests_per_minute: Option<u32>,
 }
 
 /// Host names that always mean this machine.
@@ -165,6 +170,9 @@ pub struct HttpSettings {
     /// Interval of keep-alive comments on SSE streams (both transports).
     #[serde(serialize_with = "serialize_duration")]
     pub(crate) sse_keep_alive: Duration,
+    /// Requests per minute one client (peer address) may send; `None`: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_requests_per_minute: Option<NonZeroU32>,
 }
 
 impl Default for HttpSettings {
@@ -179,6 +187,7 @@ impl Default for HttpSettings {
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE,
             sse_keep_alive: DEFAULT_SSE_KEEP_ALIVE,
+            max_requests_per_minute: None,
         }
     }
 }
@@ -247,6 +256,7 @@ impl HttpSettings {
             self.allowed_hosts.clone(),
             self.allowed_origins.clone(),
             self.max_body_bytes,
+            self.max_requests_per_minute,
         )
     }
 
@@ -370,6 +380,14 @@ impl HttpSettings {
             s.session_idle_timeout,
             MIN_SESSION_DURATION..=MAX_SESSION_IDLE,
         )?;
+        if let Some(rate) = file.max_requests_per_minute {
+            let rate = check_range(
+                "http.max_requests_per_minute",
+                rate,
+                1..=MAX_REQUESTS_PER_MINUTE,
+            )?;
+            s.max_requests_per_minute = NonZeroU32::new(rate);
+        }
         s.sse_keep_alive = duration_setting(
             "http.sse_keep_alive",
             file.sse_keep_alive.as_ref(),
