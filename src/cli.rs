@@ -15,6 +15,8 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::config::{CallArgs, Cli, Command, Config, PluginsCommand, ToolsArgs, Transport};
+use crate::observe::audit::Outcome;
+use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::registry::{ExecuteError, ToolFilter};
 use crate::server::Shared;
 use crate::tool::{AlwaysConfirm, ToolContext};
@@ -162,15 +164,23 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
         }
     );
     let served = match transport {
-        Transport::Stdio => crate::serve_stdio(shared).await,
-        Transport::Http(_) => crate::serve_http(shared, config.http.clone()).await,
+        Transport::Stdio => crate::serve_stdio(shared.clone()).await,
+        Transport::Http(_) => crate::serve_http(shared.clone(), config.http.clone()).await,
     };
+    flush_audit(&shared).await;
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("toolport: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Write out the audit records still queued (the last calls, those cancelled by the stop).
+async fn flush_audit(shared: &Shared) {
+    if let Some(audit) = shared.audit.clone() {
+        let _ = tokio::task::spawn_blocking(move || audit.flush()).await;
     }
 }
 
@@ -227,12 +237,42 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
             cancel.cancel();
         }
     });
-    match shared
-        .registry
-        .load()
-        .execute(&args.tool, arguments, &ctx)
-        .await
-    {
+    let registry = shared.registry.load();
+    // Audited and counted like a call over MCP, as transport `cli`.
+    let audit = shared.audit.as_ref().map(|log| {
+        log.begin(
+            crate::observe::audit::new_session_id(),
+            "cli",
+            None,
+            &args.tool,
+            &arguments,
+        )
+    });
+    let observed = Call::begin(&shared.metrics, audit, &args.tool, ctx.facts.clone());
+    let result = registry.execute(&args.tool, arguments, &ctx).await;
+    let failure = match &result {
+        Ok(_) => None,
+        Err(ExecuteError::Tool(error)) => Some(Failure::tool(error, &ctx.facts)),
+        Err(other @ ExecuteError::UnknownTool { .. }) => Some(Failure {
+            kind: "unknown_tool",
+            message: other.to_string(),
+            outcome: Outcome::Error,
+            error_type: TOOL_ERROR,
+        }),
+        // Only a client can ask its user; here the confirmer answers at once.
+        Err(other @ ExecuteError::ConfirmationRequired { .. }) => Some(Failure {
+            kind: "confirmation_required",
+            message: other.to_string(),
+            outcome: Outcome::Denied,
+            error_type: TOOL_ERROR,
+        }),
+    };
+    let size = result.as_ref().map_or(0, |output| {
+        observed.size_of(&(output.text.as_str(), &output.structured))
+    });
+    observed.finish(failure, size);
+    flush_audit(shared).await;
+    match result {
         Ok(output) => match output.structured {
             Some(value) => match serde_json::to_string_pretty(&value) {
                 Ok(text) => emit(&text),

@@ -37,12 +37,11 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
-use crate::observe::audit::{AuditLog, Outcome, outcome_of};
+use crate::observe::audit::{AuditLog, Outcome};
 use crate::observe::budget::{BudgetSettings, SessionBudget};
 use crate::observe::metrics::{self, Metrics, SessionOpen};
-use crate::observe::{Call, Failure};
+use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::registry::{ExecuteError, LiveRegistry};
-use crate::secret::random_token;
 use crate::tool::{ConfirmFallback, Confirmation, Confirmer, ProgressSink, ToolContext};
 use crate::workspace::{Workspace, client_root_path};
 
@@ -56,9 +55,6 @@ const CONFIRM_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The key of the confirmation question in a 2026-07-28 `InputRequiredResult`.
 const CONFIRM_KEY: &str = "confirm";
-
-/// The OpenTelemetry `error.type` of an `isError` result.
-const TOOL_ERROR: &str = "tool_error";
 
 /// The failure record of a call to a tool that does not exist (a JSON-RPC error).
 fn unknown_tool(error: &McpError) -> Failure {
@@ -81,9 +77,6 @@ const INTERNAL_ERROR_CODE: &str = "-32603";
 
 /// JSON-RPC's "invalid params" code as the `error.type` of an unknown tool.
 const INVALID_PARAMS_CODE: &str = "-32602";
-
-/// Random bytes in a session id (hex in the audit log): unique enough to tell sessions apart.
-const SESSION_ID_BYTES: usize = 8;
 
 /// The name of the prompt that holds every tool's instructions.
 pub(crate) const ALL_INSTRUCTIONS_PROMPT: &str = "tool_instructions";
@@ -144,9 +137,7 @@ impl ToolportServer {
             refreshing: Arc::new(tokio::sync::Mutex::new(())),
             session_ended: ended.clone(),
             _end_guard: Arc::new(ended.drop_guard()),
-            session_id: Arc::from(
-                random_token(SESSION_ID_BYTES).unwrap_or_else(|_| "unknown".to_owned()),
-            ),
+            session_id: crate::observe::audit::new_session_id(),
             transport: "stdio",
             session_open: Arc::default(),
             budget,
@@ -163,6 +154,20 @@ impl ToolportServer {
                 .flatten()
         })?;
         Some(format!("{} {}", info.name, info.version))
+    }
+
+    /// Count this session in the sessions gauge (once; until its last handle drops).
+    fn count_session(&self) {
+        self.session_open
+            .get_or_init(|| self.shared.metrics.session_opened(self.transport));
+    }
+
+    /// A 2026-07-28 client on stdio sends no `initialize`: its first request opens the
+    /// session. (Over HTTP such requests stand alone and are not sessions.)
+    fn count_stdio_session(&self) {
+        if self.transport == "stdio" {
+            self.count_session();
+        }
     }
 
     /// Name the transport this session runs on (the audit log records it).
@@ -416,9 +421,7 @@ impl ServerHandler for ToolportServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let _ = self
-            .session_open
-            .set(self.shared.metrics.session_opened(self.transport));
+        self.count_session();
         self.forward_list_changes(context.peer.clone());
         self.ensure_roots(&context.peer).await;
     }
@@ -458,6 +461,7 @@ impl ServerHandler for ToolportServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.count_stdio_session();
         Ok(ListToolsResult::with_all_items(
             self.shared.registry.load().mcp_tools(),
         ))
@@ -472,6 +476,7 @@ impl ServerHandler for ToolportServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.count_stdio_session();
         let name = request.name.to_string();
         // One snapshot for the whole call: a reload meanwhile does not change the tool.
         let registry = self.shared.registry.load();
@@ -555,12 +560,7 @@ impl ServerHandler for ToolportServer {
                 result
             }
             Err(ExecuteError::Tool(error)) => {
-                failure = Some(Failure {
-                    kind: error.kind(),
-                    message: error.to_string(),
-                    outcome: outcome_of(&error, &facts),
-                    error_type: TOOL_ERROR,
-                });
+                failure = Some(Failure::tool(&error, &facts));
                 CallToolResult::error(vec![ContentBlock::text(error.to_string())])
             }
             Err(unknown @ ExecuteError::UnknownTool { .. }) => {

@@ -15,6 +15,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -25,6 +26,16 @@ use serde_json::{Map, Value, json};
 use crate::secret::Secret;
 use crate::settings::{SettingError, check_range};
 use crate::tool::{CallFacts, CommandFacts, ToolError};
+
+/// Random bytes in a session id (hex in the audit log): unique enough to tell sessions apart.
+const SESSION_ID_BYTES: usize = 8;
+
+/// A new random session id for the audit log (never the HTTP token).
+pub(crate) fn new_session_id() -> Arc<str> {
+    Arc::from(
+        crate::secret::random_token(SESSION_ID_BYTES).unwrap_or_else(|_| "unknown".to_owned()),
+    )
+}
 
 /// What replaces a redacted value.
 pub(crate) const REDACTED: &str = "[redacted]";
@@ -59,6 +70,12 @@ const MAX_KEEP: u32 = 100;
 const MIN_SCRUBBED_CHARS: usize = 4;
 /// How often a failing audit log is reported on stderr.
 const ERROR_REPORT_INTERVAL: Duration = Duration::from_secs(60);
+/// Records queued for the writer at most: a disk that stalls must not grow the server's memory
+/// without bound (at ~1 KiB a record, this is tens of MiB). Past it, records are dropped and
+/// counted, and the drop is reported like a write error.
+const QUEUE_RECORDS: usize = 32 * 1024;
+/// How long the end of a server waits for queued records to be written.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The audit flag.
 #[derive(Debug, Clone, Default, Args)]
@@ -173,10 +190,20 @@ pub(crate) struct Record<'a> {
     pub(crate) command: Option<CommandFacts>,
 }
 
-/// The audit log: a writer thread behind a channel.
+/// What the writer thread is sent.
+enum Message {
+    /// One rendered record.
+    Record(String),
+    /// Answer on this channel once everything before it is written.
+    Flush(mpsc::Sender<()>),
+}
+
+/// The audit log: a writer thread behind a bounded channel.
 #[derive(Debug)]
 pub struct AuditLog {
-    sender: mpsc::Sender<String>,
+    sender: mpsc::SyncSender<Message>,
+    /// Records dropped because the queue was full, not yet reported.
+    dropped: Arc<AtomicU64>,
     /// Values that must never appear: API keys, the HTTP token (added when it is known).
     secrets: RwLock<Vec<Secret>>,
 }
@@ -198,16 +225,19 @@ impl AuditLog {
                 keep: settings.keep,
             }
         };
-        let (sender, receiver) = mpsc::channel::<String>();
+        let (sender, receiver) = mpsc::sync_channel::<Message>(QUEUE_RECORDS);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let writer_dropped = dropped.clone();
         if let Err(error) = std::thread::Builder::new()
             .name("toolport-audit".into())
-            .spawn(move || write_loop(sink, &receiver))
+            .spawn(move || write_loop(sink, &receiver, &writer_dropped))
         {
             tracing::error!(%error, "cannot start the audit log writer; calls are not audited");
             return None;
         }
         Some(Arc::new(Self {
             sender,
+            dropped,
             secrets: RwLock::new(secrets),
         }))
     }
@@ -226,8 +256,39 @@ impl AuditLog {
             Ok(secrets) => render(record, &secrets),
             Err(poisoned) => render(record, &poisoned.into_inner()),
         };
+        // Never wait for the writer: a full queue drops the record (counted and reported).
         // The writer thread ends only with the process; a send error means nothing to do.
-        let _ = self.sender.send(line);
+        if let Err(mpsc::TrySendError::Full(_)) = self.sender.try_send(Message::Record(line)) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Wait (at most [`FLUSH_TIMEOUT`]) until every record queued so far is written: the
+    /// server calls this as it ends, so the last calls' records are not lost with the
+    /// process.
+    pub(crate) fn flush(&self) {
+        let (done, written) = mpsc::channel();
+        let deadline = Instant::now() + FLUSH_TIMEOUT;
+        // The queue may be full: retry until there is room or time is up.
+        let mut message = Message::Flush(done);
+        loop {
+            match self.sender.try_send(message) {
+                Ok(()) => break,
+                Err(mpsc::TrySendError::Full(back)) if Instant::now() < deadline => {
+                    message = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => return,
+            }
+        }
+        if written
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_err()
+        {
+            tracing::warn!(
+                "the audit log writer did not finish in time; the last records may be missing"
+            );
+        }
     }
 }
 
@@ -466,38 +527,90 @@ enum Sink {
     },
 }
 
-/// Open `path` for appending, creating it 0600.
-fn open_append(path: &Path) -> std::io::Result<File> {
+/// Open `path` for appending, creating it 0600. An existing file that others may read is
+/// narrowed to 0600: the log holds what the agent ran.
+fn open_append(path: &Path, reporter: &mut Reporter) -> std::io::Result<File> {
     let mut options = OpenOptions::new();
     options.create(true).append(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         options.mode(0o600);
+        let file = options.open(path)?;
+        let mode = file.metadata()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            if let Err(error) = file.set_permissions(std::fs::Permissions::from_mode(0o600)) {
+                reporter.report(
+                    "the audit log can be read by other users and cannot be narrowed to 0600",
+                    &error,
+                );
+            } else {
+                tracing::warn!(path = %path.display(), "the audit log could be read by other users; narrowed it to 0600");
+            }
+        }
+        Ok(file)
     }
-    options.open(path)
+    #[cfg(not(unix))]
+    {
+        let _ = reporter;
+        options.open(path)
+    }
+}
+
+/// Problems of the writer, reported on stderr at most once a minute.
+struct Reporter {
+    last: Option<Instant>,
+    target: String,
+}
+
+impl Reporter {
+    fn report(&mut self, what: &str, error: &dyn std::fmt::Display) {
+        if self
+            .last
+            .is_none_or(|t| t.elapsed() >= ERROR_REPORT_INTERVAL)
+        {
+            tracing::error!(%error, path = %self.target, "{what} (reported at most once a minute)");
+            self.last = Some(Instant::now());
+        }
+    }
 }
 
 /// The writer thread: one `write` per record, rotation by size, errors reported at most once
 /// a minute.
-fn write_loop(mut sink: Sink, records: &mpsc::Receiver<String>) {
-    let mut last_report: Option<Instant> = None;
-    for line in records {
-        if let Err(error) = sink.write(line.as_bytes())
-            && last_report.is_none_or(|t| t.elapsed() >= ERROR_REPORT_INTERVAL)
-        {
-            let target = match &sink {
-                Sink::Stderr => "stderr".to_owned(),
-                Sink::File { path, .. } => path.display().to_string(),
-            };
-            tracing::error!(%error, path = %target, "cannot write the audit log; records are being dropped (reported at most once a minute)");
-            last_report = Some(Instant::now());
+fn write_loop(mut sink: Sink, messages: &mpsc::Receiver<Message>, dropped: &AtomicU64) {
+    let mut reporter = Reporter {
+        last: None,
+        target: match &sink {
+            Sink::Stderr => "stderr".to_owned(),
+            Sink::File { path, .. } => path.display().to_string(),
+        },
+    };
+    for message in messages {
+        let lost = dropped.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            reporter.report(
+                "the audit log writer fell behind; records were dropped",
+                &format!("{lost} records dropped"),
+            );
+        }
+        match message {
+            Message::Record(line) => {
+                if let Err(error) = sink.write(line.as_bytes(), &mut reporter) {
+                    reporter.report(
+                        "cannot write the audit log; records are being dropped",
+                        &error,
+                    );
+                }
+            }
+            Message::Flush(done) => {
+                let _ = done.send(());
+            }
         }
     }
 }
 
 impl Sink {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    fn write(&mut self, bytes: &[u8], reporter: &mut Reporter) -> std::io::Result<()> {
         match self {
             Self::Stderr => {
                 let mut err = std::io::stderr().lock();
@@ -511,15 +624,25 @@ impl Sink {
                 keep,
             } => {
                 if file.is_none() {
-                    let opened = open_append(path)?;
+                    let opened = open_append(path, reporter)?;
                     *size = opened.metadata().map(|m| m.len()).unwrap_or(0);
                     *file = Some(opened);
                 }
                 if *size > 0 && *size + bytes.len() as u64 > *max_bytes {
-                    *file = None;
-                    rotate(path, *keep)?;
-                    *file = Some(open_append(path)?);
-                    *size = 0;
+                    // A rotation that fails (a read-only folder) keeps the record: it is
+                    // appended to the current file, past its size, and rotation is tried again
+                    // with the next record.
+                    if let Err(error) = rotate(path, *keep) {
+                        reporter.report(
+                            "cannot rotate the audit log; writing on past its max_bytes",
+                            &error,
+                        );
+                    } else {
+                        *file = None;
+                        let opened = open_append(path, reporter)?;
+                        *size = opened.metadata().map(|m| m.len()).unwrap_or(0);
+                        *file = Some(opened);
+                    }
                 }
                 let Some(open) = file.as_mut() else {
                     return Err(std::io::Error::other("the audit log is not open"));
@@ -667,8 +790,12 @@ mod tests {
             max_bytes: 10,
             keep: 2,
         };
+        let mut reporter = Reporter {
+            last: None,
+            target: String::new(),
+        };
         for line in ["one\n", "two\n", "three\n", "four\n"] {
-            sink.write(line.as_bytes())
+            sink.write(line.as_bytes(), &mut reporter)
                 .unwrap_or_else(|e| panic!("{e}"));
         }
         let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
@@ -676,5 +803,33 @@ mod tests {
         assert_eq!(read(&dir.path().join("audit.log.1")), "three\n");
         assert_eq!(read(&dir.path().join("audit.log.2")), "one\ntwo\n");
         assert!(!dir.path().join("audit.log.3").exists());
+    }
+
+    #[test]
+    fn a_rotation_that_fails_keeps_the_records() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("audit.log");
+        // `audit.log.1` is a folder with a file in it: the rename onto it fails.
+        std::fs::create_dir_all(dir.path().join("audit.log.1/x")).unwrap_or_default();
+        let mut sink = Sink::File {
+            file: None,
+            size: 0,
+            path: path.clone(),
+            max_bytes: 10,
+            keep: 1,
+        };
+        let mut reporter = Reporter {
+            last: None,
+            target: String::new(),
+        };
+        for line in ["one\n", "two\n", "three\n", "four\n"] {
+            sink.write(line.as_bytes(), &mut reporter)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap_or_default(),
+            "one\ntwo\nthree\nfour\n"
+        );
+        assert!(reporter.last.is_some(), "the failure was reported");
     }
 }

@@ -16,7 +16,7 @@ use std::time::Instant;
 use audit::{Ending, Outcome, Pending};
 use metrics::{InFlight, Metrics};
 
-use crate::tool::CallFacts;
+use crate::tool::{CallFacts, ToolError};
 
 /// Why a call failed, for the audit log and the metrics.
 #[derive(Debug)]
@@ -31,6 +31,21 @@ pub(crate) struct Failure {
     /// error code for a protocol error.
     pub(crate) error_type: &'static str,
 }
+
+impl Failure {
+    /// The failure of a call whose tool returned `error` (an `isError` result).
+    pub(crate) fn tool(error: &ToolError, facts: &CallFacts) -> Self {
+        Self {
+            kind: error.kind(),
+            message: error.to_string(),
+            outcome: audit::outcome_of(error, facts),
+            error_type: TOOL_ERROR,
+        }
+    }
+}
+
+/// The OpenTelemetry `error.type` of an `isError` result.
+pub(crate) const TOOL_ERROR: &str = "tool_error";
 
 /// One `tools/call` being observed: the one guard of a call. Finished, it moves the metrics
 /// and writes the audit record; dropped unfinished (the client went away, the server

@@ -285,3 +285,48 @@ async fn stateless_http_records_its_transport_and_never_a_placeholder_client() {
     assert_eq!(all[0]["transport"], json!("http-stateless"));
     assert_ne!(all[0]["client"], json!("rmcp 3.9.0"), "{}", all[0]);
 }
+
+#[tokio::test]
+async fn toolport_call_is_audited_and_written_before_it_exits() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("a.txt"), "hello\n").unwrap();
+    let log = root.join("audit.log");
+    // An existing log others could read is narrowed to 0600.
+    std::fs::write(&log, "").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let output = within(
+        command(
+            &root,
+            &[
+                "--audit-log",
+                log.to_str().unwrap(),
+                "call",
+                "read_file",
+                "--args",
+                r#"{"path": "a.txt"}"#,
+            ],
+        )
+        .output(),
+    )
+    .await
+    .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    // Read at once: the record must be on disk when the process has exited.
+    let all = records(&log);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        pick(&all[0], &["tool", "transport", "outcome", "args"]),
+        json!({"tool": "read_file", "transport": "cli", "outcome": "ok", "args": {"path": "a.txt"}})
+    );
+    assert!(all[0]["bytes_out"].as_u64().unwrap() > 0);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the audit log was narrowed");
+    }
+}
