@@ -98,7 +98,7 @@ impl Server {
             latencies: Vec::new(),
             calls: 0,
             cpu: 0.0,
-            root: root,
+            root,
         };
         server.request(
             r#""method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}"#,
