@@ -34,6 +34,7 @@ use crate::typed::{ToolSpec, TypedTool};
 
 pub(crate) mod policy;
 pub mod process;
+pub mod reaper;
 mod runner;
 pub mod sandbox;
 mod settings;
@@ -61,11 +62,18 @@ pub fn prepare_host(exe: &std::ffi::OsStr) {
         return;
     }
     match watchdog::Watchdog::spawn(exe) {
-        Ok(dog) => watchdog::install(dog),
-        Err(error) => tracing::warn!(
-            %error,
-            "could not start the command watchdog: commands will not die with a killed server"
-        ),
+        Ok(dog) => {
+            // The watchdog is a child too: the reaper must never take it for a leftover.
+            reaper::install(&[dog.pid()]);
+            watchdog::install(dog);
+        }
+        Err(error) => {
+            tracing::warn!(
+                %error,
+                "could not start the command watchdog: commands will not die with a killed server"
+            );
+            reaper::install(&[]);
+        }
     }
 }
 

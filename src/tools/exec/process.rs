@@ -5,6 +5,9 @@
 //! the leader exits, a drain timeout for grandchildren that keep the pipes open, the group
 //! registered with the [`watchdog`] (so it dies with the server), and the child always reaped.
 //!
+//! What leaves the group (`setsid`, a double-forking daemon) is found and killed by the
+//! [`reaper`] when the command ends.
+//!
 //! Commands are started with `posix_spawn` (std picks it when there is no `pre_exec` hook and
 //! the program needs no `PATH` search): a `vfork`-style clone that copies no page tables, so a
 //! spawn costs the same however large the server is. That is why nothing here runs code in the
@@ -27,6 +30,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
+use super::reaper::{self, Scope};
 use super::watchdog;
 use crate::tool::ProgressSink;
 
@@ -294,27 +298,54 @@ fn resolve_program(program: &OsStr, env: &[(String, String)], cwd: &Path) -> Opt
         .map(PathBuf::into_os_string)
 }
 
-/// Owns a command's process group while it runs: dropped mid-run (the server stopping and
-/// the call's future dropped), it SIGKILLs the group; either way it tells the watchdog the
-/// group is gone.
-struct GroupGuard(Option<Pid>);
+/// Owns a command's processes while it runs: dropped mid-run (the call's future dropped: the
+/// client went away, the server is stopping), it SIGKILLs the group and sweeps what escaped
+/// it ([`reaper`]); either way it tells the watchdog the group is gone.
+struct GroupGuard {
+    pgid: Option<Pid>,
+    /// The leader's pid, registered with the reaper until its `Child` has reaped it.
+    leader: Option<u32>,
+    scope: Option<Scope>,
+}
 
 impl GroupGuard {
-    /// The run finished and already killed the group: only tell the watchdog, and signal
+    /// The run finished, killed the group and swept: only tell the watchdog, and signal
     /// nothing more (the id may be reused once the group is gone).
     fn release(mut self) {
-        if let Some(pgid) = self.0.take() {
+        if let Some(pgid) = self.pgid.take() {
             watchdog::unregister(pgid);
         }
+        self.scope = None;
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
+        if let Some(pgid) = self.pgid {
             signal_group(Some(pgid), Signal::SIGKILL);
             watchdog::unregister(pgid);
         }
+        if let Some(leader) = self.leader.take() {
+            // Killed by `kill_on_drop`; tokio reaps it later, or the sweep does first.
+            reaper::leader_done(leader);
+        }
+        if let (Some(scope), Ok(runtime)) =
+            (self.scope.take(), tokio::runtime::Handle::try_current())
+        {
+            let pgid = self.pgid;
+            runtime.spawn_blocking(move || reaper::sweep(&scope, pgid));
+        }
+    }
+}
+
+/// Kill what escaped the command's (already killed) group and reap it: inline when there is
+/// nothing to do (the usual case: one `kill(0)` and the children lists), else on a blocking
+/// thread, since the sweep waits for deaths.
+async fn contain(scope: Option<&Scope>, pgid: Option<Pid>) {
+    let Some(scope) = scope else { return };
+    if reaper::needs_sweep(pgid) {
+        let scope = scope.clone();
+        let _ = tokio::task::spawn_blocking(move || reaper::sweep(&scope, pgid)).await;
     }
 }
 
@@ -360,10 +391,13 @@ pub async fn run(
         );
         return finish(None, Some(error), false, false);
     };
+    // The marker the reaper finds every process of this command by, descendants included.
+    let scope = Scope::new();
     let mut cmd = Command::new(program);
     cmd.args(&spec.args)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .envs(scope.as_ref().map(Scope::env))
         .current_dir(&cwd)
         // Its own process group, led by the command, so the whole tree can be signalled.
         .process_group(0)
@@ -376,12 +410,12 @@ pub async fn run(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
 
-    let mut child = match cmd.spawn() {
+    let mut child = match reaper::spawn_leader(|| cmd.spawn(), Child::id) {
         Ok(child) => child,
         Err(error) => return finish(None, Some(error), false, false),
     };
-    let pgid = child
-        .id()
+    let leader = child.id();
+    let pgid = leader
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
     // If the server dies, the watchdog takes the group down; if this future is dropped
@@ -389,7 +423,11 @@ pub async fn run(
     if let Some(pgid) = pgid {
         watchdog::register(pgid);
     }
-    let guard = GroupGuard(pgid);
+    let mut guard = GroupGuard {
+        pgid,
+        leader,
+        scope,
+    };
 
     if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), spec.stdin) {
         tokio::spawn(async move {
@@ -447,6 +485,12 @@ pub async fn run(
         End::TimedOut => (terminate(&mut child, pgid).await, true, false),
         End::Cancelled => (terminate(&mut child, pgid).await, false, true),
     };
+    // The leader is reaped (or its wait failed): the sweep may see its pid reused.
+    if let Some(leader) = guard.leader.take() {
+        reaper::leader_done(leader);
+    }
+    // Then what left the group: `setsid` children, daemons.
+    contain(guard.scope.as_ref(), pgid).await;
     // After the group is dead the pipes close; a reader stuck on a pipe some escaped process
     // still holds is abandoned after the drain timeout.
     drain(&mut readers).await;

@@ -10,6 +10,9 @@
 //! server exits for any reason the watchdog reads end-of-file, SIGKILLs every group still
 //! registered, and exits.
 //!
+//! It also kills what escaped the groups (`setsid`): every process whose environment carries one
+//! of the server's scopes ([`super::reaper`]).
+//!
 //! The one gap: a server killed in the microseconds between a spawn returning and its `+PGID`
 //! line being written leaves that one command running; it still loses its stdout/stderr pipes
 //! and stdin, so it cannot talk to anyone.
@@ -26,6 +29,8 @@ use std::sync::{Mutex, OnceLock};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+
+use super::reaper;
 
 /// The hidden subcommand that runs the watchdog (`toolport __watchdog`); never in --help.
 pub(crate) const WATCHDOG_SUBCOMMAND: &str = "__watchdog";
@@ -66,6 +71,11 @@ impl Watchdog {
             pipe: Mutex::new(Some(pipe)),
             _child: child,
         })
+    }
+
+    /// The watchdog's pid (a child of the server the reaper must leave alone).
+    pub(crate) fn pid(&self) -> u32 {
+        self._child.id()
     }
 
     fn send(&self, op: char, pgid: Pid) {
@@ -123,6 +133,8 @@ pub(crate) fn unregister(pgid: Pid) {
 /// stdin; at end-of-file (the server is gone) SIGKILL every group still registered. Returns
 /// the exit code.
 pub(crate) fn run_watchdog() -> i32 {
+    // Read first: once the server is gone, this process is reparented and the parent changes.
+    let server = std::os::unix::process::parent_id();
     let mut groups: HashSet<i32> = HashSet::new();
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
@@ -133,7 +145,28 @@ pub(crate) fn run_watchdog() -> i32 {
         // ESRCH (the group already ended) is the common, harmless case.
         let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
     }
+    kill_scopes(server);
     0
+}
+
+/// Most passes over `/proc` for the server's scopes: a process forking while a pass runs is
+/// caught by the next; a fork bomb must not keep the watchdog alive.
+const SCOPE_PASSES: usize = 16;
+
+/// SIGKILL every process that carries a scope of the server `server` (see
+/// [`super::reaper`]): what escaped the commands' groups, wherever it was reparented when the
+/// server died.
+fn kill_scopes(server: u32) {
+    let prefix = reaper::prefix_of(server);
+    for _ in 0..SCOPE_PASSES {
+        let found = reaper::processes_with_scope(&prefix);
+        if found.is_empty() {
+            return;
+        }
+        for pid in found {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
 }
 
 /// Apply one protocol line to the set of live groups; malformed lines are ignored.

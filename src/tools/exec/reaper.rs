@@ -1,0 +1,328 @@
+//! Containment that `setsid` cannot escape: everything a command starts dies with it, also the
+//! processes that left its process group (`setsid`, a double-forking daemon).
+//!
+//! A process group is not a boundary: `setsid` puts a process in a new session and group,
+//! where killing the command's group does not reach it. Two facts close the gap without
+//! running code in the child (commands are started with `posix_spawn`; see [`super::process`]):
+//! - **The server is a child subreaper** (`PR_SET_CHILD_SUBREAPER`, set once by [`install`]):
+//!   a process whose parent dies is reparented to the server instead of init. So whatever
+//!   escaped the group ends up as the server's own child once the group is killed (its parent
+//!   was in the group) or once its parent exits (a daemon's double fork).
+//! - **Every command carries a scope** in its environment, `TOOLPORT_SCOPE=<server pid>:<n>`,
+//!   which its descendants inherit. When a command ends, [`sweep`] lists the server's children
+//!   (`/proc/self/task/*/children`), kills those of that scope, waits for them (their own
+//!   children are reparented to the server in turn) and repeats until none is left. Zombies of
+//!   escaped processes that ended on their own are reaped on the way.
+//!
+//! A child with no scope (one that cleared its environment, `env -i`) cannot be attributed to
+//! a command: it is killed by the sweep of the last command running, when nothing else could
+//! own it. When the server dies, the [`super::watchdog`] kills every process of its scopes
+//! (found in `/proc/*/environ`), wherever they were reparented.
+//!
+//! What remains outside: processes started through another service (`systemd-run --user`, a
+//! D-Bus activated service, `at`, a container runtime): they are children of that service,
+//! never of a command, and carry its environment, not the command's.
+//!
+//! The server's own children that are not commands (the watchdog) are never touched, and a
+//! command's leader is reaped only by its `tokio::process::Child`: leaders are registered here
+//! while they live, under the same lock the sweep holds, so a sweep cannot steal an exit
+//! status.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+/// The environment variable that marks a command's processes.
+pub(crate) const SCOPE_VAR: &str = "TOOLPORT_SCOPE";
+
+/// How long a sweep waits for the processes it killed to die. SIGKILL is not deferrable
+/// except in uninterruptible sleep (a stuck NFS read); past this the sweep gives up on them
+/// (the next sweep tries again).
+const SWEEP_WAIT: Duration = Duration::from_millis(500);
+
+/// Most rounds of kill-and-wait in one sweep: each round reaches one more generation of
+/// escaped descendants; a fork bomb must not keep a sweep going forever.
+const SWEEP_ROUNDS: usize = 64;
+
+/// The process-wide reaper, once [`install`]ed.
+static REAPER: OnceLock<Reaper> = OnceLock::new();
+
+#[derive(Debug)]
+struct Reaper {
+    /// `<server pid>:`: the start of every scope of this server.
+    prefix: String,
+    next: AtomicU64,
+    children: Mutex<Owned>,
+}
+
+/// The server's children a sweep must leave alone.
+#[derive(Debug, Default)]
+struct Owned {
+    /// Command leaders alive: their `tokio::process::Child` reaps them.
+    leaders: HashSet<i32>,
+    /// Helpers such as the watchdog.
+    keep: HashSet<i32>,
+}
+
+impl Owned {
+    fn contains(&self, pid: i32) -> bool {
+        self.leaders.contains(&pid) || self.keep.contains(&pid)
+    }
+}
+
+impl Reaper {
+    fn owned(&self) -> MutexGuard<'_, Owned> {
+        self.children
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Make the server a child subreaper, once; `keep` are children to leave alone (the
+/// watchdog). Without it (a kernel that refuses the prctl) commands still run, contained by
+/// their process group only, and a warning says so.
+pub(crate) fn install(keep: &[u32]) {
+    if REAPER.get().is_some() {
+        return;
+    }
+    if let Err(error) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::warn!(%error, "cannot become a child subreaper: a command's processes that call setsid may outlive it");
+        return;
+    }
+    let owned = Owned {
+        leaders: HashSet::new(),
+        keep: keep.iter().filter_map(|p| i32::try_from(*p).ok()).collect(),
+    };
+    let _ = REAPER.set(Reaper {
+        prefix: prefix_of(std::process::id()),
+        next: AtomicU64::new(1),
+        children: Mutex::new(owned),
+    });
+}
+
+/// Whether commands are contained beyond their process group.
+pub fn installed() -> bool {
+    REAPER.get().is_some()
+}
+
+/// The scope of one command: the marker its processes carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scope(String);
+
+impl Scope {
+    /// A new scope; `None` when no reaper is installed (library use, tests in process).
+    pub(crate) fn new() -> Option<Self> {
+        let reaper = REAPER.get()?;
+        let n = reaper.next.fetch_add(1, Ordering::Relaxed);
+        Some(Self(format!("{}{n}", reaper.prefix)))
+    }
+
+    /// The environment entry every process of the command carries.
+    pub(crate) fn env(&self) -> (String, String) {
+        (SCOPE_VAR.to_owned(), self.0.clone())
+    }
+}
+
+/// Spawn a command's leader with `spawn` and register it, under the lock a sweep holds, so no
+/// sweep sees the leader unregistered (and reaps it before its `Child` does).
+pub(crate) fn spawn_leader<T>(
+    spawn: impl FnOnce() -> std::io::Result<T>,
+    pid_of: impl Fn(&T) -> Option<u32>,
+) -> std::io::Result<T> {
+    let Some(reaper) = REAPER.get() else {
+        return spawn();
+    };
+    let mut owned = reaper.owned();
+    let child = spawn()?;
+    if let Some(pid) = pid_of(&child).and_then(|p| i32::try_from(p).ok()) {
+        owned.leaders.insert(pid);
+    }
+    Ok(child)
+}
+
+/// The leader `pid` has been reaped by its `Child` (or was killed and left to tokio's orphan
+/// reaping): a sweep may treat the pid as any other child.
+pub(crate) fn leader_done(pid: u32) {
+    if let (Some(reaper), Ok(pid)) = (REAPER.get(), i32::try_from(pid)) {
+        reaper.owned().leaders.remove(&pid);
+    }
+}
+
+/// Whether a sweep for a command whose group was `group` has anything to do: the group still
+/// has members (dying), or the server has children that are neither live leaders nor kept.
+/// Cheap (one `kill(0)` and the `children` files), so it runs inline; the sweep itself waits
+/// for deaths and runs on a blocking thread.
+pub(crate) fn needs_sweep(group: Option<Pid>) -> bool {
+    let Some(reaper) = REAPER.get() else {
+        return false;
+    };
+    if group.is_some_and(group_alive) {
+        return true;
+    }
+    let owned = reaper.owned();
+    children().into_iter().any(|pid| !owned.contains(pid))
+}
+
+fn group_alive(group: Pid) -> bool {
+    killpg(group, None).is_ok()
+}
+
+/// After a command's process group was SIGKILLed: wait for the group to be gone, and kill
+/// every process of `scope` that escaped it and is now the server's child, with the
+/// generations below it, reaping them (and any zombie of an escaped process). Blocking: it
+/// waits for deaths, at most [`SWEEP_WAIT`] in all.
+pub(crate) fn sweep(scope: &Scope, group: Option<Pid>) {
+    let Some(reaper) = REAPER.get() else { return };
+    let deadline = Instant::now() + SWEEP_WAIT;
+    for _ in 0..SWEEP_ROUNDS {
+        // Read before the children: a member that dies after this line has reparented its
+        // children by the time the list below is read, or the next round sees them.
+        let members_left = group.is_some_and(group_alive);
+        let mut killed = Vec::new();
+        {
+            let owned = reaper.owned();
+            // Unmarked children belong to no known command: the last command's sweep takes
+            // them, when no other command is running.
+            let nobody_else = owned.leaders.is_empty();
+            for pid in children() {
+                if owned.contains(pid) {
+                    continue;
+                }
+                match scope_of(pid) {
+                    Found::Zombie => reap(pid),
+                    Found::Scope(s) if s == scope.0 => killed.push(pid),
+                    Found::None if nobody_else => killed.push(pid),
+                    Found::Scope(_) | Found::None | Found::Gone => {}
+                }
+            }
+            for pid in &killed {
+                let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+            }
+        }
+        if killed.is_empty() && !members_left {
+            return;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                "processes a command left behind did not die in time; the next command's end retries"
+            );
+            return;
+        }
+        // Each killed one's children are reparented to the server before it becomes a
+        // zombie: reaping it means the next round sees them.
+        for pid in killed {
+            wait_dead(pid, deadline);
+        }
+        if members_left {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// What `/proc/PID/environ` says about a child.
+enum Found {
+    /// Its scope.
+    Scope(String),
+    /// It has none.
+    None,
+    /// It has exited (a zombie has no environment to read).
+    Zombie,
+    /// It is gone.
+    Gone,
+}
+
+fn scope_of(pid: i32) -> Found {
+    match std::fs::read(format!("/proc/{pid}/environ")) {
+        Ok(environ) if environ.is_empty() => {
+            if is_zombie(pid) {
+                Found::Zombie
+            } else {
+                Found::None
+            }
+        }
+        Ok(environ) => environ
+            .split(|b| *b == 0)
+            .find_map(|entry| {
+                entry
+                    .strip_prefix(SCOPE_VAR.as_bytes())
+                    .and_then(|rest| rest.strip_prefix(b"="))
+            })
+            .map_or(Found::None, |scope| {
+                Found::Scope(String::from_utf8_lossy(scope).into_owned())
+            }),
+        Err(_) if is_zombie(pid) => Found::Zombie,
+        Err(_) => Found::Gone,
+    }
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let (_, rest) = stat.rsplit_once(')')?;
+            rest.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// Reap a zombie child without blocking.
+fn reap(pid: i32) {
+    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+}
+
+/// Wait until the killed child `pid` has died and reap it, until `deadline`.
+fn wait_dead(pid: i32, deadline: Instant) {
+    loop {
+        match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            _ => return,
+        }
+    }
+}
+
+/// The server's children: every thread's `/proc/self/task/TID/children` (a child belongs to
+/// the thread that forked it, and reparented orphans to one of the subreaper's threads).
+fn children() -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut pids = Vec::new();
+    for task in tasks.flatten() {
+        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+            pids.extend(
+                list.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// The scope prefix of the server whose pid is `server` (the watchdog's view).
+pub(crate) fn prefix_of(server: u32) -> String {
+    format!("{server}:")
+}
+
+/// Every process on the machine (readable by this user) whose scope starts with `prefix`:
+/// what the watchdog kills when the server is gone.
+pub(crate) fn processes_with_scope(prefix: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let own = std::process::id();
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| u32::try_from(*pid).ok() != Some(own))
+        .filter(|pid| matches!(scope_of(*pid), Found::Scope(s) if s.starts_with(prefix)))
+        .collect()
+}
