@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::ConfigError;
 use crate::observe::audit::FileAudit;
+use crate::observe::trace::FileTelemetry;
 use crate::plugins::FilePlugins;
 use crate::tools::FileTools;
 use crate::tools::exec::FileExec;
@@ -37,6 +38,8 @@ pub(super) struct FileConfig {
     pub(super) plugins: FilePlugins,
     #[serde(default)]
     pub(super) audit: FileAudit,
+    #[serde(default)]
+    pub(super) telemetry: FileTelemetry,
 }
 
 impl FileConfig {

@@ -3,10 +3,12 @@
 //! anything else and finishes with the outcome (a call dropped before it ends counts as
 //! cancelled). What a call did beyond its result (the argv a command ran, whether the user
 //! declined) comes from the call's [`CallFacts`], which the executor and the registry fill in.
-//! (Traces and budgets belong here too: issue 12.)
+//! Traces ([`trace`]) wrap every MCP request, not only calls: a span around the session's
+//! handler, exported by OTLP when configured. (Budgets belong here too: issue 12.)
 
 pub mod audit;
 pub mod metrics;
+pub mod trace;
 
 use std::sync::Arc;
 use std::time::Instant;
