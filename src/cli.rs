@@ -47,7 +47,10 @@ pub fn run() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    init_logging(config.log_level.as_deref());
+    let command_to_run = cli.command.unwrap_or(Command::Serve);
+    // Only the server exports traces (`toolport call` runs a tool without MCP: untraced).
+    let traces = matches!(command_to_run, Command::Serve).then_some(&config.telemetry);
+    let exporter = init_logging(config.log_level.as_deref(), traces);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -58,15 +61,26 @@ pub fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(command(cli.command.unwrap_or(Command::Serve), config));
+    let code = runtime.block_on(command(command_to_run, config));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_GRACE);
+    // After the runtime: the spans of the requests it dropped have ended and are queued.
+    if let Some(exporter) = exporter {
+        exporter.shutdown();
+    }
     code
 }
 
 /// Logs go to stderr only. `--log-level` / `TOOLPORT_LOG_LEVEL` / the file's `log_level` win;
-/// otherwise `RUST_LOG`; otherwise [`DEFAULT_LOG_FILTER`].
-fn init_logging(level: Option<&str>) {
-    use tracing_subscriber::EnvFilter;
+/// otherwise `RUST_LOG`; otherwise [`DEFAULT_LOG_FILTER`]. With `traces` that name an endpoint,
+/// request spans are exported too (the log filter then applies to the log lines only), and
+/// the returned exporter must be shut down at exit.
+fn init_logging(
+    level: Option<&str>,
+    traces: Option<&crate::config::TelemetrySettings>,
+) -> Option<crate::observe::trace::Exporter> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _};
     let filter = match level {
         Some(level) => EnvFilter::try_new(level).unwrap_or_else(|error| {
             eprintln!(
@@ -78,11 +92,38 @@ fn init_logging(level: Option<&str>) {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER))
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let exported = traces.and_then(|settings| {
+        crate::observe::trace::export(settings).unwrap_or_else(|error| {
+            eprintln!("toolport: traces will not be exported: {error}");
+            None
+        })
+    });
+    match exported {
+        Some((traces, exporter)) => {
+            tracing_subscriber::registry()
+                .with(log_lines().with_filter(filter))
+                .with(traces)
+                .init();
+            Some(exporter)
+        }
+        None => {
+            tracing_subscriber::registry()
+                .with(filter)
+                .with(log_lines())
+                .init();
+            None
+        }
+    }
+}
+
+/// Log lines as people read them, on stderr.
+fn log_lines<S>() -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    tracing_subscriber::fmt::layer()
         .with_writer(io::stderr)
         .with_ansi(false)
-        .init();
 }
 
 /// Write `text` and a newline to stdout. A closed pipe (the reader went away, as `head`

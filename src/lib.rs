@@ -113,6 +113,7 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let running = ToolportServer::new(shared)
+        .traced()
         .serve(transport)
         .await
         .map_err(|e| Error::Serve(e.to_string()))?;

@@ -176,6 +176,13 @@ impl ToolportServer {
         self
     }
 
+    /// This session's handler with a span around every request (`observe::trace`): what the
+    /// transports serve. Call it last (it reads the session id and the transport).
+    pub(crate) fn traced(self) -> crate::observe::trace::Traced<Self> {
+        let (session, transport) = (self.session_id.clone(), self.transport);
+        crate::observe::trace::Traced::new(self, session, transport)
+    }
+
     /// Forward every change of the listed tools to this session's client until the session
     /// ends (sessions opened with `initialize`; 2026-07-28 clients use `listen`).
     fn forward_list_changes(&self, peer: Peer<RoleServer>) {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, de::Error as _};
 use super::ConfigError;
 use crate::observe::audit::FileAudit;
 use crate::observe::budget::{self, FileBudgets};
+use crate::observe::trace::FileTelemetry;
 use crate::plugins::FilePlugins;
 use crate::tools::FileTools;
 use crate::tools::exec::FileExec;
@@ -38,6 +39,8 @@ pub(super) struct FileConfig {
     pub(super) plugins: FilePlugins,
     #[serde(default)]
     pub(super) audit: FileAudit,
+    #[serde(default)]
+    pub(super) telemetry: FileTelemetry,
 }
 
 impl FileConfig {

@@ -5,7 +5,8 @@
 //! This module only composes: each feature owns its settings (file section, flags, defaults,
 //! validation; see [`crate::settings`]) and `load` hands each its part. Precedence, lowest
 //! first: built-in defaults < TOML file (`--config`, else
-//! `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` environment < flags.
+//! `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` (and the standard
+//! `OTEL_*`) environment < flags.
 //! An unknown key in the file is an error that names the key.
 //!
 //! - [`cli`]: the subcommands and flags;
@@ -28,6 +29,7 @@ use crate::tools::BuiltinSettings;
 // Each feature's settings, as the composed `Config` holds them.
 pub use crate::observe::audit::AuditSettings;
 pub use crate::observe::budget::BudgetSettings;
+pub use crate::observe::trace::TelemetrySettings;
 pub use crate::plugins::PluginSettings;
 pub use crate::tools::ToolSelection;
 pub use crate::tools::exec::ExecSettings;
@@ -103,6 +105,8 @@ pub struct Config {
     pub plugins: PluginSettings,
     /// The audit log.
     pub audit: AuditSettings,
+    /// Trace export (`[telemetry]`, `OTEL_*`).
+    pub telemetry: TelemetrySettings,
     /// The config file that was read, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_file: Option<PathBuf>,
@@ -122,6 +126,7 @@ impl Default for Config {
             http: HttpSettings::default(),
             plugins: PluginSettings::default(),
             audit: AuditSettings::default(),
+            telemetry: TelemetrySettings::default(),
             config_file: None,
         }
     }
@@ -209,6 +214,7 @@ impl Config {
             http: HttpSettings::load(&args.http, file.http)?,
             plugins,
             audit,
+            telemetry: TelemetrySettings::load(&file.telemetry, &env)?,
             config_file: path,
         })
     }

@@ -5,10 +5,13 @@
 //! declined) comes from the call's [`CallFacts`], which the executor and the registry fill in.
 //! Budgets ([`budget`]) are checked by the server right after the call is opened, so a refused
 //! call is recorded like any other.
+//! Traces ([`trace`]) wrap every MCP request, not only calls: a span around the session's
+//! handler, exported by OTLP when configured.
 
 pub mod audit;
 pub mod budget;
 pub mod metrics;
+pub mod trace;
 
 use std::sync::Arc;
 use std::time::Instant;

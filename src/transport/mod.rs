@@ -9,17 +9,15 @@
 pub(crate) mod http;
 pub mod stdio;
 
-use rmcp::RoleServer;
 use rmcp::service::{QuitReason, RunningService};
+use rmcp::{RoleServer, Service};
 
-use crate::server::ToolportServer;
-
-/// Run a served session until the client leaves or `stop` resolves; on `stop`, cancel the
-/// session (every call in flight is cancelled, so running commands are killed with their
-/// process groups) and wait for it to wind down. The one "serve until stopped" loop of stdio,
-/// the in-process server and each legacy SSE session.
-pub(crate) async fn serve_until_stopped(
-    running: RunningService<RoleServer, ToolportServer>,
+/// Run a served session (a [`crate::server::ToolportServer`], traced) until the client leaves
+/// or `stop` resolves; on `stop`, cancel the session (every call in flight is cancelled, so
+/// running commands are killed with their process groups) and wait for it to wind down. The
+/// one "serve until stopped" loop of stdio, the in-process server and each legacy SSE session.
+pub(crate) async fn serve_until_stopped<S: Service<RoleServer>>(
+    running: RunningService<RoleServer, S>,
     stop: impl Future<Output = ()>,
 ) -> Result<QuitReason, tokio::task::JoinError> {
     let cancel = running.cancellation_token();

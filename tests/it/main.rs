@@ -40,5 +40,7 @@ mod protocol;
 mod readme;
 // Landlock through `toolport __sandbox-exec`: what the kernel allows and refuses.
 mod sandbox;
+// Traces: request spans reach a local OTLP receiver in the client's trace; none without one.
+mod traces;
 // web_search, offline, against a local server that plays every provider.
 mod web_search;

@@ -154,7 +154,9 @@ async fn connect(State(state): State<SseState>) -> Response {
         PollSender::new(to_client),
         Box::pin(inbound(from_client, state.idle)),
     );
-    let server = ToolportServer::new(state.shared.clone()).with_transport("sse");
+    let server = ToolportServer::new(state.shared.clone())
+        .with_transport("sse")
+        .traced();
     let stop = state.stop.clone();
     let session = id.clone();
     tokio::spawn(async move {

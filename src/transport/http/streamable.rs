@@ -81,7 +81,11 @@ pub(crate) fn routes(
         "http"
     };
     let service = StreamableHttpService::new(
-        move || Ok(ToolportServer::new(shared.clone()).with_transport(transport)),
+        move || {
+            Ok(ToolportServer::new(shared.clone())
+                .with_transport(transport)
+                .traced())
+        },
         manager.clone(),
         config,
     );
