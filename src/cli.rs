@@ -282,7 +282,7 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
     // Audited and counted like a call over MCP, as transport `cli`.
     let audit = shared.audit.as_ref().map(|log| {
         log.begin(
-            crate::observe::audit::new_session_id(),
+            crate::tool::Session::new_id(),
             "cli",
             None,
             &args.tool,

@@ -42,7 +42,7 @@ use crate::observe::budget::{BudgetSettings, SessionBudget};
 use crate::observe::metrics::{self, Metrics, SessionOpen};
 use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::registry::{ExecuteError, LiveRegistry};
-use crate::tool::{ConfirmFallback, Confirmation, Confirmer, ProgressSink, ToolContext};
+use crate::tool::{ConfirmFallback, Confirmation, Confirmer, ProgressSink, Session, ToolContext};
 use crate::workspace::{Workspace, client_root_path};
 
 /// How long to wait for the client's answer to `roots/list`. A client that declares roots but
@@ -137,7 +137,7 @@ impl ToolportServer {
             refreshing: Arc::new(tokio::sync::Mutex::new(())),
             session_ended: ended.clone(),
             _end_guard: Arc::new(ended.drop_guard()),
-            session_id: crate::observe::audit::new_session_id(),
+            session_id: crate::tool::Session::new_id(),
             transport: "stdio",
             session_open: Arc::default(),
             budget,
@@ -154,6 +154,23 @@ impl ToolportServer {
                 .flatten()
         })?;
         Some(format!("{} {}", info.name, info.version))
+    }
+
+    /// Who the call's jobs belong to: this session, which kills them when it ends. Stateless
+    /// HTTP has no sessions: there jobs belong to the client (its name and version, behind
+    /// the one bearer token) and outlive each request, bounded by their own limits.
+    fn job_owner(&self, context: &RequestContext<RoleServer>) -> Session {
+        if self.transport == "http-stateless" {
+            let client = self.client_name(context).unwrap_or_default();
+            return Session {
+                id: Arc::from(format!("stateless:{client}")),
+                ended: CancellationToken::new(),
+            };
+        }
+        Session {
+            id: self.session_id.clone(),
+            ended: self.session_ended.clone(),
+        }
     }
 
     /// Count this session in the sessions gauge (once; until its last handle drops).
@@ -557,6 +574,7 @@ impl ServerHandler for ToolportServer {
                 fallback: self.shared.confirm_fallback,
             }),
             facts: facts.clone(),
+            session: self.job_owner(&context),
         };
         let args = request.arguments.clone().unwrap_or_default();
         let mut failure = None;

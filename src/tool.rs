@@ -283,6 +283,39 @@ pub struct ToolContext {
     pub(crate) confirmer: Arc<dyn Confirmer>,
     /// What the call did beyond its result, for the audit log.
     pub(crate) facts: Arc<CallFacts>,
+    /// The session the call belongs to (jobs it starts are that session's).
+    pub(crate) session: Session,
+}
+
+/// Who a call belongs to: a job belongs to the session that started it, and is killed when
+/// that session ends (unless the operator keeps jobs).
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Stable for the session, random (never the HTTP token).
+    pub(crate) id: Arc<str>,
+    /// Fires when the session ends.
+    pub(crate) ended: CancellationToken,
+}
+
+/// Random bytes in a session id (hex): unique enough to tell sessions apart.
+const SESSION_ID_BYTES: usize = 8;
+
+impl Session {
+    /// A session of its own (a local run, a test).
+    pub(crate) fn local() -> Self {
+        Self {
+            id: Self::new_id(),
+            ended: CancellationToken::new(),
+        }
+    }
+
+    /// A new random session id (for the audit log, traces and job ownership; never the HTTP
+    /// token).
+    pub(crate) fn new_id() -> Arc<str> {
+        Arc::from(
+            crate::secret::random_token(SESSION_ID_BYTES).unwrap_or_else(|_| "unknown".to_owned()),
+        )
+    }
 }
 
 impl ToolContext {
@@ -298,6 +331,7 @@ impl ToolContext {
             }),
             workspace,
             facts: Arc::default(),
+            session: Session::local(),
         }
     }
 }

@@ -27,16 +27,6 @@ use crate::secret::Secret;
 use crate::settings::{SettingError, check_range};
 use crate::tool::{CallFacts, CommandFacts, ToolError};
 
-/// Random bytes in a session id (hex in the audit log): unique enough to tell sessions apart.
-const SESSION_ID_BYTES: usize = 8;
-
-/// A new random session id for the audit log (never the HTTP token).
-pub(crate) fn new_session_id() -> Arc<str> {
-    Arc::from(
-        crate::secret::random_token(SESSION_ID_BYTES).unwrap_or_else(|_| "unknown".to_owned()),
-    )
-}
-
 /// What replaces a redacted value.
 pub(crate) const REDACTED: &str = "[redacted]";
 

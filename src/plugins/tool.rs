@@ -98,6 +98,10 @@ impl PluginTool {
                 None => None,
             },
             env: Some(self.env(workspace)),
+            // A plugin tool answers when its command ends: no jobs.
+            background: false,
+            yield_after: Some(0),
+            stdin_open: false,
         })
     }
 

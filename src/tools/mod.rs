@@ -49,12 +49,17 @@ pub(crate) fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, S
         },
     )?);
     let web_requests = web::RequestCounter::default();
+    let (job_output, job_input, job_kill, job_list) = exec::job_tools(&executor);
     Ok(Builtins {
         tools: vec![
             typed(fs::ReadFile::new(settings.fs)),
             typed(fs::ListDirectory::new(settings.fs)),
             typed(fs::PathInfo),
             typed(exec::ExecuteCommand::new(executor.clone())),
+            typed(job_output),
+            typed(job_input),
+            typed(job_kill),
+            typed(job_list),
             typed(web::WebSearch::new(settings.web, web_requests.clone())),
         ],
         executor,

@@ -47,6 +47,10 @@ async fn tools_prints_definitions_in_every_format() {
             "list_directory",
             "path_info",
             "execute_command",
+            "job_output",
+            "job_input",
+            "job_kill",
+            "job_list",
             "web_search"
         ]
     );
@@ -62,6 +66,10 @@ async fn tools_prints_definitions_in_every_format() {
             "list_directory",
             "path_info",
             "execute_command",
+            "job_output",
+            "job_input",
+            "job_kill",
+            "job_list",
             "web_search"
         ]
     );
@@ -122,7 +130,7 @@ async fn instructions_prints_every_tools_instructions() {
     let (_d, root) = tempdir();
     let out = run(&root, &["instructions"]).await;
     assert_eq!(out.code, 0);
-    assert_eq!(out.stdout.matches("Tool: ").count(), 5);
+    assert_eq!(out.stdout.matches("Tool: ").count(), BUILTIN_TOOLS);
     assert!(
         out.stdout.starts_with("Tool: read_file\nDescription: "),
         "{}",
@@ -179,6 +187,10 @@ async fn tool_selection_applies_to_every_command() {
             "list_directory",
             "path_info",
             "execute_command",
+            "job_output",
+            "job_input",
+            "job_kill",
+            "job_list",
             "web_search"
         ]
     );

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
@@ -135,12 +134,7 @@ async fn one_commands_end_leaves_another_commands_daemon_alone() {
 #[tokio::test]
 async fn a_killed_server_takes_the_escaped_processes_with_it() {
     let (_d, root) = tempdir();
-    let config = config_file(&root, ALLOW_SHELLS);
-    let transport = spawn_server(command(&root, &["--config", config.to_str().unwrap()]));
-    let server = transport.id().unwrap();
-    let client = within(TestClient::default().serve(transport))
-        .await
-        .unwrap();
+    let (server, client) = connect_with_pid(&root, ALLOW_SHELLS).await;
     let file = root.join("pid");
     let script = format!("setsid sleep 306 & echo $! > {}; wait", file.display());
     let peer = client.peer().clone();

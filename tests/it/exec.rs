@@ -509,9 +509,22 @@ async fn a_timeout_over_the_servers_maximum_is_refused_naming_the_maximum() {
     .await;
     assert_eq!(result.is_error, Some(true));
     assert!(
-        text(&result).contains("`timeout`: 100000 is greater than the maximum of 120"),
+        text(&result).contains("`timeout`: 100000 is greater than the maximum of 7200"),
         "{}",
         text(&result)
+    );
+    // Without yielding, a call keeps exec.timeout_max (120 s); the refusal says how to go
+    // further.
+    let result = call(
+        &client,
+        "execute_command",
+        json!({"command": "true", "timeout": 121, "yield_after": 0}),
+    )
+    .await;
+    let message = err(&result);
+    assert!(
+        message.contains("maximum of 120 seconds") && message.contains("job_timeout_max"),
+        "{message}"
     );
     let result = call(
         &client,

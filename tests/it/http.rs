@@ -54,7 +54,7 @@ async fn streamable_http_stateful_lists_and_calls_tools() {
     let info = client.peer_info().unwrap();
     assert_eq!(info.server_info.as_ref().unwrap().name, "toolport");
     let tools = within(client.list_all_tools()).await.unwrap();
-    assert_eq!(tools.len(), 5);
+    assert_eq!(tools.len(), BUILTIN_TOOLS);
     let read = ok(&call(&client, "read_file", json!({"path": "hello.txt"})).await);
     assert_eq!(read["content"], json!("hi over http\n"));
     within(client.cancel()).await.unwrap();
@@ -90,7 +90,7 @@ async fn streamable_http_stateless_serves_the_rmcp_client() {
     let server = start(&root, &["--stateless"], Some(TOKEN)).await;
     let client = mcp_client(&server, TOKEN, TestClient::default()).await;
     let tools = within(client.list_all_tools()).await.unwrap();
-    assert_eq!(tools.len(), 5);
+    assert_eq!(tools.len(), BUILTIN_TOOLS);
     let read = ok(&call(&client, "read_file", json!({"path": "hello.txt"})).await);
     assert_eq!(read["content"], json!("hi over http\n"));
     // No session was opened: a raw initialize gets no session id back.
@@ -135,7 +135,10 @@ async fn legacy_sse_flow_answers_on_the_stream() {
     assert_eq!(response.status(), 202);
     let answer = reader.message().await;
     assert_eq!(answer["id"], json!(2));
-    assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        answer["result"]["tools"].as_array().unwrap().len(),
+        BUILTIN_TOOLS
+    );
     let read = tools_call(3, "read_file", &json!({"path": "hello.txt"}));
     assert_eq!(post_message(&endpoint, &read).await.status(), 202);
     let answer = reader.message().await;
@@ -328,7 +331,10 @@ async fn without_a_token_one_is_generated_and_printed_and_no_auth_opts_out() {
         .to_owned();
     assert_eq!(token.len(), 64, "{token}");
     let client = mcp_client(&server, &token, TestClient::default()).await;
-    assert_eq!(within(client.list_all_tools()).await.unwrap().len(), 5);
+    assert_eq!(
+        within(client.list_all_tools()).await.unwrap().len(),
+        BUILTIN_TOOLS
+    );
     within(client.cancel()).await.unwrap();
     let response = within(post_mcp(&server, INIT).send()).await.unwrap();
     assert_eq!(response.status(), 401);
@@ -355,7 +361,10 @@ async fn the_session_cap_refuses_new_sessions_with_503() {
         .unwrap();
     assert_eq!(response.status(), 503);
     // The existing session still works.
-    assert_eq!(within(client.list_all_tools()).await.unwrap().len(), 5);
+    assert_eq!(
+        within(client.list_all_tools()).await.unwrap().len(),
+        BUILTIN_TOOLS
+    );
     within(client.cancel()).await.unwrap();
 }
 

@@ -8,6 +8,8 @@
 mod audit;
 // Call budgets per session and tool, and the HTTP request rate.
 mod budgets;
+// Jobs: yield_after, background, job_output/input/kill/list, ownership, limits.
+mod jobs;
 // Processes that leave the command's group (setsid, daemons) die with it.
 mod containment;
 // Bad tool arguments: the isError result names the field and what the tool accepts.

@@ -133,7 +133,7 @@ async fn every_client_config_launches_a_working_toolport() {
         let (_e, elsewhere) = tempdir();
         let client = connect_command(bare_command(&elsewhere, &args), TestClient::default()).await;
         let tools = within(client.list_all_tools()).await.unwrap();
-        assert_eq!(tools.len(), 5, "{}", file.display());
+        assert_eq!(tools.len(), BUILTIN_TOOLS, "{}", file.display());
         let read = ok(&call(&client, "read_file", json!({"path": "hello.txt"})).await);
         assert_eq!(read["content"], json!("hi\n"), "{}", file.display());
         within(client.cancel()).await.unwrap();
@@ -194,7 +194,10 @@ async fn every_http_client_config_reaches_a_working_toolport() {
                     202
                 );
                 let answer = reader.message().await;
-                assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 5);
+                assert_eq!(
+                    answer["result"]["tools"].as_array().unwrap().len(),
+                    BUILTIN_TOOLS
+                );
             }
             other => panic!("{name}: {other} is neither /mcp nor /sse"),
         }

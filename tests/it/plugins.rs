@@ -114,12 +114,16 @@ async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
     let hints = say.annotations.as_ref().unwrap();
     assert_eq!(hints.read_only_hint, Some(true));
     assert_eq!(
-        names(&client).await[..5],
+        names(&client).await[..BUILTIN_TOOLS],
         [
             "read_file",
             "list_directory",
             "path_info",
             "execute_command",
+            "job_output",
+            "job_input",
+            "job_kill",
+            "job_list",
             "web_search"
         ],
         "built-ins come first"

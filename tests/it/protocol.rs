@@ -54,7 +54,7 @@ async fn an_unknown_tool_is_a_json_rpc_invalid_params_error() {
     );
     // The session is still usable.
     let tools = within(client.list_all_tools()).await.unwrap();
-    assert_eq!(tools.len(), 5);
+    assert_eq!(tools.len(), BUILTIN_TOOLS);
 }
 
 #[tokio::test]
@@ -71,6 +71,10 @@ async fn prompts_hold_every_tools_instructions() {
             "list_directory",
             "path_info",
             "execute_command",
+            "job_output",
+            "job_input",
+            "job_kill",
+            "job_list",
             "web_search"
         ]
     );
@@ -78,7 +82,7 @@ async fn prompts_hold_every_tools_instructions() {
         .await
         .unwrap();
     let text = all.messages[0].content.as_text().unwrap().text.clone();
-    assert_eq!(text.matches("Tool: ").count(), 5, "{text}");
+    assert_eq!(text.matches("Tool: ").count(), BUILTIN_TOOLS, "{text}");
     for section in [
         "Description:",
         "Purpose:",
@@ -177,7 +181,10 @@ async fn a_malformed_line_gets_a_parse_error_and_the_server_keeps_serving() {
         .await;
     let reply = raw.recv().await;
     assert_eq!(reply["id"], json!(1));
-    assert_eq!(reply["result"]["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        reply["result"]["tools"].as_array().unwrap().len(),
+        BUILTIN_TOOLS
+    );
 }
 
 #[tokio::test]
@@ -288,7 +295,10 @@ async fn every_protocol_version_can_list_and_call_tools() {
     ))
     .await
     .unwrap();
-    assert_eq!(within(client.list_all_tools()).await.unwrap().len(), 5);
+    assert_eq!(
+        within(client.list_all_tools()).await.unwrap().len(),
+        BUILTIN_TOOLS
+    );
     let result = within(
         client.call_tool(
             CallToolRequestParams::new("read_file")
@@ -376,7 +386,10 @@ fn assert_session_replies(stdout: &str) {
     replies.sort_by_key(|r| r["id"].as_i64());
     let ids: Vec<Value> = replies.iter().map(|r| r["id"].clone()).collect();
     assert_eq!(ids, [json!(0), json!(1), json!(2)], "{stdout}");
-    assert_eq!(replies[1]["result"]["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        replies[1]["result"]["tools"].as_array().unwrap().len(),
+        BUILTIN_TOOLS
+    );
     assert_eq!(
         replies[2]["result"]["structuredContent"]["type"],
         json!("directory")

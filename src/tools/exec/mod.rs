@@ -28,10 +28,12 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::schema::JsonObject;
-use crate::settings::human_bytes;
+use crate::settings::{human, human_bytes};
 use crate::tool::{Annotations, ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 
+mod job_tools;
+pub(crate) mod jobs;
 pub(crate) mod policy;
 pub mod process;
 pub mod reaper;
@@ -40,6 +42,7 @@ pub mod sandbox;
 mod settings;
 pub mod watchdog;
 
+pub(crate) use job_tools::job_tools;
 pub use runner::child_env;
 pub(crate) use runner::{ExecResult, Executor};
 pub(crate) use settings::ExecArgs;
@@ -79,10 +82,23 @@ pub fn prepare_host(exe: &std::ffi::OsStr) {
 
 /// The tool's description, stating the operator's real limits.
 fn description(settings: &ExecSettings) -> String {
+    let yield_after = settings.yield_after.as_secs();
+    let jobs = if yield_after > 0 {
+        format!(
+            "A command still running after `yield_after` seconds (default {yield_after}, at most {}; 0 waits for the end) becomes a job: the call returns its output so far and a `job_id`, and the command goes on; `background: true` returns the `job_id` at once. Follow a job with job_output (`wait` blocks for new output), write to its stdin with job_input (start it with `stdin_open: true`), end it with job_kill, list them with job_list. A job runs until `timeout` (default {}, at most {}).",
+            settings.timeout_max.as_secs(),
+            human(settings.job_timeout),
+            human(settings.job_timeout_max),
+        )
+    } else {
+        format!(
+            "`background: true` starts the command as a job and returns its `job_id` at once: follow it with job_output, write to its stdin with job_input (`stdin_open: true`), end it with job_kill. A job runs until `timeout` (default {}, at most {}).",
+            human(settings.job_timeout),
+            human(settings.job_timeout_max),
+        )
+    };
     format!(
-        "Run a program inside the workspace and return its stdout, stderr and exit code. `command` is the program and `args` its arguments, passed as they are: there is no shell, so pipes, redirects, globs and $VARIABLES are not interpreted unless the command is a shell itself (command \"bash\", args [\"-c\", \"…\"]), which needs the user's confirmation unless the operator allows shells. `cwd` must be inside the workspace roots (default: the first root). `timeout` is in seconds (default {}, at most {}: the server's limit). Each output stream keeps at most {} (the start and the end); `truncated` says when output was cut. Commands run non-interactively: stdin is empty unless `stdin` is given, there is no terminal, and pagers and git prompts are off. Destructive commands (rm -r, git push --force, sudo …) need the user's confirmation, and the operator's policy may deny commands.",
-        runner::default_timeout(settings).as_secs(),
-        settings.timeout_max.as_secs(),
+        "Run a program inside the workspace and return its stdout, stderr and exit code. `command` is the program and `args` its arguments, passed as they are: there is no shell, so pipes, redirects, globs and $VARIABLES are not interpreted unless the command is a shell itself (command \"bash\", args [\"-c\", \"…\"]), which needs the user's confirmation unless the operator allows shells. `cwd` must be inside the workspace roots (default: the first root). `timeout` is in seconds. Each output stream keeps at most {} (the start and the end); `truncated` says when output was cut. Commands run non-interactively: stdin is empty unless `stdin` is given, there is no terminal, and pagers and git prompts are off. {jobs} Everything a command starts is killed when it ends. Destructive commands (rm -r, git push --force, sudo …) need the user's confirmation, and the operator's policy may deny commands.",
         human_bytes(settings.max_output_bytes as u64),
     )
 }
@@ -108,6 +124,15 @@ pub(crate) struct Params {
     /// Extra environment variables for the command. Loader and shell-startup variables (LD_*,
     /// DYLD_*, BASH_ENV, ENV …) are refused.
     pub(crate) env: Option<BTreeMap<String, String>>,
+    /// Start the command and return at once with its `job_id`; follow it with job_output.
+    #[serde(default)]
+    pub(crate) background: bool,
+    /// Seconds to wait before returning a still-running command as a job (with its output so
+    /// far and a `job_id`); 0 waits for the end. The default and maximum are the server's.
+    pub(crate) yield_after: Option<u64>,
+    /// Keep the command's stdin open for job_input (a REPL, a prompt), after `stdin` if given.
+    #[serde(default)]
+    pub(crate) stdin_open: bool,
 }
 
 /// The `execute_command` tool: the arguments as a command for the shared [`Executor`].
@@ -133,7 +158,18 @@ fn render(r: &ExecResult) -> String {
     } else {
         "did not start".to_owned()
     };
-    text.push_str(&format!("{outcome} after {} ms\n", r.duration_ms));
+    if let Some(job) = &r.job_id {
+        let files = match (&r.stdout_file, &r.stderr_file) {
+            (Some(out), Some(err)) => format!("; the whole output goes to {out} and {err}"),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "still running after {} ms, as {job}{files}\ncontinue with job_output {{\"job_id\": \"{job}\", \"stdout_offset\": {}, \"stderr_offset\": {}, \"wait\": 30}}; end it with job_kill\n",
+            r.duration_ms, r.stdout_bytes, r.stderr_bytes
+        ));
+    } else {
+        text.push_str(&format!("{outcome} after {} ms\n", r.duration_ms));
+    }
     if r.timed_out {
         text.push_str(&format!(
             "note: the command was still running after {} s and was killed with its child processes\n",
@@ -191,11 +227,24 @@ impl TypedTool for ExecuteCommand {
             .and_then(serde_json::Value::as_object_mut)
         {
             let settings = self.executor.settings();
-            timeout.insert(
-                "default".into(),
-                json!(runner::default_timeout(settings).as_secs()),
-            );
-            timeout.insert("maximum".into(), json!(settings.timeout_max.as_secs()));
+            // Without yielding, a call's default and maximum are `exec.timeout`'s; a command
+            // that may become a job (the default when yield_after is on) has a job's.
+            let (default, max) = if settings.yield_after.is_zero() {
+                (runner::default_timeout(settings), settings.job_timeout_max)
+            } else {
+                (settings.job_timeout, settings.job_timeout_max)
+            };
+            timeout.insert("default".into(), json!(default.as_secs()));
+            timeout.insert("maximum".into(), json!(max.as_secs()));
+        }
+        if let Some(yield_after) = schema
+            .get_mut("properties")
+            .and_then(|p| p.get_mut("yield_after"))
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            let settings = self.executor.settings();
+            yield_after.insert("default".into(), json!(settings.yield_after.as_secs()));
+            yield_after.insert("maximum".into(), json!(settings.timeout_max.as_secs()));
         }
     }
 

@@ -18,16 +18,19 @@
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
+use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::reaper::{self, Scope};
@@ -186,8 +189,6 @@ impl LastLine {
     }
 }
 
-type Shared<T> = Arc<Mutex<T>>;
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     match m.lock() {
         Ok(guard) => guard,
@@ -195,11 +196,312 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     }
 }
 
-async fn pump(
-    mut stream: impl AsyncRead + Unpin,
-    buffer: Shared<HeadTail>,
-    last: Shared<LastLine>,
-) {
+/// Most bytes one stream writes to its spill file; past it the bytes are only counted (a
+/// runaway job must not fill the disk). The result says when the file stopped.
+const SPILL_MAX_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// Bytes a spilling stream keeps in memory before it creates its file: most commands print
+/// less, and never touch the disk.
+const SPILL_PENDING_BYTES: usize = 64 * 1024;
+
+/// Every byte of a stream, for reading at any offset: in memory while small, then in a file
+/// (created 0600 in the server's private job directory).
+#[derive(Debug, Default)]
+struct Spill {
+    /// On for commands that may become jobs; off, nothing is kept beyond head and tail.
+    enabled: bool,
+    pending: Vec<u8>,
+    file: Option<std::fs::File>,
+    path: Option<PathBuf>,
+    /// Where the file is created (`<dir>/<name>`), once it is needed.
+    target: Option<PathBuf>,
+    /// Bytes in the file (or pending).
+    kept: u64,
+    /// Why the file stopped short, if it did.
+    failed: Option<String>,
+}
+
+impl Spill {
+    fn push(&mut self, chunk: &[u8]) {
+        if !self.enabled || self.failed.is_some() {
+            return;
+        }
+        let room = SPILL_MAX_BYTES.saturating_sub(self.kept);
+        let chunk = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        if chunk.is_empty() {
+            self.failed = Some(format!("the output file stops at {SPILL_MAX_BYTES} bytes"));
+            return;
+        }
+        if self.file.is_none() && self.pending.len() + chunk.len() <= SPILL_PENDING_BYTES {
+            self.pending.extend_from_slice(chunk);
+            self.kept += chunk.len() as u64;
+            return;
+        }
+        if let Err(error) = self.open_file().and_then(|file| file.write_all(chunk)) {
+            self.failed = Some(format!("writing the output file failed: {error}"));
+            return;
+        }
+        self.kept += chunk.len() as u64;
+    }
+
+    /// The file, created (with the pending bytes) on first need.
+    fn open_file(&mut self) -> std::io::Result<&mut std::fs::File> {
+        if self.file.is_none() {
+            let target = self
+                .target
+                .clone()
+                .ok_or_else(|| std::io::Error::other("no job directory"))?;
+            let mut file = std::fs::OpenOptions::new()
+                .create_new(true)
+                .write(true)
+                .read(true)
+                .mode(0o600)
+                .open(&target)?;
+            file.write_all(&self.pending)?;
+            self.pending = Vec::new();
+            self.path = Some(target);
+            self.file = Some(file);
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the output file is not open"))
+    }
+
+    /// Up to `max` bytes from `offset`.
+    fn read(&self, offset: u64, max: usize) -> std::io::Result<Vec<u8>> {
+        let end = self.kept.min(offset.saturating_add(max as u64));
+        if offset >= end {
+            return Ok(Vec::new());
+        }
+        let len = usize::try_from(end - offset).unwrap_or(max);
+        match &self.file {
+            Some(file) => {
+                use std::os::unix::fs::FileExt;
+                let mut buf = vec![0; len];
+                file.read_exact_at(&mut buf, offset)?;
+                Ok(buf)
+            }
+            None => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                Ok(self.pending[start..start + len].to_vec())
+            }
+        }
+    }
+}
+
+/// One output stream of a live command.
+#[derive(Debug)]
+struct Stream {
+    /// What a result shows: the first and last bytes.
+    kept: HeadTail,
+    /// Every byte, when the command may become a job.
+    spill: Spill,
+}
+
+/// What ended a command.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct End {
+    /// The leader's exit status, once reaped.
+    pub(crate) status: Option<ExitStatus>,
+    /// Killed because its time limit passed.
+    pub(crate) timed_out: bool,
+    /// Killed on request (the call was cancelled, `job_kill`, the session ended).
+    pub(crate) killed: bool,
+    /// From spawn to the end.
+    pub(crate) duration: Duration,
+}
+
+/// A command that has started: its output so far and, once it ended, how. Shared between the
+/// task that drives it to its end and whoever waits for it (the call, or the job tools once
+/// the call has returned).
+#[derive(Debug)]
+pub(crate) struct Live {
+    streams: [Mutex<Stream>; 2],
+    last_line: Mutex<LastLine>,
+    /// The pipe to its stdin, when it was left open (`job_input`).
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// Fires to end it (TERM, grace, KILL of the whole tree).
+    kill: CancellationToken,
+    /// Bumped on every output chunk and at the end: waiters watch it.
+    changes: watch::Sender<u64>,
+    end: OnceLock<End>,
+    started: Instant,
+    timeout: Duration,
+}
+
+/// Which stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Which {
+    Stdout = 0,
+    Stderr = 1,
+}
+
+/// A slice of a stream read at an offset.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    /// The bytes as text (lossy UTF-8; a character cut by the end of the slice is left for
+    /// the next read).
+    pub(crate) text: String,
+    /// The offset after this slice.
+    pub(crate) next: u64,
+}
+
+impl Live {
+    fn stream(&self, which: Which) -> std::sync::MutexGuard<'_, Stream> {
+        lock(&self.streams[which as usize])
+    }
+
+    fn bump(&self) {
+        self.changes.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    /// How it ended, once it has.
+    pub(crate) fn end(&self) -> Option<End> {
+        self.end.get().copied()
+    }
+
+    /// Ask for it to end: TERM to the group, [`KILL_GRACE`], then KILL; what escaped the
+    /// group is swept. Returns at once; wait with [`Live::ended`].
+    pub(crate) fn kill(&self) {
+        self.kill.cancel();
+    }
+
+    /// Resolves when it has ended (and every process of it is gone).
+    pub(crate) async fn ended(&self) -> End {
+        let mut changes = self.changes.subscribe();
+        loop {
+            if let Some(end) = self.end() {
+                return end;
+            }
+            if changes.changed().await.is_err() {
+                // The driver is gone without setting an end: only at runtime shutdown.
+                return self.end().unwrap_or(End {
+                    status: None,
+                    timed_out: false,
+                    killed: true,
+                    duration: self.started.elapsed(),
+                });
+            }
+        }
+    }
+
+    /// A receiver that sees every change (output or the end).
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Time since it started.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Its time limit.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The latest complete output line, for progress messages.
+    pub(crate) fn last_line(&self) -> Option<String> {
+        lock(&self.last_line).line.clone()
+    }
+
+    /// The stream so far as a result shows it (head and tail).
+    pub(crate) fn captured(&self, which: Which) -> Captured {
+        self.stream(which).kept.finish()
+    }
+
+    /// Bytes written to the stream so far.
+    pub(crate) fn total(&self, which: Which) -> u64 {
+        self.stream(which).kept.total
+    }
+
+    /// The stream's spill file, once it exists, and why it stopped short, if it did.
+    pub(crate) fn spill_file(&self, which: Which) -> (Option<PathBuf>, Option<String>) {
+        let stream = self.stream(which);
+        (stream.spill.path.clone(), stream.spill.failed.clone())
+    }
+
+    /// Make sure every byte so far is in the spill file (the command is becoming a job:
+    /// its output must be readable at any offset and survive in a file).
+    pub(crate) fn spill_now(&self) {
+        for which in [Which::Stdout, Which::Stderr] {
+            let mut stream = self.stream(which);
+            if stream.spill.enabled
+                && stream.spill.failed.is_none()
+                && let Err(error) = stream.spill.open_file()
+            {
+                stream.spill.failed = Some(format!("creating the output file failed: {error}"));
+            }
+        }
+    }
+
+    /// Up to `max` bytes of a stream from `offset` (offsets count every byte the command
+    /// wrote). An offset past what was written reads nothing.
+    pub(crate) fn read(&self, which: Which, offset: u64, max: usize) -> std::io::Result<Chunk> {
+        let bytes = self.stream(which).spill.read(offset, max)?;
+        // A multi-byte character cut at the end of the slice waits for the next read.
+        let cut = match std::str::from_utf8(&bytes) {
+            Ok(_) => bytes.len(),
+            Err(e) if e.error_len().is_none() && self.end().is_none() => e.valid_up_to(),
+            Err(_) => bytes.len(),
+        };
+        let cut = if cut == 0 && !bytes.is_empty() {
+            bytes.len()
+        } else {
+            cut
+        };
+        Ok(Chunk {
+            text: String::from_utf8_lossy(&bytes[..cut]).into_owned(),
+            next: offset + cut as u64,
+        })
+    }
+
+    /// Write to its stdin; `close` closes it after. Errors say why (no pipe, closed, the
+    /// command stopped reading).
+    pub(crate) async fn write_stdin(&self, bytes: &[u8], close: bool) -> Result<(), String> {
+        let mut stdin = self.stdin.lock().await;
+        let Some(pipe) = stdin.as_mut() else {
+            return Err("its stdin is not open (start it with stdin_open: true to write to it, and it was not closed since)".into());
+        };
+        if !bytes.is_empty() {
+            pipe.write_all(bytes).await.map_err(|e| {
+                format!("writing to its stdin failed: {e} (the command stopped reading)")
+            })?;
+            pipe.flush().await.map_err(|e| e.to_string())?;
+        }
+        if close {
+            *stdin = None;
+        }
+        Ok(())
+    }
+
+    /// The whole run as a result sees it, once it has ended.
+    pub(crate) fn outcome(&self, spawn_error: Option<std::io::Error>) -> Outcome {
+        let end = self.end();
+        Outcome {
+            stdout: self.captured(Which::Stdout),
+            stderr: self.captured(Which::Stderr),
+            status: end.and_then(|e| e.status),
+            spawn_error,
+            timed_out: end.is_some_and(|e| e.timed_out),
+            cancelled: end.is_some_and(|e| e.killed),
+            duration: end.map_or_else(|| self.started.elapsed(), |e| e.duration),
+        }
+    }
+
+    /// Remove the spill files (the job is gone).
+    pub(crate) fn remove_files(&self) {
+        for which in [Which::Stdout, Which::Stderr] {
+            let mut stream = self.stream(which);
+            stream.spill.file = None;
+            if let Some(path) = stream.spill.path.take() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+}
+
+async fn pump(mut stream: impl AsyncRead + Unpin, live: Arc<Live>, which: Which) {
     // Reserved, not zeroed: pages are only touched when output arrives, so a quiet command
     // costs no page faults for its buffers.
     let mut chunk = Vec::with_capacity(READ_CHUNK);
@@ -208,8 +510,13 @@ async fn pump(
         match stream.read_buf(&mut chunk).await {
             Ok(0) | Err(_) => return,
             Ok(_) => {
-                lock(&buffer).push(&chunk);
-                lock(&last).push(&chunk);
+                {
+                    let mut s = live.stream(which);
+                    s.kept.push(&chunk);
+                    s.spill.push(&chunk);
+                }
+                lock(&live.last_line).push(&chunk);
+                live.bump();
             }
         }
     }
@@ -362,34 +669,41 @@ async fn drain(readers: &mut [tokio::task::JoinHandle<()>]) {
     .await;
 }
 
-/// Run a command to its end (or its timeout, or cancellation) and capture its output.
-pub async fn run(
-    spec: RunSpec,
-    cancel: &CancellationToken,
-    progress: &dyn ProgressSink,
-) -> Outcome {
-    let started = Instant::now();
-    let stdout_buf = Arc::new(Mutex::new(HeadTail::new(spec.max_output_bytes)));
-    let stderr_buf = Arc::new(Mutex::new(HeadTail::new(spec.max_output_bytes)));
-    let last_line = Arc::new(Mutex::new(LastLine::default()));
+/// How to start a command beyond its [`RunSpec`].
+#[derive(Debug, Default)]
+pub(crate) struct StartOptions {
+    /// Keep every byte of output, for a command that may become a job: in memory while
+    /// small, then in `<path>.stdout` / `<path>.stderr` (created 0600).
+    pub(crate) spill: Option<PathBuf>,
+    /// Leave stdin open as a pipe for `job_input` (after the given bytes, if any), instead
+    /// of closing it (or /dev/null).
+    pub(crate) stdin_open: bool,
+}
 
-    let finish = |status, spawn_error, timed_out, cancelled| Outcome {
-        stdout: lock(&stdout_buf).finish(),
-        stderr: lock(&stderr_buf).finish(),
-        status,
-        spawn_error,
-        timed_out,
-        cancelled,
-        duration: started.elapsed(),
-    };
+/// A command that did not start, as an outcome.
+fn not_started(error: std::io::Error) -> Outcome {
+    let empty = HeadTail::new(0).finish();
+    Outcome {
+        stdout: empty.clone(),
+        stderr: empty,
+        status: None,
+        spawn_error: Some(error),
+        timed_out: false,
+        cancelled: false,
+        duration: Duration::ZERO,
+    }
+}
 
+/// Start a command, and the task that drives it to its end (its timeout, or [`Live::kill`]).
+/// A command that cannot be started is returned as its outcome.
+pub(crate) fn start(spec: RunSpec, options: &StartOptions) -> Result<Arc<Live>, Box<Outcome>> {
     let cwd = cwd_path(spec.cwd.as_fd());
     let Some(program) = resolve_program(&spec.program, &spec.env, &cwd) else {
         let error = std::io::Error::new(
             std::io::ErrorKind::NotFound,
             "no executable of that name on PATH",
         );
-        return finish(None, Some(error), false, false);
+        return Err(Box::new(not_started(error)));
     };
     // The marker the reaper finds every process of this command by, descendants included.
     let scope = Scope::new();
@@ -401,7 +715,7 @@ pub async fn run(
         .current_dir(&cwd)
         // Its own process group, led by the command, so the whole tree can be signalled.
         .process_group(0)
-        .stdin(if spec.stdin.is_some() {
+        .stdin(if spec.stdin.is_some() || options.stdin_open {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -412,78 +726,110 @@ pub async fn run(
 
     let mut child = match reaper::spawn_leader(|| cmd.spawn(), Child::id) {
         Ok(child) => child,
-        Err(error) => return finish(None, Some(error), false, false),
+        Err(error) => return Err(Box::new(not_started(error))),
     };
     let leader = child.id();
     let pgid = leader
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
-    // If the server dies, the watchdog takes the group down; if this future is dropped
-    // mid-run (the server stopping), the guard does.
+    // If the server dies, the watchdog takes the group down; if the driving task is dropped
+    // (the runtime stopping), the guard does.
     if let Some(pgid) = pgid {
         watchdog::register(pgid);
     }
-    let mut guard = GroupGuard {
+    let guard = GroupGuard {
         pgid,
         leader,
         scope,
     };
+    let stream = |name: &str| Stream {
+        kept: HeadTail::new(spec.max_output_bytes),
+        spill: Spill {
+            enabled: options.spill.is_some(),
+            target: options.spill.as_ref().map(|p| {
+                let mut path = p.clone().into_os_string();
+                path.push(name);
+                PathBuf::from(path)
+            }),
+            ..Spill::default()
+        },
+    };
+    let (changes, _) = watch::channel(0);
+    let live = Arc::new(Live {
+        streams: [Mutex::new(stream(".stdout")), Mutex::new(stream(".stderr"))],
+        last_line: Mutex::new(LastLine::default()),
+        stdin: tokio::sync::Mutex::new(None),
+        kill: CancellationToken::new(),
+        changes,
+        end: OnceLock::new(),
+        started: Instant::now(),
+        timeout: spec.timeout,
+    });
 
-    if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), spec.stdin) {
-        tokio::spawn(async move {
-            // A command that exits without reading all of stdin closes the pipe: not an error.
-            let _ = stdin.write_all(&bytes).await;
-        });
+    if let Some(mut pipe) = child.stdin.take() {
+        match (spec.stdin, options.stdin_open) {
+            (bytes, true) => {
+                // Held by the live command for job_input; the given bytes go first.
+                let live = live.clone();
+                tokio::spawn(async move {
+                    *live.stdin.lock().await = Some(pipe);
+                    if let Some(bytes) = bytes {
+                        let _ = live.write_stdin(&bytes, false).await;
+                    }
+                });
+            }
+            (Some(bytes), false) => {
+                tokio::spawn(async move {
+                    // A command that exits without reading all of stdin closes the pipe:
+                    // not an error.
+                    let _ = pipe.write_all(&bytes).await;
+                });
+            }
+            (None, false) => {}
+        }
     }
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(pump(
-            out,
-            stdout_buf.clone(),
-            last_line.clone(),
-        )));
+        readers.push(tokio::spawn(pump(out, live.clone(), Which::Stdout)));
     }
     if let Some(err) = child.stderr.take() {
-        readers.push(tokio::spawn(pump(
-            err,
-            stderr_buf.clone(),
-            last_line.clone(),
-        )));
+        readers.push(tokio::spawn(pump(err, live.clone(), Which::Stderr)));
     }
+    tokio::spawn(drive(child, live.clone(), guard, readers));
+    Ok(live)
+}
 
-    let deadline = tokio::time::Instant::now() + spec.timeout;
-    let mut ticker = tokio::time::interval(PROGRESS_INTERVAL);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let timeout_secs = spec.timeout.as_secs_f64();
-    enum End {
+/// Drive a started command to its end: it exits (then whatever it left behind is killed),
+/// its time limit passes, or it is killed on request. Sets [`Live::end`] once every process
+/// of it is gone.
+async fn drive(
+    mut child: Child,
+    live: Arc<Live>,
+    mut guard: GroupGuard,
+    mut readers: Vec<tokio::task::JoinHandle<()>>,
+) {
+    let pgid = guard.pgid;
+    let deadline = tokio::time::Instant::from_std(live.started + live.timeout);
+    enum Ended {
         Exited(Option<ExitStatus>),
         TimedOut,
-        Cancelled,
+        Killed,
     }
-    let end = loop {
-        tokio::select! {
-            status = child.wait() => break End::Exited(status.ok()),
-            () = tokio::time::sleep_until(deadline) => break End::TimedOut,
-            () = cancel.cancelled() => break End::Cancelled,
-            _ = ticker.tick() => {
-                let elapsed = started.elapsed().as_secs_f64();
-                let line = lock(&last_line).line.clone();
-                let message = line.unwrap_or_else(|| format!("running for {elapsed:.0} s"));
-                // Without a progress token the sink is `NoProgress` and this is a no-op.
-                progress.report(elapsed, Some(timeout_secs), Some(message)).await;
-            }
-        }
+    let ended = tokio::select! {
+        status = child.wait() => Ended::Exited(status.ok()),
+        () = tokio::time::sleep_until(deadline) => Ended::TimedOut,
+        () = live.kill.cancelled() => Ended::Killed,
     };
-    let (status, timed_out, cancelled) = match end {
-        End::Exited(status) => {
+    let (status, timed_out, killed) = match ended {
+        Ended::Exited(status) => {
             // Give the pipes a moment to close, then kill whatever the command left behind
-            // (background jobs holding the pipes, or not): nothing outlives the call.
+            // (background jobs holding the pipes, or not): nothing outlives the command.
             drain(&mut readers).await;
             signal_group(pgid, Signal::SIGKILL);
             (status, false, false)
         }
-        End::TimedOut => (terminate(&mut child, pgid).await, true, false),
-        End::Cancelled => (terminate(&mut child, pgid).await, false, true),
+        Ended::TimedOut => (terminate(&mut child, pgid).await, true, false),
+        Ended::Killed => (terminate(&mut child, pgid).await, false, true),
     };
     // The leader is reaped (or its wait failed): the sweep may see its pid reused.
     if let Some(leader) = guard.leader.take() {
@@ -498,7 +844,106 @@ pub async fn run(
         reader.abort();
     }
     guard.release();
-    finish(status, None, timed_out, cancelled)
+    *live.stdin.lock().await = None;
+    let _ = live.end.set(End {
+        status,
+        timed_out,
+        killed,
+        duration: live.started.elapsed(),
+    });
+    live.bump();
+}
+
+/// Ends a command when dropped, unless disarmed: a call waiting for its command that is
+/// dropped (the client went away) must not leave it running.
+pub(crate) struct KillOnDrop(Option<Arc<Live>>);
+
+impl KillOnDrop {
+    /// Guard `live`.
+    pub(crate) fn new(live: &Arc<Live>) -> Self {
+        Self(Some(live.clone()))
+    }
+
+    /// The command outlives the call now (it became a job).
+    pub(crate) fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(live) = self.0.take() {
+            live.kill();
+        }
+    }
+}
+
+/// Why [`wait`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waited {
+    /// The command ended (also after `cancel` fired: it was killed).
+    Ended,
+    /// `until` came first; the command still runs.
+    StillRunning,
+}
+
+/// Wait for a command to end, at most until `until`, reporting progress every
+/// [`PROGRESS_INTERVAL`] (the latest output line). When `cancel` fires the command is killed
+/// and waited for.
+pub(crate) async fn wait(
+    live: &Live,
+    cancel: &CancellationToken,
+    progress: &dyn ProgressSink,
+    until: Option<tokio::time::Instant>,
+) -> Waited {
+    let mut changes = live.changes();
+    let mut ticker = tokio::time::interval(PROGRESS_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.reset();
+    let until = until.map_or_else(
+        || futures::future::Either::Left(std::future::pending::<()>()),
+        |t| futures::future::Either::Right(tokio::time::sleep_until(t)),
+    );
+    tokio::pin!(until);
+    let timeout_secs = live.timeout.as_secs_f64();
+    loop {
+        if live.end().is_some() {
+            return Waited::Ended;
+        }
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return Waited::Ended },
+            () = &mut until => return Waited::StillRunning,
+            () = cancel.cancelled() => {
+                live.kill();
+                live.ended().await;
+                return Waited::Ended;
+            }
+            _ = ticker.tick() => {
+                let elapsed = live.elapsed().as_secs_f64();
+                let message = live
+                    .last_line()
+                    .unwrap_or_else(|| format!("running for {elapsed:.0} s"));
+                // Without a progress token the sink is `NoProgress` and this is a no-op.
+                progress.report(elapsed, Some(timeout_secs), Some(message)).await;
+            }
+        }
+    }
+}
+
+/// Run a command to its end (or its timeout, or cancellation) and capture its output.
+pub async fn run(
+    spec: RunSpec,
+    cancel: &CancellationToken,
+    progress: &dyn ProgressSink,
+) -> Outcome {
+    let live = match start(spec, &StartOptions::default()) {
+        Ok(live) => live,
+        Err(outcome) => return *outcome,
+    };
+    let guard = KillOnDrop::new(&live);
+    wait(&live, cancel, progress, None).await;
+    guard.disarm();
+    live.outcome(None)
 }
 
 #[cfg(test)]

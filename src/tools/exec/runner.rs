@@ -18,7 +18,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
+use super::jobs::{Job, Jobs, NewJob};
 use super::policy::{Decision, Policy};
+use super::process::Which;
 use super::sandbox::{self, SandboxSpec};
 use super::settings::{self, ExecSettings, SandboxKind};
 use super::{Params, process};
@@ -83,6 +85,20 @@ pub(crate) struct ExecResult {
     pub(crate) cwd: String,
     /// The timeout applied, in seconds.
     pub(crate) timeout: u64,
+    /// Set when the command became a job (`background`, or still running at `yield_after`):
+    /// follow it with job_output, write to it with job_input, end it with job_kill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) job_id: Option<String>,
+    /// With `job_id`: true while the job runs (its exit code comes from job_output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) running: Option<bool>,
+    /// With `job_id`: the file holding the job's whole stdout (read_file can page it when it
+    /// lies inside a root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stdout_file: Option<String>,
+    /// With `job_id`: the file holding the job's whole stderr.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stderr_file: Option<String>,
     /// The command line as a shell would show it, for the text rendering.
     #[serde(skip)]
     pub(crate) command_line: String,
@@ -91,6 +107,8 @@ pub(crate) struct ExecResult {
 /// Runs commands for every tool that runs one: the policy, the slots and the sandbox.
 pub(crate) struct Executor {
     settings: ExecSettings,
+    /// Commands that outlived their call.
+    jobs: Arc<Jobs>,
     policy: Policy,
     slots: Arc<Semaphore>,
     /// Commands running now (a metric; `observe::metrics` registers it).
@@ -148,6 +166,7 @@ impl Executor {
         };
         Ok(Self {
             settings: settings.clone(),
+            jobs: Arc::new(Jobs::new(settings)),
             policy,
             slots: Arc::new(Semaphore::new(e.max_concurrent)),
             running: prometheus_client::metrics::gauge::Gauge::default(),
@@ -163,6 +182,11 @@ impl Executor {
     /// The operator's exec settings.
     pub(crate) fn settings(&self) -> &ExecSettings {
         &self.settings
+    }
+
+    /// The jobs (for the job tools).
+    pub(crate) fn jobs(&self) -> &Arc<Jobs> {
+        &self.jobs
     }
 
     /// What to ask the user before running `p`, when the policy wants confirmation.
@@ -199,18 +223,82 @@ impl Executor {
     }
 
     async fn run_planned(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
+        let background = p.background;
+        let stdin_open = p.stdin_open;
         let plan = match self.plan(p, &ctx.workspace)? {
             Planned::Run(plan) => plan,
             Planned::NoSuchCwd(result) => return Ok(result),
         };
-        let _slot = tokio::select! {
+        if background && !self.jobs.has_room() {
+            return Err(self.jobs.full());
+        }
+        let slot = tokio::select! {
             slot = self.slots.clone().acquire_owned() => slot.map_err(|_| ToolError::Unavailable("the server is shutting down".into()))?,
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled("cancelled while waiting for a free command slot".into())),
         };
-        let Plan { spec, report } = plan;
-        let _running = Running::start(&self.running);
-        let outcome = process::run(spec, &ctx.cancel, ctx.progress.as_ref()).await;
-        report.finish(outcome)
+        let Plan {
+            spec,
+            report,
+            yield_after,
+        } = plan;
+        let running = Running::start(&self.running);
+        if !background && yield_after.is_none() {
+            let outcome = process::run(spec, &ctx.cancel, ctx.progress.as_ref()).await;
+            return report.finish(outcome);
+        }
+        // It may become a job: keep every byte of its output.
+        let id = self.jobs.next_id();
+        let options = process::StartOptions {
+            spill: Some(self.jobs.dir()?.join(&id)),
+            stdin_open,
+        };
+        let live = match process::start(spec, &options) {
+            Ok(live) => live,
+            Err(outcome) => return report.finish(*outcome),
+        };
+        let mut new = NewJob {
+            command_line: report.command_line.clone(),
+            cwd: report.cwd.clone(),
+            timeout: report.timeout,
+            live: live.clone(),
+            hold: Box::new((slot, running)),
+        };
+        if background {
+            live.spill_now();
+            return match self.jobs.insert(id, &ctx.session, new) {
+                Ok(job) => Ok(report.job(&job)),
+                Err(_) => {
+                    live.kill();
+                    Err(self.jobs.full())
+                }
+            };
+        }
+        let guard = process::KillOnDrop::new(&live);
+        let until = yield_after.map(|after| tokio::time::Instant::now() + after);
+        let mut until = until;
+        loop {
+            match process::wait(&live, &ctx.cancel, ctx.progress.as_ref(), until).await {
+                process::Waited::Ended => {
+                    guard.disarm();
+                    drop(new);
+                    return report.finish(live.outcome(None));
+                }
+                process::Waited::StillRunning => {
+                    live.spill_now();
+                    match self.jobs.insert(id.clone(), &ctx.session, new) {
+                        Ok(job) => {
+                            guard.disarm();
+                            return Ok(report.job(&job));
+                        }
+                        // The job table is full: keep waiting for the end, as without jobs.
+                        Err(back) => {
+                            new = back;
+                            until = None;
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// The command as a shell would show it (for confirmations and results).
@@ -322,7 +410,7 @@ fn absolute_path_entries(path: &str) -> String {
     }
 }
 
-fn signal_name(status: std::process::ExitStatus) -> Option<String> {
+pub(crate) fn signal_name(status: std::process::ExitStatus) -> Option<String> {
     use std::os::unix::process::ExitStatusExt;
     let number = status.signal()?;
     Some(
@@ -345,6 +433,8 @@ enum Planned {
 struct Plan {
     spec: process::RunSpec,
     report: Report,
+    /// When to return the still-running command as a job; `None`: wait for its end.
+    yield_after: Option<Duration>,
 }
 
 /// The parts of a result known before the command runs.
@@ -389,15 +479,32 @@ impl Executor {
                 )));
             }
         };
-        let max = self.settings.timeout_max.as_secs();
-        let timeout = p
-            .timeout
-            .unwrap_or_else(|| default_timeout(&self.settings).as_secs());
+        let yield_cap = self.settings.timeout_max.as_secs();
+        let yield_after = p.yield_after.unwrap_or(self.settings.yield_after.as_secs());
+        if yield_after > yield_cap {
+            return Err(ToolError::InvalidArguments(format!(
+                "yield_after {yield_after} is above the server's maximum of {yield_cap} seconds (the longest a call may wait); give at most {yield_cap}, or background: true"
+            )));
+        }
+        // A command that may become a job has a job's limits.
+        let may_be_job = p.background || yield_after > 0;
+        let (default, max) = if may_be_job {
+            (self.settings.job_timeout, self.settings.job_timeout_max)
+        } else {
+            (default_timeout(&self.settings), self.settings.timeout_max)
+        };
+        let max = max.as_secs();
+        let timeout = p.timeout.unwrap_or(default.as_secs());
         if timeout > max {
             // The schema's `maximum` says so and the registry checks it first; this keeps the
             // rule true for any other caller.
             return Err(ToolError::InvalidArguments(format!(
-                "timeout {timeout} is above the server's maximum of {max} seconds; give at most {max}"
+                "timeout {timeout} is above the server's maximum of {max} seconds; give at most {max}{}",
+                if may_be_job {
+                    ""
+                } else {
+                    " (a command that may become a job, with yield_after > 0 or background: true, may run up to exec.job_timeout_max)"
+                }
             )));
         }
         let env = child_env(&self.settings.env_allowlist, p.env.as_ref())?;
@@ -451,11 +558,41 @@ impl Executor {
                 timeout,
                 path,
             },
+            yield_after: (!p.background && yield_after > 0)
+                .then(|| Duration::from_secs(yield_after)),
         }))
     }
 }
 
 impl Report {
+    /// The result of a command that became a job: its output so far, its id and files.
+    fn job(&self, job: &Job) -> ExecResult {
+        let live = &job.live;
+        let stdout = live.captured(Which::Stdout);
+        let stderr = live.captured(Which::Stderr);
+        let file = |which| {
+            live.spill_file(which)
+                .0
+                .map(|path| path.display().to_string())
+        };
+        ExecResult {
+            truncated: stdout.truncated || stderr.truncated,
+            stdout_bytes: stdout.total_bytes,
+            stderr_bytes: stderr.total_bytes,
+            stdout: stdout.text,
+            stderr: stderr.text,
+            duration_ms: u64::try_from(live.elapsed().as_millis()).unwrap_or(u64::MAX),
+            cwd: self.cwd.clone(),
+            timeout: self.timeout,
+            job_id: Some(job.id.clone()),
+            running: Some(job.running()),
+            stdout_file: file(Which::Stdout),
+            stderr_file: file(Which::Stderr),
+            command_line: self.command_line.clone(),
+            ..ExecResult::default()
+        }
+    }
+
     /// The result of a run: what the process did, in the tool's terms.
     fn finish(self, outcome: process::Outcome) -> Result<ExecResult, ToolError> {
         if outcome.cancelled {
@@ -495,6 +632,7 @@ impl Report {
             cwd: self.cwd,
             timeout: self.timeout,
             command_line: self.command_line,
+            ..ExecResult::default()
         })
     }
 }

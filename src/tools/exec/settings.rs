@@ -31,6 +31,26 @@ const DEFAULT_MAX_CONCURRENT: usize = 4;
 /// the machine's process table before any policy could help.
 const MAX_MAX_CONCURRENT: usize = 256;
 
+/// Default `yield_after`: a call still running after this long returns a job id instead of
+/// waiting, so the answer beats the ~60 s after which hosts (claude.ai connectors) give up.
+pub(crate) const DEFAULT_YIELD_AFTER: Duration = Duration::from_secs(50);
+/// Default limit of a job (a backgrounded or yielded command) without its own `timeout`:
+/// a long test suite or build.
+const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Default largest `timeout` a job may ask for.
+const DEFAULT_JOB_TIMEOUT_MAX: Duration = Duration::from_secs(2 * 3600);
+/// Largest `job_timeout_max` an operator may set: a day; anything longer is a service, not
+/// a job.
+const MAX_JOB_TIMEOUT_MAX: Duration = Duration::from_secs(24 * 3600);
+/// Default number of live jobs (running or kept after their end) across the server.
+const DEFAULT_MAX_JOBS: usize = 16;
+/// Most live jobs an operator may allow: each holds two spill files and a task.
+const MAX_MAX_JOBS: usize = 1024;
+/// Default time a finished job (and its output files) is kept for `job_output`.
+const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(10 * 60);
+/// Longest retention: a day.
+const MAX_JOB_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
 /// Kernel confinement for executed commands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -67,6 +87,12 @@ pub(crate) struct FileExec {
     confirm: Option<ConfirmFallback>,
     sandbox: Option<SandboxKind>,
     sandbox_network: Option<bool>,
+    yield_after: Option<DurationValue>,
+    job_timeout: Option<DurationValue>,
+    job_timeout_max: Option<DurationValue>,
+    max_jobs: Option<usize>,
+    job_retention: Option<DurationValue>,
+    jobs_survive_session: Option<bool>,
 }
 
 /// What `execute_command` is built with.
@@ -96,6 +122,22 @@ pub struct ExecSettings {
     pub(crate) sandbox: SandboxKind,
     /// With a sandbox: whether commands may use the network (TCP).
     pub(crate) sandbox_network: bool,
+    /// A call still running after this long returns a job id (zero: never).
+    #[serde(serialize_with = "serialize_duration")]
+    pub(crate) yield_after: Duration,
+    /// A job's limit when the call gives no `timeout`.
+    #[serde(serialize_with = "serialize_duration")]
+    pub(crate) job_timeout: Duration,
+    /// Largest `timeout` a job may ask for.
+    #[serde(serialize_with = "serialize_duration")]
+    pub(crate) job_timeout_max: Duration,
+    /// Live jobs at most (running, or finished and kept).
+    pub(crate) max_jobs: usize,
+    /// How long a finished job is kept.
+    #[serde(serialize_with = "serialize_duration")]
+    pub(crate) job_retention: Duration,
+    /// A session's jobs keep running after the session ends.
+    pub(crate) jobs_survive_session: bool,
 }
 
 impl Default for ExecSettings {
@@ -112,6 +154,12 @@ impl Default for ExecSettings {
             confirm: ConfirmFallback::Deny,
             sandbox: SandboxKind::None,
             sandbox_network: true,
+            yield_after: DEFAULT_YIELD_AFTER,
+            job_timeout: DEFAULT_JOB_TIMEOUT,
+            job_timeout_max: DEFAULT_JOB_TIMEOUT_MAX,
+            max_jobs: DEFAULT_MAX_JOBS,
+            job_retention: DEFAULT_JOB_RETENTION,
+            jobs_survive_session: false,
         }
     }
 }
@@ -133,7 +181,67 @@ impl ExecSettings {
                 "give whole seconds, like \"90s\" or \"2m\"",
             ));
         }
+        let whole = |key: &'static str, d: Duration| {
+            if d.subsec_nanos() == 0 {
+                Ok(d)
+            } else {
+                Err(SettingError::new(
+                    key,
+                    "give whole seconds, like \"90s\" or \"2m\"",
+                ))
+            }
+        };
+        // At most the longest a call may block: a yield later than that would never come.
+        let yield_after = whole(
+            "exec.yield_after",
+            duration_setting(
+                "exec.yield_after",
+                file.yield_after.as_ref(),
+                Some(LegacyUnit::Secs),
+                defaults.yield_after.min(timeout_max),
+                Duration::ZERO..=timeout_max,
+            )?,
+        )?;
+        let job_timeout_max = whole(
+            "exec.job_timeout_max",
+            duration_setting(
+                "exec.job_timeout_max",
+                file.job_timeout_max.as_ref(),
+                Some(LegacyUnit::Secs),
+                defaults.job_timeout_max,
+                Duration::from_secs(1)..=MAX_JOB_TIMEOUT_MAX,
+            )?,
+        )?;
+        let job_timeout = whole(
+            "exec.job_timeout",
+            duration_setting(
+                "exec.job_timeout",
+                file.job_timeout.as_ref(),
+                Some(LegacyUnit::Secs),
+                defaults.job_timeout.min(job_timeout_max),
+                Duration::from_secs(1)..=job_timeout_max,
+            )?,
+        )?;
+        let job_retention = duration_setting(
+            "exec.job_retention",
+            file.job_retention.as_ref(),
+            Some(LegacyUnit::Secs),
+            defaults.job_retention,
+            Duration::from_secs(1)..=MAX_JOB_RETENTION,
+        )?;
         Ok(Self {
+            yield_after,
+            job_timeout,
+            job_timeout_max,
+            job_retention,
+            max_jobs: check_range(
+                "exec.max_jobs",
+                file.max_jobs.unwrap_or(defaults.max_jobs),
+                1..=MAX_MAX_JOBS,
+            )?,
+            jobs_survive_session: file
+                .jobs_survive_session
+                .unwrap_or(defaults.jobs_survive_session),
             timeout_max,
             max_output_bytes: check_range(
                 "exec.max_output_bytes",

@@ -16,6 +16,10 @@ pub(crate) mod web_fixture;
 
 pub(crate) use config::{ALLOW_SHELLS, config_file};
 
+/// Built-in tools a default server lists: read_file, list_directory, path_info,
+/// execute_command, job_output, job_input, job_kill, job_list, web_search.
+pub(crate) const BUILTIN_TOOLS: usize = 9;
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -270,6 +274,17 @@ pub(crate) fn spawn_server(cmd: Command) -> TokioChildProcess {
 }
 
 /// Call a tool and return the result (tool errors are results too).
+/// A server over stdio for `root` with `toml` as its config, and its pid (to signal it).
+pub(crate) async fn connect_with_pid(root: &Path, toml: &str) -> (u32, Client) {
+    let config = config_file(root, toml);
+    let transport = spawn_server(command(root, &["--config", config.to_str().unwrap()]));
+    let pid = transport.id().unwrap();
+    let client = within(TestClient::default().serve(transport))
+        .await
+        .unwrap();
+    (pid, client)
+}
+
 pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
     let args = args
         .as_object()

@@ -1,0 +1,342 @@
+//! Jobs through the real binary and rmcp's client: commands that outlive their call
+//! (`yield_after`, `background`), followed with job_output, driven with job_input, ended with
+//! job_kill, listed with job_list, owned by their session, bounded and cleaned up.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::process::{alive, eventually, pids, state};
+use crate::common::*;
+
+const SHELLS_AND_JOBS: &str = "[exec]\nallow_shells = true\n";
+
+async fn connect_jobs(root: &Path, extra: &str) -> Client {
+    connect_configured(
+        root,
+        &format!("{SHELLS_AND_JOBS}{extra}"),
+        TestClient::default(),
+    )
+    .await
+}
+
+fn sh(script: &str, extra: Value) -> Value {
+    let mut args = json!({"command": "sh", "args": ["-c", script]});
+    if let (Some(a), Value::Object(e)) = (args.as_object_mut(), extra) {
+        a.extend(e);
+    }
+    args
+}
+
+/// Follow a job to its end with job_output, concatenating what each answer adds.
+async fn follow(client: &Client, job: &str) -> (Value, String, String) {
+    let (mut out, mut err) = (String::new(), String::new());
+    let (mut so, mut se) = (0, 0);
+    within(async {
+        loop {
+            let r = ok(&call(
+                client,
+                "job_output",
+                json!({"job_id": job, "stdout_offset": so, "stderr_offset": se, "wait": 5}),
+            )
+            .await);
+            out.push_str(r["stdout"].as_str().unwrap());
+            err.push_str(r["stderr"].as_str().unwrap());
+            so = r["stdout_offset"].as_u64().unwrap();
+            se = r["stderr_offset"].as_u64().unwrap();
+            if r["running"] == json!(false) && r["more"] == json!(false) {
+                return (r, out, err);
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_command_past_yield_after_becomes_a_job_followed_to_its_end() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "").await;
+    let script = "for i in 1 2 3 4 5; do echo line$i; echo err$i >&2; sleep 0.4; done; exit 3";
+    let first = ok(&call(
+        &client,
+        "execute_command",
+        sh(script, json!({"yield_after": 1})),
+    )
+    .await);
+    let job = first["job_id"].as_str().expect("a job id").to_owned();
+    assert_eq!(first["running"], json!(true));
+    assert!(first["return_code"].is_null());
+    assert!(
+        first["stdout"].as_str().unwrap().starts_with("line1\n"),
+        "{first}"
+    );
+    let (end, out, err) = follow(&client, &job).await;
+    assert_eq!(end["return_code"], json!(3), "{end}");
+    assert_eq!(end["running"], json!(false));
+    // Offsets from 0: every byte once, in order, none skipped or repeated.
+    assert_eq!(out, "line1\nline2\nline3\nline4\nline5\n");
+    assert_eq!(err, "err1\nerr2\nerr3\nerr4\nerr5\n");
+    assert_eq!(end["stdout_bytes"], json!(out.len()));
+    // The whole output is in the files the result names.
+    let file = end["stdout_file"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(file).unwrap(), out);
+}
+
+#[tokio::test]
+async fn a_quick_command_keeps_todays_result() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "").await;
+    let r = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "echo", "args": ["hi"]}),
+    )
+    .await);
+    assert_eq!(r["stdout"], json!("hi\n"));
+    assert_eq!(r["return_code"], json!(0));
+    assert!(r.get("job_id").is_none(), "{r}");
+    assert!(r.get("running").is_none(), "{r}");
+}
+
+#[tokio::test]
+async fn background_returns_at_once_and_job_input_drives_cat() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "").await;
+    let started = std::time::Instant::now();
+    let r = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "cat", "background": true, "stdin_open": true}),
+    )
+    .await);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    assert_eq!(r["running"], json!(true));
+    ok(&call(
+        &client,
+        "job_input",
+        json!({"job_id": job, "text": "hello\n"}),
+    )
+    .await);
+    let out = ok(&call(&client, "job_output", json!({"job_id": job, "wait": 10})).await);
+    assert_eq!(out["stdout"], json!("hello\n"), "{out}");
+    assert_eq!(out["running"], json!(true));
+    let closed = ok(&call(
+        &client,
+        "job_input",
+        json!({"job_id": job, "text": "bye\n", "close": true}),
+    )
+    .await);
+    assert_eq!(closed["closed"], json!(true));
+    let (end, all, _) = follow(&client, &job).await;
+    assert_eq!(all, "hello\nbye\n");
+    assert_eq!(end["return_code"], json!(0));
+    // Input to a job that has ended is refused, naming why.
+    let refused = err(&call(&client, "job_input", json!({"job_id": job, "text": "x"})).await);
+    assert!(refused.contains("has ended"), "{refused}");
+}
+
+#[tokio::test]
+async fn job_kill_ends_the_whole_tree_and_reports_it() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "").await;
+    let file = root.join("pids");
+    let script = format!(
+        "sleep 300 & echo $! >> {f}; setsid sleep 301 & echo $! >> {f}; wait",
+        f = file.display()
+    );
+    let r = ok(&call(
+        &client,
+        "execute_command",
+        sh(&script, json!({"background": true})),
+    )
+    .await);
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    eventually("both pids written", || pids(&file).len() == 2).await;
+    let killed = ok(&call(&client, "job_kill", json!({"job_id": job})).await);
+    assert_eq!(killed["running"], json!(false));
+    assert_eq!(killed["killed"], json!(true));
+    assert!(killed["return_code"].is_null());
+    for pid in pids(&file) {
+        eventually("the job's processes are gone", || state(pid).is_none()).await;
+    }
+}
+
+#[tokio::test]
+async fn jobs_belong_to_their_session() {
+    let (_d, root) = tempdir();
+    let config = config_file(&root, SHELLS_AND_JOBS);
+    // Two sessions of one server: HTTP.
+    let server = crate::common::http::start(
+        &root,
+        &["--config", config.to_str().unwrap()],
+        Some(crate::common::http::TOKEN),
+    )
+    .await;
+    let a =
+        crate::common::http::mcp_client(&server, crate::common::http::TOKEN, TestClient::default())
+            .await;
+    let b =
+        crate::common::http::mcp_client(&server, crate::common::http::TOKEN, TestClient::default())
+            .await;
+    let file = root.join("pid");
+    let script = format!("echo $$ > {}; exec sleep 300", file.display());
+    let r = ok(&call(
+        &a,
+        "execute_command",
+        sh(&script, json!({"background": true})),
+    )
+    .await);
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    eventually("the job started", || !pids(&file).is_empty()).await;
+    let pid = pids(&file)[0];
+    let listed = ok(&call(&a, "job_list", json!({})).await);
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        ok(&call(&b, "job_list", json!({})).await)["jobs"],
+        json!([])
+    );
+    for tool in ["job_output", "job_kill"] {
+        let refused = err(&call(&b, tool, json!({"job_id": job})).await);
+        assert!(
+            refused.contains("no job") && refused.contains("it has no jobs"),
+            "{refused}"
+        );
+    }
+    // Still running: b could not kill it.
+    let still = ok(&call(&a, "job_output", json!({"job_id": job})).await);
+    assert_eq!(still["running"], json!(true));
+    // Ending session a kills its job; session b goes on.
+    within(a.cancel()).await.unwrap();
+    eventually("the session's job is killed", || !alive(pid)).await;
+    ok(&call(&b, "job_list", json!({})).await);
+}
+
+#[tokio::test]
+async fn max_jobs_refuses_the_next_with_the_limit() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "max_jobs = 1\n").await;
+    let bg = json!({"command": "sleep", "args": ["300"], "background": true});
+    ok(&call(&client, "execute_command", bg.clone()).await);
+    let refused = err(&call(&client, "execute_command", bg).await);
+    assert!(refused.contains("exec.max_jobs = 1"), "{refused}");
+}
+
+#[tokio::test]
+async fn finished_jobs_are_removed_with_their_files_after_the_retention() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "job_retention = \"1s\"\n").await;
+    let r = ok(&call(
+        &client,
+        "execute_command",
+        sh("echo done", json!({"background": true})),
+    )
+    .await);
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    let (end, out, _) = follow(&client, &job).await;
+    assert_eq!(out, "done\n");
+    let file = end["stdout_file"].as_str().unwrap().to_owned();
+    assert!(Path::new(&file).exists());
+    eventually("the job's files are removed", || !Path::new(&file).exists()).await;
+    let gone = err(&call(&client, "job_output", json!({"job_id": job})).await);
+    assert!(gone.contains("no job"), "{gone}");
+}
+
+#[tokio::test]
+async fn ten_mib_of_output_is_capped_in_memory_and_whole_in_the_file() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "").await;
+    let r = ok(&call(
+        &client,
+        "execute_command",
+        sh(
+            "head -c 10485760 /dev/zero | tr '\\0' a",
+            json!({"background": true}),
+        ),
+    )
+    .await);
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    let end = within(async {
+        loop {
+            let r = ok(&call(
+                &client,
+                "job_output",
+                json!({"job_id": job, "wait": 5, "stdout_offset": 0}),
+            )
+            .await);
+            if r["running"] == json!(false) {
+                return r;
+            }
+        }
+    })
+    .await;
+    assert_eq!(end["stdout_bytes"], json!(10_485_760));
+    // One answer holds at most the per-call size; the rest is waiting.
+    assert!(end["stdout"].as_str().unwrap().len() <= 100 * 1024);
+    assert_eq!(end["more"], json!(true));
+    let file = end["stdout_file"].as_str().unwrap();
+    assert_eq!(std::fs::metadata(file).unwrap().len(), 10_485_760);
+}
+
+#[tokio::test]
+async fn bad_job_requests_say_what_is_allowed() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "").await;
+    let unknown = err(&call(&client, "job_output", json!({"job_id": "job_999"})).await);
+    assert!(unknown.contains("no job \"job_999\""), "{unknown}");
+    let r = ok(&call(
+        &client,
+        "execute_command",
+        sh("echo hi; sleep 300", json!({"background": true})),
+    )
+    .await);
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    let past = err(&call(
+        &client,
+        "job_output",
+        json!({"job_id": job, "stdout_offset": 1_000_000}),
+    )
+    .await);
+    assert!(past.contains("past the end"), "{past}");
+    let long = err(&call(
+        &client,
+        "job_output",
+        json!({"job_id": job, "wait": 100_000}),
+    )
+    .await);
+    assert!(long.contains("maximum of 120"), "{long}");
+    let no_stdin = err(&call(&client, "job_input", json!({"job_id": job, "text": "x"})).await);
+    assert!(no_stdin.contains("stdin_open"), "{no_stdin}");
+    let too_long = err(&call(
+        &client,
+        "execute_command",
+        json!({"command": "true", "yield_after": 100_000}),
+    )
+    .await);
+    assert!(too_long.contains("yield_after"), "{too_long}");
+}
+
+#[tokio::test]
+async fn a_killed_server_takes_its_jobs_with_it() {
+    let (_d, root) = tempdir();
+    let (server, client) = connect_with_pid(&root, SHELLS_AND_JOBS).await;
+    let file = root.join("pid");
+    let script = format!("echo $$ > {}; exec sleep 300", file.display());
+    ok(&call(
+        &client,
+        "execute_command",
+        sh(&script, json!({"background": true})),
+    )
+    .await);
+    eventually("the job started", || !pids(&file).is_empty()).await;
+    let pid = pids(&file)[0];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    eventually("the job dies with the server", || !alive(pid)).await;
+    // The watchdog also removes the server's job directory.
+    let dir = std::env::temp_dir().join(format!("toolport-jobs-{server}"));
+    eventually("the job directory is removed", || !dir.exists()).await;
+}
