@@ -41,6 +41,16 @@ enum Outgoing {
     Raw(String),
 }
 
+/// A line being read: what has arrived of it so far. Kept in the transport, not in a local of
+/// `receive`, because rmcp polls `receive` in a `select!` and drops it whenever another
+/// branch wins: whatever a dropped read had taken from the buffer must not be lost.
+#[derive(Debug, Default)]
+struct Partial {
+    line: Vec<u8>,
+    total: usize,
+    too_long: bool,
+}
+
 /// One line read from the input.
 enum Line {
     Data(Vec<u8>),
@@ -52,6 +62,7 @@ enum Line {
 /// in-memory pipe in tests).
 pub struct StdioTransport<R> {
     reader: BufReader<R>,
+    partial: Partial,
     tx: Option<mpsc::Sender<Outgoing>>,
     writer: Option<JoinHandle<()>>,
 }
@@ -163,6 +174,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
         let writer = tokio::spawn(write_loop(BufWriter::new(writer), rx));
         Self {
             reader: BufReader::with_capacity(64 * 1024, reader),
+            partial: Partial::default(),
             tx: Some(tx),
             writer: Some(writer),
         }
@@ -222,41 +234,48 @@ async fn reject(tx: Option<mpsc::Sender<Outgoing>>, line: &[u8], error: serde_js
 
 /// Read one line, up to `max` bytes. A longer line is consumed and discarded without
 /// buffering it.
-async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> io::Result<Line> {
-    let mut line = Vec::new();
-    let mut total = 0usize;
-    let mut too_long = false;
+///
+/// Cancel-safe: `fill_buf` takes nothing when it is dropped, and what is taken from the
+/// buffer moves into `partial` with no await in between, so a read dropped half-way through
+/// a line (the line arriving in pieces) resumes where it stopped on the next call.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    partial: &mut Partial,
+    max: usize,
+) -> io::Result<Line> {
     loop {
         let available = reader.fill_buf().await?;
         if available.is_empty() {
-            return Ok(if too_long {
-                Line::TooLong(total)
-            } else if line.is_empty() {
+            let p = std::mem::take(partial);
+            return Ok(if p.too_long {
+                Line::TooLong(p.total)
+            } else if p.line.is_empty() {
                 Line::Eof
             } else {
-                Line::Data(line)
+                Line::Data(p.line)
             });
         }
         let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
             Some(i) => (&available[..i], Some(i + 1)),
             None => (available, None),
         };
-        total += chunk.len();
-        if !too_long {
-            if total > max {
-                too_long = true;
-                line = Vec::new();
+        partial.total += chunk.len();
+        if !partial.too_long {
+            if partial.total > max {
+                partial.too_long = true;
+                partial.line = Vec::new();
             } else {
-                line.extend_from_slice(chunk);
+                partial.line.extend_from_slice(chunk);
             }
         }
         let consumed = done.unwrap_or(available.len());
         reader.consume(consumed);
         if done.is_some() {
-            return Ok(if too_long {
-                Line::TooLong(total)
+            let p = std::mem::take(partial);
+            return Ok(if p.too_long {
+                Line::TooLong(p.total)
             } else {
-                Line::Data(line)
+                Line::Data(p.line)
             });
         }
     }
@@ -312,7 +331,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTrans
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            let line = match read_line(&mut self.reader, MAX_LINE_BYTES).await {
+            let line = match read_line(&mut self.reader, &mut self.partial, MAX_LINE_BYTES).await {
                 Ok(Line::Data(line)) => line,
                 Ok(Line::Eof) => return None,
                 Ok(Line::TooLong(len)) => {
@@ -357,9 +376,10 @@ mod tests {
 
     async fn lines(input: &[u8], max: usize) -> Vec<String> {
         let mut reader = BufReader::with_capacity(4, input);
+        let mut partial = Partial::default();
         let mut out = Vec::new();
         loop {
-            match read_line(&mut reader, max).await.unwrap() {
+            match read_line(&mut reader, &mut partial, max).await.unwrap() {
                 Line::Data(l) => out.push(String::from_utf8(l).unwrap()),
                 Line::TooLong(n) => out.push(format!("<too long: {n}>")),
                 Line::Eof => return out,
@@ -376,5 +396,30 @@ mod tests {
         assert_eq!(lines(b"abcde\n\n", 5).await, ["abcde", ""]);
         assert_eq!(lines(b"", 5).await, Vec::<String>::new());
         assert_eq!(lines(b"abcdefgh", 5).await, ["<too long: 8>"]);
+    }
+
+    /// rmcp drops `receive` whenever another event wins its `select!`; a line that arrives in
+    /// pieces across such a drop must still arrive whole (it was lost, and the client waited
+    /// forever for the answer, before `Partial` kept it).
+    #[tokio::test]
+    async fn a_receive_dropped_mid_line_loses_nothing() {
+        let (mut client, server) = tokio::io::duplex(1024);
+        let (sink, _keep) = tokio::io::duplex(1024);
+        let mut transport = StdioTransport::new(server, sink);
+        let line = br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+        client.write_all(&line[..10]).await.unwrap();
+        // The receive takes the first piece, then waits for more: drop it there.
+        let dropped =
+            tokio::time::timeout(std::time::Duration::from_millis(50), transport.receive()).await;
+        assert!(dropped.is_err(), "a partial line is not a message");
+        client.write_all(&line[10..]).await.unwrap();
+        client.write_all(b"\n").await.unwrap();
+        let message = tokio::time::timeout(std::time::Duration::from_secs(5), transport.receive())
+            .await
+            .expect("the rest of the line arrives")
+            .expect("a message");
+        let value = serde_json::to_value(&message).unwrap();
+        assert_eq!(value["id"], json!(7), "{value}");
+        assert_eq!(value["method"], json!("ping"));
     }
 }

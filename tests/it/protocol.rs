@@ -188,6 +188,30 @@ async fn a_malformed_line_gets_a_parse_error_and_the_server_keeps_serving() {
 }
 
 #[tokio::test]
+async fn messages_written_in_pieces_all_arrive_and_are_answered() {
+    // Clients write a line in several writes (a formatter writing to an unbuffered pipe);
+    // pieces that arrive while the server is busy answering must still make whole messages.
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("a.txt"), "x\n").unwrap();
+    let mut raw = Raw::start(&root);
+    raw.initialize().await;
+    for id in 1..=1000 {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"read_file","arguments":{{"path":"a.txt"}}}}}}"#
+        );
+        let stdin = raw.stdin.as_mut().unwrap();
+        for piece in [&line[..12], &line[12..40], &line[40..]] {
+            within(stdin.write_all(piece.as_bytes())).await.unwrap();
+            within(stdin.flush()).await.unwrap();
+        }
+        raw.send(b"").await;
+        let reply = raw.recv().await;
+        assert_eq!(reply["id"], json!(id), "{reply}");
+        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+    }
+}
+
+#[tokio::test]
 async fn a_well_formed_object_that_is_not_a_message_gets_invalid_request() {
     let (_d, root) = tempdir();
     let mut raw = Raw::start(&root);
