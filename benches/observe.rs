@@ -103,24 +103,19 @@ impl Server {
         server.request(
             r#""method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}"#,
         );
-        writeln!(
-            server.stdin,
-            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-        )
-        .unwrap();
+        server
+            .stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .unwrap();
         server
     }
 
     /// Send one request (the JSON after `"id":N,`) and read its answer.
     fn request(&mut self, rest: &str) -> String {
         self.next_id += 1;
-        writeln!(
-            self.stdin,
-            r#"{{"jsonrpc":"2.0","id":{},{rest}}}"#,
-            self.next_id
-        )
-        .unwrap();
-        self.stdin.flush().unwrap();
+        // One write per message, as clients send them.
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{},{rest}}}"#, self.next_id) + "\n";
+        self.stdin.write_all(line.as_bytes()).unwrap();
         let mut line = String::new();
         loop {
             line.clear();
