@@ -22,6 +22,10 @@
 //!    sampled from `/proc/<pid>/status` every 50 ms and a `path_info` call is made every 50 ms
 //!    with its latency measured. The results are printed to stdout.
 //!
+//! 3. Jobs against the real binary (section `jobs`): a background `true` read to its end with
+//!    job_output against the foreground call (interleaved pairs), and 16 jobs each writing
+//!    100 MiB at once with the server's memory sampled and `path_info` probed meanwhile.
+//!
 //! Run with `cargo bench --bench exec`. A filter (`cargo bench --bench exec -- spawn_true`)
 //! selects criterion benchmarks as usual; the flood runs when there is no filter or a filter
 //! contains `flood` (`cargo bench --bench exec -- flood` runs only the flood). Under
@@ -570,6 +574,140 @@ fn flood(bytes: u64) {
     });
 }
 
+/// Jobs (issue 13), against the real binary:
+/// - `true` started with `background: true` and read to its end with job_output (`wait`),
+///   against the same command as a plain foreground call, interleaved, `rounds` pairs;
+/// - `jobs` jobs each writing `bytes` to stdout at once (`max_concurrent` raised so all run),
+///   with the server's VmRSS/VmHWM sampled and a `path_info` probe every 50 ms until every
+///   job has ended.
+fn jobs(rounds: usize, jobs: usize, bytes: u64) {
+    let root = tempfile::tempdir().expect("create the root");
+    let etc = tempfile::tempdir().expect("create the config dir");
+    std::fs::write(root.path().join("probe.txt"), "probe\n").expect("write the probe file");
+    let config = config_file(
+        etc.path(),
+        // Finished jobs leave after a second, so the rounds never fill the table.
+        &format!(
+            "{ALLOW_SHELLS}max_concurrent = {jobs}\nmax_jobs = 1024\njob_retention = \"1s\"\n"
+        ),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a multi-thread runtime");
+    rt.block_on(async {
+        let (client, pid) = start_binary(root.path(), etc.path(), Some(&config)).await;
+        let peer = client.peer().clone();
+        let call = |name: &'static str, args: Value| {
+            let peer = peer.clone();
+            async move {
+                let result = peer
+                    .call_tool(CallToolRequestParams::new(name).with_arguments(object(args)))
+                    .await
+                    .expect("the call answered");
+                assert_ne!(result.is_error, Some(true), "{result:?}");
+                result.structured_content.expect("structured content")
+            }
+        };
+
+        // 1. Background `true` to its end, against the foreground call.
+        let (mut foreground, mut background) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let fg = async {
+                let started = Instant::now();
+                assert_true_ran(&call("execute_command", json!({"command": "true"})).await);
+                started.elapsed()
+            };
+            let bg = async {
+                let started = Instant::now();
+                let job = call("execute_command", json!({"command": "true", "background": true})).await;
+                let id = job["job_id"].as_str().expect("a job id").to_owned();
+                loop {
+                    let out = call("job_output", json!({"job_id": id, "wait": 5})).await;
+                    if out["running"] == json!(false) {
+                        assert_eq!(out["return_code"], json!(0), "{out}");
+                        break;
+                    }
+                }
+                started.elapsed()
+            };
+            if round % 2 == 0 {
+                foreground.push(fg.await);
+                background.push(bg.await);
+            } else {
+                background.push(bg.await);
+                foreground.push(fg.await);
+            }
+        }
+        let ratios: Vec<f64> = background
+            .iter()
+            .zip(&foreground)
+            .map(|(b, f)| b.as_secs_f64() / f.as_secs_f64())
+            .collect();
+        let med = |v: &[Duration]| {
+            common::stats::median(&v.iter().map(Duration::as_secs_f64).collect::<Vec<_>>())
+        };
+        println!("\njobs: `true`, {rounds} interleaved pairs against the binary over stdio");
+        println!(
+            "  foreground execute_command: median {:.3} ms; background + job_output to the end: median {:.3} ms; paired ratio {:.2}x",
+            med(&foreground) * 1e3,
+            med(&background) * 1e3,
+            common::stats::median(&ratios)
+        );
+
+        // 2. Many jobs writing a lot at once.
+        let before = mem(pid).expect("read the server's memory");
+        let started = Instant::now();
+        let mut ids = Vec::new();
+        for _ in 0..jobs {
+            let script = format!("head -c {bytes} /dev/zero");
+            let job = call(
+                "execute_command",
+                json!({"command": "sh", "args": ["-c", script], "background": true}),
+            )
+            .await;
+            ids.push(job["job_id"].as_str().expect("a job id").to_owned());
+        }
+        let (mut samples, mut probes) = (Vec::new(), Vec::new());
+        let mut tick = tokio::time::interval(FLOOD_TICK);
+        loop {
+            tick.tick().await;
+            if let Some(sample) = mem(pid) {
+                samples.push(sample);
+            }
+            probes.push(path_info(&peer).await);
+            let list = call("job_list", json!({})).await;
+            let running = list["jobs"]
+                .as_array()
+                .expect("jobs")
+                .iter()
+                .filter(|j| j["running"] == json!(true))
+                .count();
+            if running == 0 {
+                break;
+            }
+        }
+        let wall = started.elapsed();
+        for id in &ids {
+            let out = call("job_output", json!({"job_id": id})).await;
+            assert_eq!(out["stdout_bytes"], json!(bytes), "{out}");
+            assert_eq!(out["return_code"], json!(0), "{out}");
+        }
+        let after = mem(pid).expect("read the server's memory");
+        let hwm = after.hwm.max(samples.iter().map(|m| m.hwm).max().unwrap_or_default());
+        println!(
+            "  {jobs} jobs x {} MiB of stdout each, all running at once: done in {:.2} s; server VmRSS before {}, VmHWM (peak since start) {} (target <= 64 MiB: {})",
+            bytes / (1024 * 1024),
+            wall.as_secs_f64(),
+            mib(before.rss),
+            mib(hwm),
+            if hwm <= 64 * 1024 { "MET" } else { "NOT MET" }
+        );
+        println!("  path_info during the jobs: {}", latency_summary(&probes));
+        let _ = client.cancel().await;
+    });
+}
+
 fn main() {
     common::prepare_commands();
     let mut criterion = common::criterion();
@@ -586,5 +724,12 @@ fn main() {
         } else {
             SMOKE_FLOOD_BYTES
         });
+    }
+    if filters.is_empty() || filters.iter().any(|f| f.contains("jobs")) {
+        if common::args::bench_mode() {
+            jobs(200, 16, 100 * 1024 * 1024);
+        } else {
+            jobs(2, 2, 1024 * 1024);
+        }
     }
 }

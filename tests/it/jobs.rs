@@ -340,3 +340,23 @@ async fn a_killed_server_takes_its_jobs_with_it() {
     let dir = std::env::temp_dir().join(format!("toolport-jobs-{server}"));
     eventually("the job directory is removed", || !dir.exists()).await;
 }
+
+#[tokio::test]
+async fn a_command_that_never_became_a_job_leaves_no_files() {
+    let (_d, root) = tempdir();
+    let (server, client) = connect_with_pid(&root, SHELLS_AND_JOBS).await;
+    // More than is kept in memory before a file is made.
+    let r = ok(&call(
+        &client,
+        "execute_command",
+        sh("head -c 300000 /dev/zero | tr '\\0' b", json!({})),
+    )
+    .await);
+    assert_eq!(r["stdout_bytes"], json!(300_000));
+    assert!(r.get("job_id").is_none());
+    let dir = std::env::temp_dir().join(format!("toolport-jobs-{server}"));
+    eventually("the spill file is removed", || {
+        std::fs::read_dir(&dir).map_or(true, |entries| entries.count() == 0)
+    })
+    .await;
+}

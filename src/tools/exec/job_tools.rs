@@ -260,7 +260,8 @@ impl TypedTool for JobOutput {
         let out = read(Which::Stdout, p.stdout_offset)?;
         let err = read(Which::Stderr, p.stderr_offset)?;
         let state = state(&job);
-        let more = out.next < state.stdout_bytes || err.next < state.stderr_bytes;
+        let more =
+            out.next < live.readable(Which::Stdout) || err.next < live.readable(Which::Stderr);
         Ok(OutputResult {
             state,
             stdout: out.text,

@@ -415,6 +415,12 @@ impl Live {
         self.stream(which).kept.total
     }
 
+    /// Bytes of the stream that can be read back ([`Live::read`]): all of them, unless the
+    /// spill file stopped short.
+    pub(crate) fn readable(&self, which: Which) -> u64 {
+        self.stream(which).spill.kept
+    }
+
     /// The stream's spill file, once it exists, and why it stopped short, if it did.
     pub(crate) fn spill_file(&self, which: Which) -> (Option<PathBuf>, Option<String>) {
         let stream = self.stream(which);
@@ -498,6 +504,14 @@ impl Live {
                 let _ = std::fs::remove_file(path);
             }
         }
+    }
+}
+
+impl Drop for Live {
+    /// The last holder is gone (the job was removed, or the command ended without becoming
+    /// one): its output files go too.
+    fn drop(&mut self) {
+        self.remove_files();
     }
 }
 

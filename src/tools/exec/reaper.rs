@@ -23,10 +23,11 @@
 //! D-Bus activated service, `at`, a container runtime): they are children of that service,
 //! never of a command, and carry its environment, not the command's.
 //!
-//! The server's own children that are not commands (the watchdog) are never touched, and a
-//! command's leader is reaped only by its `tokio::process::Child`: leaders are registered here
-//! while they live, under the same lock the sweep holds, so a sweep cannot steal an exit
-//! status.
+//! The server's own children that are not commands are never touched: the watchdog is
+//! registered as kept, and a child in the server's own process group (commands lead groups of
+//! their own; a library user's own child processes do not) is skipped. A command's leader is
+//! reaped only by its `tokio::process::Child`: leaders are registered here while they live,
+//! under the same lock the sweep holds, so a sweep cannot steal an exit status.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -165,7 +166,10 @@ pub(crate) fn needs_sweep(group: Option<Pid>) -> bool {
         return true;
     }
     let owned = reaper.owned();
-    children().into_iter().any(|pid| !owned.contains(pid))
+    let own_group = nix::unistd::getpgrp().as_raw();
+    children()
+        .into_iter()
+        .any(|pid| !owned.contains(pid) && group_of(pid).is_some_and(|g| g != own_group))
 }
 
 fn group_alive(group: Pid) -> bool {
@@ -189,8 +193,12 @@ pub(crate) fn sweep(scope: &Scope, group: Option<Pid>) {
             // Unmarked children belong to no known command: the last command's sweep takes
             // them, when no other command is running.
             let nobody_else = owned.leaders.is_empty();
+            let own_group = nix::unistd::getpgrp().as_raw();
             for pid in children() {
-                if owned.contains(pid) {
+                // Commands lead groups of their own; a child in the server's own group was
+                // started by something else in this process (a library user's own child
+                // process) and is none of the sweep's business.
+                if owned.contains(pid) || group_of(pid).is_none_or(|g| g == own_group) {
                     continue;
                 }
                 match scope_of(pid) {
@@ -260,14 +268,26 @@ fn scope_of(pid: i32) -> Found {
     }
 }
 
+/// The state, process group and session of `pid`, from `/proc/PID/stat`.
+fn stat_of(pid: i32) -> Option<(String, i32, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold anything: fields follow the last `)`.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.to_owned();
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some((state, pgrp, session))
+}
+
 fn is_zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let (_, rest) = stat.rsplit_once(')')?;
-            rest.split_whitespace().next().map(|state| state == "Z")
-        })
-        .unwrap_or(false)
+    stat_of(pid).is_some_and(|(state, _, _)| state == "Z")
+}
+
+/// The process group of `pid`; `None` when it is gone.
+fn group_of(pid: i32) -> Option<i32> {
+    stat_of(pid).map(|(_, pgrp, _)| pgrp)
 }
 
 /// Reap a zombie child without blocking.
