@@ -235,6 +235,26 @@ async fn tasks_cancel_kills_the_command_and_the_task_is_cancelled() {
 }
 
 #[tokio::test]
+async fn a_task_killed_at_its_time_limit_completes_with_timed_out() {
+    let (_d, root) = tempdir();
+    let client = connect_initialize(&root).await;
+    let created = start_task(
+        &client,
+        sh(
+            "echo begun; exec sleep 300",
+            json!({"yield_after": 1, "timeout": 2}),
+        ),
+    )
+    .await;
+    let done = poll_to_end(&client, &created.task.task_id).await;
+    let result = completed_result(done);
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["timed_out"], json!(true));
+    assert_eq!(structured["return_code"], json!(null));
+    assert_eq!(structured["stdout"], json!("begun\n"));
+}
+
+#[tokio::test]
 async fn a_client_without_the_extension_still_gets_a_job_id() {
     let (_d, root) = tempdir();
     let client = connect_configured(&root, SHELLS, TestClient::default()).await;
