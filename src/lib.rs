@@ -90,6 +90,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         audit: observe::audit::AuditLog::open(&config.audit, secrets),
         metrics: observe::metrics::Metrics::new(catalog.commands_running(), catalog.web_requests()),
         budgets: Arc::new(config.limits.calls.clone()),
+        jobs: catalog.jobs(),
     };
     {
         let registry = shared.registry.load();

@@ -14,7 +14,12 @@
 //! - `notifications/tools/list_changed` (and `prompts/list_changed`: prompts follow the tools)
 //!   when a reload changes the listed tools: pushed to sessions that used `initialize`, and on
 //!   `subscriptions/listen` streams for 2026-07-28 clients. Each request reads the registry
-//!   once, so a call in flight finishes with the tool it started with.
+//!   once, so a call in flight finishes with the tool it started with;
+//! - MCP tasks ([`tasks`]): for a client that declares the tasks extension, a call whose
+//!   command became a job is answered with a task (the job), and `tasks/get`/`tasks/cancel`
+//!   reach it.
+
+mod tasks;
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -28,6 +33,7 @@ use rmcp::model::{
     ProgressNotificationParam, ProgressToken, Prompt, PromptMessage, ProtocolVersion, Role,
     ServerCapabilities, ServerConfig, Tool,
 };
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::model::{
     ListResourcesResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Resource, ResourceContents, SubscriptionFilter,
@@ -42,7 +48,9 @@ use crate::observe::budget::{BudgetSettings, SessionBudget};
 use crate::observe::metrics::{self, Metrics, SessionOpen};
 use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::registry::{ExecuteError, LiveRegistry};
-use crate::tool::{ConfirmFallback, Confirmation, Confirmer, ProgressSink, Session, ToolContext};
+use crate::tool::{
+    ConfirmFallback, Confirmation, Confirmer, ProgressSink, Session, ToolContext, ToolOutput,
+};
 use crate::workspace::{Workspace, client_root_path};
 
 /// How long to wait for the client's answer to `roots/list`. A client that declares roots but
@@ -97,6 +105,15 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// How many calls a session may make, how fast and how many at once (`[limits]`).
     pub budgets: Arc<BudgetSettings>,
+    /// The commands that outlived their call: MCP tasks are these jobs.
+    pub jobs: crate::tools::exec::JobTable,
+}
+
+/// A tool's output as a successful `tools/call` result.
+fn tool_result(output: ToolOutput) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(output.text)]);
+    result.structured_content = output.structured;
+    result
 }
 
 /// The handler for one MCP session.
@@ -436,6 +453,7 @@ impl ServerHandler for ToolportServer {
                 .enable_prompts()
                 .enable_prompts_list_changed()
                 .enable_resources()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(
@@ -579,11 +597,7 @@ impl ServerHandler for ToolportServer {
         let args = request.arguments.clone().unwrap_or_default();
         let mut failure = None;
         let result = match registry.execute(&name, args, &ctx).await {
-            Ok(output) => {
-                let mut result = CallToolResult::success(vec![ContentBlock::text(output.text)]);
-                result.structured_content = output.structured;
-                result
-            }
+            Ok(output) => tool_result(output),
             Err(ExecuteError::Tool(error)) => {
                 failure = Some(Failure::tool(&error, &facts));
                 CallToolResult::error(vec![ContentBlock::text(error.to_string())])
@@ -623,10 +637,77 @@ impl ServerHandler for ToolportServer {
                 return Ok(InputRequiredResult::new(Some(requests), None).into());
             }
         };
+        // A client that takes tasks gets the job its command became as a task (SEP-2663: only
+        // when this request declared the extension, in `initialize` or in its `_meta`). The
+        // task's result is execute_command's, so only its calls become tasks (plugin tools
+        // never yield).
+        let task = (failure.is_none()
+            && name == crate::tools::exec::NAME
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks()))
+        .then(|| facts.job())
+        .flatten()
+        .and_then(|id| self.shared.jobs.get(&ctx.session, &id).ok());
         drop(permit);
         let size = call.size_of(&result);
         call.finish(failure, size);
-        Ok(result.into())
+        match task {
+            Some(job) => Ok(CallToolResponse::Task(tasks::created(&job))),
+            None => Ok(result.into()),
+        }
+    }
+
+    /// SEP-2663 `tasks/get`: where the job stands, with its result once it ended.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let job = tasks::lookup(
+            &self.shared.jobs,
+            &self.job_owner(&context),
+            &request.task_id,
+        )?;
+        Ok(GetTaskResult::new(tasks::detailed(&job)))
+    }
+
+    /// SEP-2663 `tasks/update`: toolport's tasks never ask for input, so there is nothing to
+    /// answer (a command's stdin is written with job_input).
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let job = tasks::lookup(
+            &self.shared.jobs,
+            &self.job_owner(&context),
+            &request.task_id,
+        )?;
+        Err(McpError::invalid_params(
+            format!(
+                "task {} has no outstanding input requests (toolport's tasks never ask for input); to write to the command's stdin, start it with stdin_open: true and use job_input",
+                job.id
+            ),
+            None,
+        ))
+    }
+
+    /// SEP-2663 `tasks/cancel`: kill the job (TERM, a grace, KILL, escapees swept) and answer
+    /// once its processes are gone; `tasks/get` then says `cancelled`. A task that has ended
+    /// already is left as it is.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let job = tasks::lookup(
+            &self.shared.jobs,
+            &self.job_owner(&context),
+            &request.task_id,
+        )?;
+        job.kill().await;
+        Ok(())
     }
 
     async fn list_resources(

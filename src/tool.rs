@@ -239,6 +239,8 @@ pub(crate) struct CommandFacts {
 pub struct CallFacts {
     command: std::sync::Mutex<Option<CommandFacts>>,
     declined: std::sync::atomic::AtomicBool,
+    /// The job the call's command became (it outlived the call), by id.
+    job: std::sync::Mutex<Option<String>>,
 }
 
 impl CallFacts {
@@ -267,6 +269,23 @@ impl CallFacts {
     /// Whether the user declined the call's confirmation.
     pub(crate) fn declined(&self) -> bool {
         self.declined.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The call's command became a job (`background`, or still running at `yield_after`).
+    pub(crate) fn set_job(&self, id: String) {
+        match self.job.lock() {
+            Ok(mut slot) => *slot = Some(id),
+            Err(poisoned) => *poisoned.into_inner() = Some(id),
+        }
+    }
+
+    /// The job the call's command became, if it did (an MCP task for a client that takes
+    /// tasks).
+    pub(crate) fn job(&self) -> Option<String> {
+        match self.job.lock() {
+            Ok(slot) => slot.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 }
 

@@ -153,6 +153,11 @@ impl Catalog {
         self.executor.running()
     }
 
+    /// The shared executor's jobs, for the server (MCP tasks are jobs).
+    pub(crate) fn jobs(&self) -> crate::tools::exec::JobTable {
+        self.executor.job_table()
+    }
+
     /// `web_search`'s provider request counter, for the metrics.
     pub(crate) fn web_requests(&self) -> crate::tools::web::RequestCounter {
         self.web_requests.clone()

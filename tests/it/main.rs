@@ -42,6 +42,8 @@ mod protocol;
 mod readme;
 // Landlock through `toolport __sandbox-exec`: what the kernel allows and refuses.
 mod sandbox;
+// MCP tasks (SEP-2663): tasks-capable clients get their jobs as tasks; get, cancel, ownership.
+mod tasks;
 // Traces: request spans reach a local OTLP receiver in the client's trace; none without one.
 mod traces;
 // web_search, offline, against a local server that plays every provider.

@@ -113,6 +113,11 @@ fn render_state(s: &JobState) -> String {
     text
 }
 
+/// One line on a job: its command, running or how it ended, its output sizes.
+pub(super) fn describe(job: &Job) -> String {
+    render_state(&state(job))
+}
+
 /// The job tools share the executor (its jobs and settings).
 pub(crate) struct JobTools {
     executor: Arc<Executor>,

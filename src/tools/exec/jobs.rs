@@ -38,12 +38,31 @@ pub(crate) struct Job {
     pub(crate) live: Arc<Live>,
     /// When it ended, once it has (for retention).
     finished: Mutex<Option<Instant>>,
+    /// How long it is kept after its end.
+    retention: std::time::Duration,
 }
 
 impl Job {
     /// Whether it still runs.
     pub(crate) fn running(&self) -> bool {
         self.live.end().is_none()
+    }
+
+    /// End it (TERM to its processes, a grace, KILL, the escapees swept) and wait until they
+    /// are gone. A job that has ended already is left as it is.
+    pub(crate) async fn kill(&self) {
+        self.live.kill();
+        self.live.ended().await;
+    }
+
+    /// When it ended, by the wall clock (`None` while it runs).
+    pub(crate) fn ended_at(&self) -> Option<SystemTime> {
+        self.live.end().map(|end| self.started_at + end.duration)
+    }
+
+    /// How long it is kept after its end (`exec.job_retention`).
+    pub(crate) fn retention(&self) -> std::time::Duration {
+        self.retention
     }
 }
 
@@ -58,6 +77,11 @@ pub(crate) struct Jobs {
     /// The private directory for output files, made on first need.
     dir: OnceLock<Result<PathBuf, String>>,
 }
+
+/// The server's job table as the server itself reaches it (MCP tasks are jobs); opaque
+/// outside the crate. The default has no jobs (a server without `execute_command`).
+#[derive(Debug, Clone, Default)]
+pub struct JobTable(pub(crate) Option<Arc<Jobs>>);
 
 /// What a job is made of, besides its command.
 pub(crate) struct NewJob {
@@ -158,6 +182,7 @@ impl Jobs {
             started_at: SystemTime::now() - live.elapsed(),
             live,
             finished: Mutex::new(None),
+            retention: self.retention,
         });
         table.insert(id, job.clone());
         drop(table);

@@ -40,14 +40,17 @@ pub mod reaper;
 mod runner;
 pub mod sandbox;
 mod settings;
+mod tasks;
 pub mod watchdog;
 
 pub(crate) use job_tools::job_tools;
+pub use jobs::JobTable;
 pub use runner::child_env;
 pub(crate) use runner::{ExecResult, Executor};
 pub(crate) use settings::ExecArgs;
 pub use settings::ExecSettings;
 pub(crate) use settings::FileExec;
+pub(crate) use tasks::{Standing, standing};
 
 /// The tool's name.
 pub(crate) const NAME: &str = "execute_command";

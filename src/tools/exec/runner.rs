@@ -189,6 +189,11 @@ impl Executor {
         &self.jobs
     }
 
+    /// The jobs, for the server (MCP tasks).
+    pub(crate) fn job_table(&self) -> super::JobTable {
+        super::JobTable(Some(self.jobs.clone()))
+    }
+
     /// What to ask the user before running `p`, when the policy wants confirmation.
     pub(crate) fn confirmation(&self, p: &Params) -> Option<String> {
         match self.policy.decide(&p.command, &p.args) {
@@ -213,6 +218,9 @@ impl Executor {
             ..CommandFacts::default()
         });
         let result = self.run_planned(p, ctx).await;
+        if let Some(job) = result.as_ref().ok().and_then(|r| r.job_id.clone()) {
+            ctx.facts.set_job(job);
+        }
         ctx.facts.set_command(CommandFacts {
             argv,
             exit_code: result.as_ref().ok().and_then(|r| r.return_code),
@@ -562,6 +570,22 @@ impl Executor {
                 .then(|| Duration::from_secs(yield_after)),
         }))
     }
+}
+
+/// What `execute_command` would have returned for `job` had its call waited for the end:
+/// `None` while it runs, and when it was killed (job_kill, tasks/cancel, the end of its
+/// session), which a waiting call reports as cancelled, not as a result.
+pub(super) fn job_result(job: &Job) -> Option<ExecResult> {
+    job.live.end()?;
+    let report = Report {
+        command: job.command_line.clone(),
+        command_line: job.command_line.clone(),
+        cwd: job.cwd.clone(),
+        timeout: job.timeout,
+        // Only named when the program did not start, and a job's program did.
+        path: String::new(),
+    };
+    report.finish(job.live.outcome(None)).ok()
 }
 
 impl Report {
