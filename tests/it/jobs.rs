@@ -360,3 +360,42 @@ async fn a_command_that_never_became_a_job_leaves_no_files() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_output_file_stops_at_its_cap_and_says_so() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "job_output_max_bytes = 1048576\n").await;
+    let r = ok(&call(
+        &client,
+        "execute_command",
+        sh(
+            "head -c 3145728 /dev/zero | tr '\\0' c",
+            json!({"background": true}),
+        ),
+    )
+    .await);
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    let end = within(async {
+        loop {
+            let r = ok(&call(&client, "job_output", json!({"job_id": job, "wait": 5})).await);
+            if r["running"] == json!(false) {
+                return r;
+            }
+        }
+    })
+    .await;
+    assert_eq!(
+        end["stdout_bytes"],
+        json!(3_145_728),
+        "all bytes are counted"
+    );
+    let file = end["stdout_file"].as_str().unwrap();
+    assert_eq!(std::fs::metadata(file).unwrap().len(), 1_048_576);
+    assert!(
+        end["output_note"]
+            .as_str()
+            .unwrap()
+            .contains("exec.job_output_max_bytes"),
+        "{end}"
+    );
+}

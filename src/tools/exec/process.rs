@@ -196,10 +196,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     }
 }
 
-/// Most bytes one stream writes to its spill file; past it the bytes are only counted (a
-/// runaway job must not fill the disk). The result says when the file stopped.
-const SPILL_MAX_BYTES: u64 = 1024 * 1024 * 1024;
-
 /// Bytes a spilling stream keeps in memory before it creates its file: most commands print
 /// less, and never touch the disk.
 const SPILL_PENDING_BYTES: usize = 64 * 1024;
@@ -217,6 +213,9 @@ struct Spill {
     target: Option<PathBuf>,
     /// Bytes in the file (or pending).
     kept: u64,
+    /// Most bytes the file takes (`exec.job_output_max_bytes`); past it the bytes are only
+    /// counted, so a runaway job cannot fill the disk.
+    max: u64,
     /// Why the file stopped short, if it did.
     failed: Option<String>,
 }
@@ -226,10 +225,13 @@ impl Spill {
         if !self.enabled || self.failed.is_some() {
             return;
         }
-        let room = SPILL_MAX_BYTES.saturating_sub(self.kept);
+        let room = self.max.saturating_sub(self.kept);
         let chunk = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
         if chunk.is_empty() {
-            self.failed = Some(format!("the output file stops at {SPILL_MAX_BYTES} bytes"));
+            self.failed = Some(format!(
+                "the output file stops at {} bytes (exec.job_output_max_bytes)",
+                self.max
+            ));
             return;
         }
         if self.file.is_none() && self.pending.len() + chunk.len() <= SPILL_PENDING_BYTES {
@@ -689,6 +691,8 @@ pub(crate) struct StartOptions {
     /// Keep every byte of output, for a command that may become a job: in memory while
     /// small, then in `<path>.stdout` / `<path>.stderr` (created 0600).
     pub(crate) spill: Option<PathBuf>,
+    /// Most bytes each spill file takes.
+    pub(crate) spill_max_bytes: u64,
     /// Leave stdin open as a pipe for `job_input` (after the given bytes, if any), instead
     /// of closing it (or /dev/null).
     pub(crate) stdin_open: bool,
@@ -760,6 +764,7 @@ pub(crate) fn start(spec: RunSpec, options: &StartOptions) -> Result<Arc<Live>, 
         kept: HeadTail::new(spec.max_output_bytes),
         spill: Spill {
             enabled: options.spill.is_some(),
+            max: options.spill_max_bytes,
             target: options.spill.as_ref().map(|p| {
                 let mut path = p.clone().into_os_string();
                 path.push(name);

@@ -258,6 +258,7 @@ impl Executor {
         let id = self.jobs.next_id();
         let options = process::StartOptions {
             spill: Some(self.jobs.dir()?.join(&id)),
+            spill_max_bytes: self.settings.job_output_max_bytes,
             stdin_open,
         };
         let live = match process::start(spec, &options) {

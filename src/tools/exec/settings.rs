@@ -42,6 +42,12 @@ const DEFAULT_JOB_TIMEOUT_MAX: Duration = Duration::from_secs(2 * 3600);
 /// Largest `job_timeout_max` an operator may set: a day; anything longer is a service, not
 /// a job.
 const MAX_JOB_TIMEOUT_MAX: Duration = Duration::from_secs(24 * 3600);
+/// Default most bytes of a job's stream kept in its output file: a long build's log, not a
+/// runaway loop filling the disk (16 jobs × 2 streams × this at most).
+const DEFAULT_JOB_OUTPUT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// Smallest and largest `job_output_max_bytes`.
+const JOB_OUTPUT_MAX_BYTES_RANGE: std::ops::RangeInclusive<u64> =
+    1024 * 1024..=16 * 1024 * 1024 * 1024;
 /// Default number of live jobs (running or kept after their end) across the server.
 const DEFAULT_MAX_JOBS: usize = 16;
 /// Most live jobs an operator may allow: each holds two spill files and a task.
@@ -93,6 +99,7 @@ pub(crate) struct FileExec {
     max_jobs: Option<usize>,
     job_retention: Option<DurationValue>,
     jobs_survive_session: Option<bool>,
+    job_output_max_bytes: Option<u64>,
 }
 
 /// What `execute_command` is built with.
@@ -138,6 +145,8 @@ pub struct ExecSettings {
     pub(crate) job_retention: Duration,
     /// A session's jobs keep running after the session ends.
     pub(crate) jobs_survive_session: bool,
+    /// Most bytes of each stream a job keeps in its output file.
+    pub(crate) job_output_max_bytes: u64,
 }
 
 impl Default for ExecSettings {
@@ -160,6 +169,7 @@ impl Default for ExecSettings {
             max_jobs: DEFAULT_MAX_JOBS,
             job_retention: DEFAULT_JOB_RETENTION,
             jobs_survive_session: false,
+            job_output_max_bytes: DEFAULT_JOB_OUTPUT_MAX_BYTES,
         }
     }
 }
@@ -242,6 +252,12 @@ impl ExecSettings {
             jobs_survive_session: file
                 .jobs_survive_session
                 .unwrap_or(defaults.jobs_survive_session),
+            job_output_max_bytes: check_range(
+                "exec.job_output_max_bytes",
+                file.job_output_max_bytes
+                    .unwrap_or(defaults.job_output_max_bytes),
+                JOB_OUTPUT_MAX_BYTES_RANGE,
+            )?,
             timeout_max,
             max_output_bytes: check_range(
                 "exec.max_output_bytes",
