@@ -52,6 +52,20 @@ async fn follow(client: &Client, job: &str) -> (Value, String, String) {
     .await
 }
 
+/// Wait with job_output until the job has ended, and return that last answer (read from
+/// offset 0).
+async fn ended(client: &Client, job: &str) -> Value {
+    within(async {
+        loop {
+            let r = ok(&call(client, "job_output", json!({"job_id": job, "wait": 5})).await);
+            if r["running"] == json!(false) {
+                return r;
+            }
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_command_past_yield_after_becomes_a_job_followed_to_its_end() {
     let (_d, root) = tempdir();
@@ -256,20 +270,7 @@ async fn ten_mib_of_output_is_capped_in_memory_and_whole_in_the_file() {
     )
     .await);
     let job = r["job_id"].as_str().unwrap().to_owned();
-    let end = within(async {
-        loop {
-            let r = ok(&call(
-                &client,
-                "job_output",
-                json!({"job_id": job, "wait": 5, "stdout_offset": 0}),
-            )
-            .await);
-            if r["running"] == json!(false) {
-                return r;
-            }
-        }
-    })
-    .await;
+    let end = ended(&client, &job).await;
     assert_eq!(end["stdout_bytes"], json!(10_485_760));
     // One answer holds at most the per-call size; the rest is waiting.
     assert!(end["stdout"].as_str().unwrap().len() <= 100 * 1024);
@@ -375,15 +376,7 @@ async fn the_output_file_stops_at_its_cap_and_says_so() {
     )
     .await);
     let job = r["job_id"].as_str().unwrap().to_owned();
-    let end = within(async {
-        loop {
-            let r = ok(&call(&client, "job_output", json!({"job_id": job, "wait": 5})).await);
-            if r["running"] == json!(false) {
-                return r;
-            }
-        }
-    })
-    .await;
+    let end = ended(&client, &job).await;
     assert_eq!(
         end["stdout_bytes"],
         json!(3_145_728),
