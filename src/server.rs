@@ -116,6 +116,27 @@ fn tool_result(output: ToolOutput) -> CallToolResult {
     result
 }
 
+/// Where a job's output is offered as a resource: `toolport://jobs/ID/stdout` and `/stderr`.
+const JOB_RESOURCE_PREFIX: &str = "toolport://jobs/";
+
+/// Most bytes one `resources/read` of a job's output returns: its start, for a look; the
+/// rest is paged with job_output (a resource read has no offsets).
+const JOB_RESOURCE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// The resource links to a job's output, added to the results that name a job.
+fn job_links(id: &str) -> Vec<ContentBlock> {
+    ["stdout", "stderr"]
+        .into_iter()
+        .map(|stream| {
+            ContentBlock::resource_link(
+                Resource::new(format!("{JOB_RESOURCE_PREFIX}{id}/{stream}"), format!("{id} {stream}"))
+                    .with_description(format!("The whole {stream} of {id} so far (its start, up to 4 MiB; page the rest with job_output)"))
+                    .with_mime_type("text/plain"),
+            )
+        })
+        .collect()
+}
+
 /// The handler for one MCP session.
 #[derive(Clone)]
 pub struct ToolportServer {
@@ -188,6 +209,51 @@ impl ToolportServer {
             id: self.session_id.clone(),
             ended: self.session_ended.clone(),
         }
+    }
+
+    /// `resources/read` of `toolport://jobs/ID/stdout` (or `/stderr`): the start of a job's
+    /// whole output, for the session that owns it.
+    fn read_job_output(
+        &self,
+        uri: &str,
+        rest: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        use crate::tools::exec::process::Which;
+        let not_found = |why: String| McpError::resource_not_found(why, None);
+        let (id, which) = match rest.split_once('/') {
+            Some((id, "stdout")) => (id, Which::Stdout),
+            Some((id, "stderr")) => (id, Which::Stderr),
+            _ => {
+                return Err(not_found(format!(
+                    "{uri:?} is not a job's output: use {JOB_RESOURCE_PREFIX}JOB_ID/stdout or /stderr"
+                )));
+            }
+        };
+        let job = self
+            .shared
+            .jobs
+            .get(&self.job_owner(context), id)
+            .map_err(|e| not_found(e.to_string()))?;
+        let chunk = job
+            .live
+            .read(which, 0, JOB_RESOURCE_MAX_BYTES)
+            .map_err(|e| {
+                McpError::internal_error(format!("cannot read the job's output: {e}"), None)
+            })?;
+        let mut text = chunk.text;
+        let readable = job.live.readable(which);
+        if chunk.next < readable {
+            text.push_str(&format!(
+                "\n[... {} more bytes: read them with job_output from offset {} ...]\n",
+                readable - chunk.next,
+                chunk.next
+            ));
+        }
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(text, uri).with_mime_type("text/plain"),
+        ])
+        .into())
     }
 
     /// Count this session in the sessions gauge (once; until its last handle drops).
@@ -649,6 +715,14 @@ impl ServerHandler for ToolportServer {
         .then(|| facts.job())
         .flatten()
         .and_then(|id| self.shared.jobs.get(&ctx.session, &id).ok());
+        let mut result = result;
+        // A job's whole output, as resources the client can read (`toolport://jobs/…`).
+        if task.is_none()
+            && failure.is_none()
+            && let Some(id) = facts.job()
+        {
+            result.content.extend(job_links(&id));
+        }
         drop(permit);
         let size = call.size_of(&result);
         call.finish(failure, size);
@@ -728,12 +802,15 @@ impl ServerHandler for ToolportServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        if let Some(rest) = request.uri.strip_prefix(JOB_RESOURCE_PREFIX) {
+            return self.read_job_output(&request.uri, rest, &context);
+        }
         if request.uri != metrics::RESOURCE_URI {
             return Err(McpError::resource_not_found(
                 format!(
-                    "unknown resource {:?}; the only resource is {}",
+                    "unknown resource {:?}; the resources are {} and a job's output, {JOB_RESOURCE_PREFIX}JOB_ID/stdout or /stderr",
                     request.uri,
                     metrics::RESOURCE_URI
                 ),

@@ -176,23 +176,20 @@ async fn job_kill_ends_the_whole_tree_and_reports_it() {
     }
 }
 
+/// Two sessions of one server: HTTP with the test token.
+async fn two_http_sessions(root: &Path) -> (crate::common::http::Server, Client, Client) {
+    use crate::common::http::{TOKEN, mcp_client, start};
+    let config = config_file(root, SHELLS_AND_JOBS);
+    let server = start(root, &["--config", config.to_str().unwrap()], Some(TOKEN)).await;
+    let a = mcp_client(&server, TOKEN, TestClient::default()).await;
+    let b = mcp_client(&server, TOKEN, TestClient::default()).await;
+    (server, a, b)
+}
+
 #[tokio::test]
 async fn jobs_belong_to_their_session() {
     let (_d, root) = tempdir();
-    let config = config_file(&root, SHELLS_AND_JOBS);
-    // Two sessions of one server: HTTP.
-    let server = crate::common::http::start(
-        &root,
-        &["--config", config.to_str().unwrap()],
-        Some(crate::common::http::TOKEN),
-    )
-    .await;
-    let a =
-        crate::common::http::mcp_client(&server, crate::common::http::TOKEN, TestClient::default())
-            .await;
-    let b =
-        crate::common::http::mcp_client(&server, crate::common::http::TOKEN, TestClient::default())
-            .await;
+    let (_server, a, b) = two_http_sessions(&root).await;
     let file = root.join("pid");
     let script = format!("echo $$ > {}; exec sleep 300", file.display());
     let r = ok(&call(
@@ -318,28 +315,30 @@ async fn bad_job_requests_say_what_is_allowed() {
 }
 
 #[tokio::test]
-async fn a_killed_server_takes_its_jobs_with_it() {
-    let (_d, root) = tempdir();
-    let (server, client) = connect_with_pid(&root, SHELLS_AND_JOBS).await;
-    let file = root.join("pid");
-    let script = format!("echo $$ > {}; exec sleep 300", file.display());
-    ok(&call(
-        &client,
-        "execute_command",
-        sh(&script, json!({"background": true})),
-    )
-    .await);
-    eventually("the job started", || !pids(&file).is_empty()).await;
-    let pid = pids(&file)[0];
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    eventually("the job dies with the server", || !alive(pid)).await;
-    // The watchdog also removes the server's job directory.
-    let dir = std::env::temp_dir().join(format!("toolport-jobs-{server}"));
-    eventually("the job directory is removed", || !dir.exists()).await;
+async fn a_killed_or_stopped_server_takes_its_jobs_with_it() {
+    use nix::sys::signal::Signal;
+    for signal in [Signal::SIGKILL, Signal::SIGTERM] {
+        let (_d, root) = tempdir();
+        let (server, client) = connect_with_pid(&root, SHELLS_AND_JOBS).await;
+        let file = root.join("pid");
+        let script = format!("echo $$ > {}; exec sleep 300", file.display());
+        ok(&call(
+            &client,
+            "execute_command",
+            sh(&script, json!({"background": true})),
+        )
+        .await);
+        eventually("the job started", || !pids(&file).is_empty()).await;
+        let pid = pids(&file)[0];
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(server as i32), signal).unwrap();
+        eventually(&format!("the job dies with the server ({signal})"), || {
+            !alive(pid)
+        })
+        .await;
+        // The watchdog also removes the server's job directory.
+        let dir = std::env::temp_dir().join(format!("toolport-jobs-{server}"));
+        eventually("the job directory is removed", || !dir.exists()).await;
+    }
 }
 
 #[tokio::test]
@@ -391,4 +390,49 @@ async fn the_output_file_stops_at_its_cap_and_says_so() {
             .contains("exec.job_output_max_bytes"),
         "{end}"
     );
+}
+
+#[tokio::test]
+async fn a_jobs_output_is_linked_and_readable_as_a_resource_by_its_session_only() {
+    use rmcp::model::{ContentBlock, ReadResourceRequestParams, ResourceContents};
+    let (_d, root) = tempdir();
+    let (_server, a, b) = two_http_sessions(&root).await;
+    let result = call(
+        &a,
+        "execute_command",
+        sh(
+            "echo one; echo two >&2; sleep 300",
+            json!({"yield_after": 1}),
+        ),
+    )
+    .await;
+    let links: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ResourceLink(link) => Some(link.uri.clone()),
+            _ => None,
+        })
+        .collect();
+    let job = ok(&result)["job_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        links,
+        [
+            format!("toolport://jobs/{job}/stdout"),
+            format!("toolport://jobs/{job}/stderr")
+        ]
+    );
+    let stdout = within(a.read_resource(ReadResourceRequestParams::new(&links[0])))
+        .await
+        .unwrap();
+    match &stdout.contents[0] {
+        ResourceContents::TextResourceContents { text, .. } => assert_eq!(text, "one\n"),
+        other => panic!("not text: {other:?}"),
+    }
+    let refused = within(b.read_resource(ReadResourceRequestParams::new(&links[0])))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("no job"), "{refused}");
+    ok(&call(&a, "job_kill", json!({"job_id": job})).await);
 }
