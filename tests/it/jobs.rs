@@ -436,3 +436,31 @@ async fn a_jobs_output_is_linked_and_readable_as_a_resource_by_its_session_only(
     assert!(refused.contains("no job"), "{refused}");
     ok(&call(&a, "job_kill", json!({"job_id": job})).await);
 }
+
+#[tokio::test]
+async fn progress_flows_while_job_output_waits() {
+    let (_d, root) = tempdir();
+    let test_client = TestClient::default();
+    let mut progress = test_client.progress();
+    let client = connect_configured(&root, SHELLS_AND_JOBS, test_client).await;
+    let r = ok(&call(
+        &client,
+        "execute_command",
+        sh(
+            "echo waiting; sleep 2.5; echo done",
+            json!({"background": true}),
+        ),
+    )
+    .await);
+    let job = r["job_id"].as_str().unwrap().to_owned();
+    // Past "waiting\n": the call waits for "done", reporting progress each second.
+    let out = ok(&call(
+        &client,
+        "job_output",
+        json!({"job_id": job, "stdout_offset": 8, "wait": 30}),
+    )
+    .await);
+    assert!(out["stdout"].as_str().unwrap().starts_with("done"), "{out}");
+    let first = within(progress.recv()).await.unwrap();
+    assert_eq!(first.message.as_deref(), Some("waiting"), "{first:?}");
+}
