@@ -209,6 +209,11 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
         Transport::Http(_) => crate::serve_http(shared.clone(), config.http.clone()).await,
     };
     flush_audit(&shared).await;
+    // The jobs end with the server; their output files go now (the watchdog does it too,
+    // for a server that dies without stopping).
+    if let Some(jobs) = &shared.jobs.0 {
+        jobs.remove_dir();
+    }
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -337,7 +337,10 @@ async fn a_killed_or_stopped_server_takes_its_jobs_with_it() {
         .await;
         // The watchdog also removes the server's job directory.
         let dir = std::env::temp_dir().join(format!("toolport-jobs-{server}"));
-        eventually("the job directory is removed", || !dir.exists()).await;
+        eventually(&format!("the job directory is removed ({signal})"), || {
+            !dir.exists()
+        })
+        .await;
     }
 }
 

@@ -134,6 +134,14 @@ impl Jobs {
             .map_err(|why| ToolError::Unavailable(format!("jobs cannot keep their output: {why}")))
     }
 
+    /// Remove the job directory with every output file in it (the server is stopping; the
+    /// watchdog does the same when the server dies without stopping).
+    pub(crate) fn remove_dir(&self) {
+        if let Some(Ok(dir)) = self.dir.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
     /// A fresh job id.
     pub(crate) fn next_id(&self) -> String {
         format!("job_{}", self.next.fetch_add(1, Ordering::Relaxed))

@@ -145,9 +145,9 @@ pub(crate) fn run_watchdog() -> i32 {
         // ESRCH (the group already ended) is the common, harmless case.
         let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
     }
-    kill_scopes(server);
-    // The jobs' output files go with them.
+    // The jobs' output files go with them (first: the scan below reads every process).
     let _ = std::fs::remove_dir_all(job_dir(server));
+    kill_scopes(server);
     0
 }
 
