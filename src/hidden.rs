@@ -23,7 +23,7 @@ pub fn dispatch(argv: &[OsString]) -> Option<ExitCode> {
     let code = if command == sandbox::SHIM_SUBCOMMAND {
         sandbox::run_shim(argv.get(2..).unwrap_or_default())
     } else if command == watchdog::WATCHDOG_SUBCOMMAND {
-        watchdog::run_watchdog()
+        watchdog::run_watchdog(argv.get(2))
     } else {
         return None;
     };

@@ -467,3 +467,26 @@ async fn progress_flows_while_job_output_waits() {
     let first = within(progress.recv()).await.unwrap();
     assert_eq!(first.message.as_deref(), Some("waiting"), "{first:?}");
 }
+
+#[tokio::test]
+async fn the_watchdog_cleans_up_for_the_server_it_was_given() {
+    // A server killed before its watchdog got going: the watchdog must still know whose job
+    // directory to remove (its parent is init by then), so the server passes its pid.
+    let server = "4000000001";
+    let dir = std::env::temp_dir().join(format!("toolport-jobs-{server}"));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("job_1.stdout"), "x").unwrap();
+    let mut watchdog = tokio::process::Command::new(bin())
+        .args(["__watchdog", server])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // End of its input: the server is gone.
+    drop(watchdog.stdin.take());
+    let status = within(watchdog.wait()).await.unwrap();
+    assert!(status.success());
+    assert!(
+        !dir.exists(),
+        "the job directory of server {server} is left"
+    );
+}

@@ -54,6 +54,9 @@ impl Watchdog {
     pub(crate) fn spawn(exe: &OsStr) -> std::io::Result<Self> {
         let mut child = Command::new(exe)
             .arg(WATCHDOG_SUBCOMMAND)
+            // Its server, by pid: read from its parent when it starts, it would be wrong if the
+            // server died before the watchdog got that far (then the parent is init).
+            .arg(std::process::id().to_string())
             .stdin(Stdio::piped())
             // Never the server's stdout: on stdio that is the JSON-RPC channel.
             .stdout(Stdio::null())
@@ -129,12 +132,16 @@ pub(crate) fn unregister(pgid: Pid) {
     }
 }
 
-/// The watchdog process itself (`toolport __watchdog`): track `+PGID`/`-PGID` lines from
+/// The watchdog process itself (`toolport __watchdog SERVER_PID`): track `+PGID`/`-PGID` lines from
 /// stdin; at end-of-file (the server is gone) SIGKILL every group still registered. Returns
 /// the exit code.
-pub(crate) fn run_watchdog() -> i32 {
-    // Read first: once the server is gone, this process is reparented and the parent changes.
-    let server = std::os::unix::process::parent_id();
+pub(crate) fn run_watchdog(server: Option<&std::ffi::OsString>) -> i32 {
+    // The server's pid, as it passed it (an older server passes nothing: then the parent,
+    // read at once).
+    let server = server
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse::<u32>().ok())
+        .unwrap_or_else(std::os::unix::process::parent_id);
     let mut groups: HashSet<i32> = HashSet::new();
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
