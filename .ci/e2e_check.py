@@ -102,19 +102,6 @@ def exec_cat(out: str, expected_file: str) -> None:
     print(f"ok: execute_command cat -> exit 0, {len(expected.encode('utf-8'))} bytes of stdout")
 
 
-def exec_yield(out: str) -> None:
-    # A command still running at yield_after comes back as a job, with its output so far.
-    result = load_result(out)
-    if result.get("isError") is not False:
-        fail(f"execute_command returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
-    sc = result.get("structuredContent")
-    if not isinstance(sc, dict) or not str(sc.get("job_id", "")).startswith("job_"):
-        fail(f"execute_command did not return a job_id at yield_after: {json.dumps(result)[:500]}")
-    if sc.get("running") is not True or sc.get("stdout") != "started\n":
-        fail(f"the yielded job is not running with its output so far: {json.dumps(sc)[:500]}")
-    print(f"ok: execute_command yielded as {sc['job_id']}, running, stdout so far {sc['stdout']!r}")
-
-
 def list_dir(out: str, name: str) -> None:
     result = load_result(out)
     if result.get("isError") is not False:
@@ -187,7 +174,6 @@ def main(argv: list[str]) -> None:
         "tools-list": (tools_list, 1),
         "read-file": (read_file, 2),
         "exec": (exec_cat, 2),
-        "exec-yield": (exec_yield, 1),
         "list-dir": (list_dir, 2),
         "tool-error": (tool_error, 1),
         "tools-list-plugins": (tools_list_plugins, 1),
