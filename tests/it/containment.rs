@@ -66,14 +66,7 @@ async fn a_setsid_child_dies_when_the_call_is_cancelled() {
     let client = connect_shells(&root).await;
     let file = root.join("pid");
     let script = format!("setsid sleep 305 & echo $! > {}; wait", file.display());
-    let params = CallToolRequestParams::new("execute_command")
-        .with_arguments(shell(&script, 60).as_object().cloned().unwrap());
-    let handle = within(client.peer().send_cancellable_request(
-        rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
-        rmcp::service::PeerRequestOptions::no_options(),
-    ))
-    .await
-    .unwrap();
+    let handle = start_call(&client, "execute_command", shell(&script, 60)).await;
     let escaped = pid_in(&file).await;
     assert!(alive(escaped));
     within(handle.cancel(Some("test".into()))).await.unwrap();
@@ -109,14 +102,7 @@ async fn one_commands_end_leaves_another_commands_daemon_alone() {
         "(setsid sh -c 'echo $$ > {}; exec sleep 308' &); exec sleep 300",
         file.display()
     );
-    let params = CallToolRequestParams::new("execute_command")
-        .with_arguments(shell(&script, 60).as_object().cloned().unwrap());
-    let handle = within(client.peer().send_cancellable_request(
-        rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
-        rmcp::service::PeerRequestOptions::no_options(),
-    ))
-    .await
-    .unwrap();
+    let handle = start_call(&client, "execute_command", shell(&script, 60)).await;
     let daemon = pid_in(&file).await;
     // Other commands start and end meanwhile; their sweeps must not touch it.
     for _ in 0..3 {

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::CATEGORY;
 use super::jobs::Job;
-use super::process::{PROGRESS_INTERVAL, Which};
+use super::process::{Which, progress_ticker};
 use super::runner::{Executor, signal_name};
 use crate::schema::JsonObject;
 use crate::settings::human_bytes;
@@ -318,8 +318,7 @@ async fn wait_for_news(
     let live = &job.live;
     let mut changes = live.changes();
     let deadline = tokio::time::Instant::now() + wait;
-    let mut ticker = tokio::time::interval(PROGRESS_INTERVAL);
-    ticker.reset();
+    let mut ticker = progress_ticker();
     loop {
         if live.end().is_some()
             || live.total(Which::Stdout) > stdout_offset
@@ -331,15 +330,7 @@ async fn wait_for_news(
             changed = changes.changed() => if changed.is_err() { return Ok(()) },
             () = tokio::time::sleep_until(deadline) => return Ok(()),
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled("cancelled while waiting for the job's output (the job goes on)".into())),
-            _ = ticker.tick() => {
-                let elapsed = live.elapsed().as_secs_f64();
-                let message = live
-                    .last_line()
-                    .unwrap_or_else(|| format!("{} running for {elapsed:.0} s", job.id));
-                ctx.progress
-                    .report(elapsed, Some(live.timeout().as_secs_f64()), Some(message))
-                    .await;
-            }
+            _ = ticker.tick() => live.report_progress(ctx.progress.as_ref()).await,
         }
     }
 }

@@ -397,14 +397,22 @@ impl Live {
         self.started.elapsed()
     }
 
-    /// Its time limit.
-    pub(crate) fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     /// The latest complete output line, for progress messages.
     pub(crate) fn last_line(&self) -> Option<String> {
         lock(&self.last_line).line.clone()
+    }
+
+    /// One progress report for a call waiting on this command: the time so far against its
+    /// limit, with the latest output line. Without a progress token the sink is `NoProgress`
+    /// and this is a no-op.
+    pub(crate) async fn report_progress(&self, progress: &dyn ProgressSink) {
+        let elapsed = self.elapsed().as_secs_f64();
+        let message = self
+            .last_line()
+            .unwrap_or_else(|| format!("running for {elapsed:.0} s"));
+        progress
+            .report(elapsed, Some(self.timeout.as_secs_f64()), Some(message))
+            .await;
     }
 
     /// The stream so far as a result shows it (head and tail).
@@ -916,15 +924,12 @@ pub(crate) async fn wait(
     until: Option<tokio::time::Instant>,
 ) -> Waited {
     let mut changes = live.changes();
-    let mut ticker = tokio::time::interval(PROGRESS_INTERVAL);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    ticker.reset();
+    let mut ticker = progress_ticker();
     let until = until.map_or_else(
         || futures::future::Either::Left(std::future::pending::<()>()),
         |t| futures::future::Either::Right(tokio::time::sleep_until(t)),
     );
     tokio::pin!(until);
-    let timeout_secs = live.timeout.as_secs_f64();
     loop {
         if live.end().is_some() {
             return Waited::Ended;
@@ -937,16 +942,18 @@ pub(crate) async fn wait(
                 live.ended().await;
                 return Waited::Ended;
             }
-            _ = ticker.tick() => {
-                let elapsed = live.elapsed().as_secs_f64();
-                let message = live
-                    .last_line()
-                    .unwrap_or_else(|| format!("running for {elapsed:.0} s"));
-                // Without a progress token the sink is `NoProgress` and this is a no-op.
-                progress.report(elapsed, Some(timeout_secs), Some(message)).await;
-            }
+            _ = ticker.tick() => live.report_progress(progress).await,
         }
     }
+}
+
+/// The ticker of a waiting call's progress reports: every [`PROGRESS_INTERVAL`], the first
+/// one interval from now.
+pub(crate) fn progress_ticker() -> tokio::time::Interval {
+    let mut ticker = tokio::time::interval(PROGRESS_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.reset();
+    ticker
 }
 
 /// Run a command to its end (or its timeout, or cancellation) and capture its output.

@@ -106,11 +106,6 @@ pub(crate) fn install(keep: &[u32]) {
     });
 }
 
-/// Whether commands are contained beyond their process group.
-pub fn installed() -> bool {
-    REAPER.get().is_some()
-}
-
 /// The scope of one command: the marker its processes carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Scope(String);
@@ -268,8 +263,8 @@ fn scope_of(pid: i32) -> Found {
     }
 }
 
-/// The state, process group and session of `pid`, from `/proc/PID/stat`.
-fn stat_of(pid: i32) -> Option<(String, i32, i32)> {
+/// The state and process group of `pid`, from `/proc/PID/stat`.
+fn stat_of(pid: i32) -> Option<(String, i32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name is in parentheses and may hold anything: fields follow the last `)`.
     let (_, rest) = stat.rsplit_once(')')?;
@@ -277,17 +272,16 @@ fn stat_of(pid: i32) -> Option<(String, i32, i32)> {
     let state = fields.next()?.to_owned();
     let _ppid = fields.next()?;
     let pgrp = fields.next()?.parse().ok()?;
-    let session = fields.next()?.parse().ok()?;
-    Some((state, pgrp, session))
+    Some((state, pgrp))
 }
 
 fn is_zombie(pid: i32) -> bool {
-    stat_of(pid).is_some_and(|(state, _, _)| state == "Z")
+    stat_of(pid).is_some_and(|(state, _)| state == "Z")
 }
 
 /// The process group of `pid`; `None` when it is gone.
 fn group_of(pid: i32) -> Option<i32> {
-    stat_of(pid).map(|(_, pgrp, _)| pgrp)
+    stat_of(pid).map(|(_, pgrp)| pgrp)
 }
 
 /// Reap a zombie child without blocking.

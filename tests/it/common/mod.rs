@@ -357,6 +357,22 @@ pub(crate) fn pick(value: &Value, keys: &[&str]) -> Value {
     Value::Object(picked)
 }
 
+/// Send a `tools/call` without waiting for its answer: the handle cancels it.
+pub(crate) async fn start_call(
+    client: &Client,
+    tool: &'static str,
+    args: Value,
+) -> rmcp::service::RequestHandle<RoleClient> {
+    let params = CallToolRequestParams::new(tool)
+        .with_arguments(args.as_object().cloned().expect("an object"));
+    within(client.peer().send_cancellable_request(
+        rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+        rmcp::service::PeerRequestOptions::no_options(),
+    ))
+    .await
+    .expect("the request is sent")
+}
+
 /// Start `sh -c` that records its pid in `pidfile` and sleeps for five minutes, as a
 /// cancellable `tools/call` of execute_command (the server must allow shells); returns once
 /// the command runs.
@@ -365,18 +381,12 @@ pub(crate) async fn start_long_command(
     pidfile: &Path,
 ) -> rmcp::service::RequestHandle<RoleClient> {
     let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
-    let params = CallToolRequestParams::new("execute_command").with_arguments(
-        serde_json::json!({"command": "sh", "args": ["-c", script]})
-            .as_object()
-            .cloned()
-            .expect("an object"),
-    );
-    let handle = within(client.peer().send_cancellable_request(
-        rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
-        rmcp::service::PeerRequestOptions::no_options(),
-    ))
-    .await
-    .expect("the request is sent");
+    let handle = start_call(
+        client,
+        "execute_command",
+        serde_json::json!({"command": "sh", "args": ["-c", script]}),
+    )
+    .await;
     process::eventually("the command started", || !process::pids(pidfile).is_empty()).await;
     handle
 }
