@@ -72,15 +72,15 @@ pub fn run() -> ExitCode {
 
 /// Logs go to stderr only. `--log-level` / `TOOLPORT_LOG_LEVEL` / the file's `log_level` win;
 /// otherwise `RUST_LOG`; otherwise [`DEFAULT_LOG_FILTER`]. With `traces` that name an endpoint,
-/// request spans are exported too (the log filter then applies to the log lines only), and
-/// the returned exporter must be shut down at exit.
+/// request spans are exported too (built apart from the log lines: the log filter does not
+/// apply to them), and the returned exporter must be shut down at exit.
 fn init_logging(
     level: Option<&str>,
     traces: Option<&crate::config::TelemetrySettings>,
 ) -> Option<crate::observe::trace::Exporter> {
+    use tracing_subscriber::EnvFilter;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
-    use tracing_subscriber::{EnvFilter, Layer as _};
     let filter = match level {
         Some(level) => EnvFilter::try_new(level).unwrap_or_else(|error| {
             eprintln!(
@@ -92,28 +92,16 @@ fn init_logging(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER))
         }
     };
-    let exported = traces.and_then(|settings| {
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(log_lines())
+        .init();
+    traces.and_then(|settings| {
         crate::observe::trace::export(settings).unwrap_or_else(|error| {
-            eprintln!("toolport: traces will not be exported: {error}");
+            tracing::error!(%error, "traces will not be exported");
             None
         })
-    });
-    match exported {
-        Some((traces, exporter)) => {
-            tracing_subscriber::registry()
-                .with(log_lines().with_filter(filter))
-                .with(traces)
-                .init();
-            Some(exporter)
-        }
-        None => {
-            tracing_subscriber::registry()
-                .with(filter)
-                .with(log_lines())
-                .init();
-            None
-        }
-    }
+    })
 }
 
 /// Log lines as people read them, on stderr.

@@ -173,22 +173,25 @@ pub(crate) enum Outcome {
 pub(crate) struct Record<'a> {
     pub(crate) session: &'a str,
     pub(crate) transport: &'a str,
-    pub(crate) client: Option<String>,
+    pub(crate) client: Option<&'a str>,
     pub(crate) tool: &'a str,
     pub(crate) args: &'a Map<String, Value>,
     pub(crate) outcome: Outcome,
     /// The error's kind and message, when not ok.
-    pub(crate) error: Option<(&'static str, String)>,
+    pub(crate) error: Option<(&'a str, &'a str)>,
     pub(crate) duration: Duration,
     pub(crate) bytes_out: usize,
     /// For commands: argv, exit code, signal.
-    pub(crate) command: Option<CommandFacts>,
+    pub(crate) command: Option<&'a CommandFacts>,
+    /// When the call ended (the record's `ts`).
+    pub(crate) at: SystemTime,
 }
 
 /// What the writer thread is sent.
 enum Message {
-    /// One rendered record.
-    Record(String),
+    /// One finished call, rendered (redacted, as JSON) by the writer: off the call's path,
+    /// which only moves what it already owns.
+    Record(Box<Finished>),
     /// Answer on this channel once everything before it is written.
     Flush(mpsc::Sender<()>),
 }
@@ -200,7 +203,8 @@ pub struct AuditLog {
     /// Records dropped because the queue was full, not yet reported.
     dropped: Arc<AtomicU64>,
     /// Values that must never appear: API keys, the HTTP token (added when it is known).
-    secrets: RwLock<Vec<Secret>>,
+    /// Shared with the writer, which renders the records.
+    secrets: Arc<RwLock<Vec<Secret>>>,
 }
 
 impl AuditLog {
@@ -223,9 +227,11 @@ impl AuditLog {
         let (sender, receiver) = mpsc::sync_channel::<Message>(QUEUE_RECORDS);
         let dropped = Arc::new(AtomicU64::new(0));
         let writer_dropped = dropped.clone();
+        let secrets = Arc::new(RwLock::new(secrets));
+        let writer_secrets = secrets.clone();
         if let Err(error) = std::thread::Builder::new()
             .name("toolport-audit".into())
-            .spawn(move || write_loop(sink, &receiver, &writer_dropped))
+            .spawn(move || write_loop(sink, &receiver, &writer_dropped, &writer_secrets))
         {
             tracing::error!(%error, "cannot start the audit log writer; calls are not audited");
             return None;
@@ -233,7 +239,7 @@ impl AuditLog {
         Some(Arc::new(Self {
             sender,
             dropped,
-            secrets: RwLock::new(secrets),
+            secrets,
         }))
     }
 
@@ -245,15 +251,13 @@ impl AuditLog {
         }
     }
 
-    /// Queue one record (redacted) for writing. Never blocks on I/O.
-    pub(crate) fn record(&self, record: &Record<'_>) {
-        let line = match self.secrets.read() {
-            Ok(secrets) => render(record, &secrets),
-            Err(poisoned) => render(record, &poisoned.into_inner()),
-        };
+    /// Queue one finished call for writing. Never blocks on I/O.
+    fn record(&self, finished: Finished) {
         // Never wait for the writer: a full queue drops the record (counted and reported).
         // The writer thread ends only with the process; a send error means nothing to do.
-        if let Err(mpsc::TrySendError::Full(_)) = self.sender.try_send(Message::Record(line)) {
+        if let Err(mpsc::TrySendError::Full(_)) =
+            self.sender.try_send(Message::Record(Box::new(finished)))
+        {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -292,11 +296,49 @@ impl AuditLog {
 /// outcome (a dropped call is written as `cancelled`).
 pub(crate) struct Pending {
     log: Arc<AuditLog>,
+    call: Started,
+}
+
+/// Who made a call and with what.
+struct Started {
     session: Arc<str>,
     transport: &'static str,
     client: Option<String>,
     tool: String,
     args: Map<String, Value>,
+}
+
+/// A call and how it ended: what the writer renders into a record.
+struct Finished {
+    call: Started,
+    ending: Ending,
+    at: SystemTime,
+}
+
+impl Finished {
+    /// The record, redacted (`secrets` and the values the redaction removed) as one line.
+    fn render(&self, secrets: &[Secret]) -> String {
+        let Self { call, ending, at } = self;
+        render(
+            &Record {
+                session: &call.session,
+                transport: call.transport,
+                client: call.client.as_deref(),
+                tool: &call.tool,
+                args: &call.args,
+                outcome: ending.outcome,
+                error: ending
+                    .error
+                    .as_ref()
+                    .map(|(kind, message)| (*kind, message.as_str())),
+                duration: ending.duration,
+                bytes_out: ending.bytes_out,
+                command: ending.command.as_ref(),
+                at: *at,
+            },
+            secrets,
+        )
+    }
 }
 
 impl AuditLog {
@@ -311,11 +353,13 @@ impl AuditLog {
     ) -> Pending {
         Pending {
             log: self.clone(),
-            session,
-            transport,
-            client,
-            tool: tool.to_owned(),
-            args: args.clone(),
+            call: Started {
+                session,
+                transport,
+                client,
+                tool: tool.to_owned(),
+                args: args.clone(),
+            },
         }
     }
 }
@@ -331,19 +375,12 @@ pub(crate) struct Ending {
 }
 
 impl Pending {
-    /// Queue the call's record.
+    /// Queue the call's record (its time is now).
     pub(crate) fn write(self, ending: Ending) {
-        self.log.record(&Record {
-            session: &self.session,
-            transport: self.transport,
-            client: self.client,
-            tool: &self.tool,
-            args: &self.args,
-            outcome: ending.outcome,
-            error: ending.error,
-            duration: ending.duration,
-            bytes_out: ending.bytes_out,
-            command: ending.command,
+        self.log.record(Finished {
+            call: self.call,
+            ending,
+            at: SystemTime::now(),
         });
     }
 }
@@ -391,10 +428,10 @@ fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
     let scrub = |text: &str| scrub(text, &patterns);
     let args = scrub_strings(args, &scrub);
     let mut object = json!({
-        "ts": humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        "ts": humantime::format_rfc3339_millis(r.at).to_string(),
         "session": r.session,
         "transport": r.transport,
-        "client": r.client.as_deref().map(scrub),
+        "client": r.client.map(scrub),
         "tool": scrub(r.tool),
         "args": args,
         "outcome": r.outcome,
@@ -402,13 +439,13 @@ fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
         "bytes_out": r.bytes_out,
     });
     if let Some(map) = object.as_object_mut() {
-        if let Some((kind, message)) = &r.error {
+        if let Some((kind, message)) = r.error {
             map.insert(
                 "error".into(),
                 json!({"kind": kind, "message": scrub(message)}),
             );
         }
-        if let Some(command) = &r.command {
+        if let Some(command) = r.command {
             map.insert(
                 "argv".into(),
                 Value::Array(
@@ -572,7 +609,12 @@ impl Reporter {
 
 /// The writer thread: one `write` per record, rotation by size, errors reported at most once
 /// a minute.
-fn write_loop(mut sink: Sink, messages: &mpsc::Receiver<Message>, dropped: &AtomicU64) {
+fn write_loop(
+    mut sink: Sink,
+    messages: &mpsc::Receiver<Message>,
+    dropped: &AtomicU64,
+    secrets: &RwLock<Vec<Secret>>,
+) {
     let mut reporter = Reporter {
         last: None,
         target: match &sink {
@@ -595,7 +637,11 @@ fn write_loop(mut sink: Sink, messages: &mpsc::Receiver<Message>, dropped: &Atom
                 );
             }
             match message {
-                Message::Record(line) => {
+                Message::Record(finished) => {
+                    let line = match secrets.read() {
+                        Ok(secrets) => finished.render(&secrets),
+                        Err(poisoned) => finished.render(&poisoned.into_inner()),
+                    };
                     if let Err(error) = sink.write(line.as_bytes(), &mut reporter) {
                         reporter.report(
                             "cannot write the audit log; records are being dropped",
@@ -713,14 +759,15 @@ mod tests {
                 outcome: Outcome::Error,
                 error: Some((
                     "invalid_arguments",
-                    "`password`: \"pw-planted\" is too short".into(),
+                    "`password`: \"pw-planted\" is too short",
                 )),
                 duration: Duration::ZERO,
                 bytes_out: 0,
-                command: Some(CommandFacts {
+                command: Some(&CommandFacts {
                     argv: vec!["curl".into(), "--pass".into(), "pw-planted".into()],
                     ..CommandFacts::default()
                 }),
+                at: SystemTime::now(),
             },
             &[Secret::new("tok-123456789")],
         );
@@ -752,19 +799,20 @@ mod tests {
             &Record {
                 session: "s1",
                 transport: "stdio",
-                client: Some("client 1.0".into()),
+                client: Some("client 1.0"),
                 tool: "execute_command",
                 args: &a,
                 outcome: Outcome::Error,
-                error: Some(("execution_failed", "boom".into())),
+                error: Some(("execution_failed", "boom")),
                 duration: Duration::from_millis(12),
                 bytes_out: 99,
-                command: Some(CommandFacts {
+                command: Some(&CommandFacts {
                     argv: vec!["false".into()],
                     exit_code: Some(1),
                     signal: None,
                     timed_out: false,
                 }),
+                at: SystemTime::now(),
             },
             &[],
         );

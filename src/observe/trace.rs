@@ -1,36 +1,37 @@
-//! Traces: one `tracing` span per MCP request, named and attributed as the OpenTelemetry
-//! semantic conventions for MCP say, parented by the W3C trace context a client sends in
-//! `params._meta` (`traceparent`, `tracestate`; SEP-414), and exported over OTLP/HTTP
-//! (protobuf) only when the operator configured where to.
+//! Traces: one span per MCP request, named and attributed as the OpenTelemetry semantic
+//! conventions for MCP say, parented by the W3C trace context a client sends in `params._meta`
+//! (`traceparent`, `tracestate`; SEP-414), and exported over OTLP/HTTP (protobuf) only when the
+//! operator configured where to.
 //!
 //! - [`Traced`] wraps a session's handler and is a `ServerHandler` itself (what rmcp's
 //!   transports serve; its Streamable HTTP service takes nothing else): it hands every method
-//!   of the trait to the handler it wraps, each request inside its span (`Instrument`), so a
-//!   tool's events and child spans nest under it. The span is named `"tools/call read_file"`
-//!   (`"prompts/get NAME"`, else the method alone) and carries `mcp.method.name`,
-//!   `gen_ai.tool.name` and `gen_ai.operation.name = "execute_tool"` for calls,
-//!   `gen_ai.prompt.name`, `mcp.resource.uri`, `mcp.session.id` (the session's random id, as in
-//!   the audit log; never the HTTP token; none on stateless HTTP, which has no session),
-//!   `jsonrpc.request.id`, `mcp.protocol.version`, `network.transport` (`pipe`, `tcp`) and,
-//!   when it fails, `error.type` (`tool_error` for an `isError` result, the JSON-RPC code of an
-//!   error, `cancelled` for a request dropped unanswered) with `otel.status_code = "ERROR"`.
-//!   One wrapper rather than a line in each handler: the handlers (`server.rs`) hold no
+//!   of the trait to the handler it wraps, each request inside its span. The span is named
+//!   `"tools/call read_file"` (`"prompts/get NAME"`, else the method alone) and carries
+//!   `mcp.method.name`, `gen_ai.tool.name` and `gen_ai.operation.name = "execute_tool"` for
+//!   calls, `gen_ai.prompt.name`, `mcp.resource.uri`, `mcp.session.id` (the session's random
+//!   id, as in the audit log; never the HTTP token; none on stateless HTTP, which has no
+//!   session), `jsonrpc.request.id`, `mcp.protocol.version`, `network.transport` (`pipe`,
+//!   `tcp`) and, when it fails, `error.type` (`tool_error` for an `isError` result, the
+//!   JSON-RPC code of an error, `cancelled` for a request dropped unanswered) with an error
+//!   status. One wrapper rather than a line in each handler: the handlers (`server.rs`) hold no
 //!   tracing code, and every request is traced, initialize and ping included. Notifications
 //!   and `subscriptions/listen` (a stream that lasts as long as the session) are handed on
 //!   without a span.
 //! - A `traceparent` that is not valid W3C trace context is ignored: the span starts a new
 //!   trace. It is never an error.
-//! - The spans have their own target, [`SPAN_TARGET`], outside `toolport`: logs look as they
-//!   did (`RUST_LOG=warn,toolport=info,mcp.server=info` shows the spans in log lines too), and
-//!   with no exporter the spans are disabled callsites, which cost next to nothing.
-//! - Export ([`export`]): a `tracing-opentelemetry` layer over the SDK's batch span processor
-//!   and the OTLP/HTTP exporter (a blocking reqwest client, used only on the processor's own
-//!   thread). It is installed only for `toolport serve` and only when an endpoint is set:
-//!   otherwise there is no layer, no HTTP client and no thread, and nothing is ever sent.
-//!   Ending a span only queues it (a full queue drops spans, it never waits), so the collector
-//!   never slows or fails a call; export errors are logged on stderr by the SDK; stopping the
-//!   server sends what is queued, waiting at most [`FLUSH_TIMEOUT`]. `toolport call` runs a
-//!   tool without MCP and is not traced.
+//! - Two spans, each built only when wanted. The exported span is built directly with the
+//!   SDK's tracer (no `tracing` span bridged by a layer: the bridge cost about 7 µs of CPU per
+//!   request, a tenth of a small call, BENCHMARKS.md "Issue 12"). The log span is a `tracing`
+//!   span with its own target, [`SPAN_TARGET`], outside `toolport`: logs look as they did
+//!   (`RUST_LOG=warn,toolport=info,mcp.server=info` shows the requests in log lines, with a
+//!   tool's log lines inside them), and by default its callsite is disabled.
+//! - Export ([`export`]): the SDK's batch span processor and the OTLP/HTTP exporter (a
+//!   blocking reqwest client, used only on the processor's own thread). It is started only for
+//!   `toolport serve` and only when an endpoint is set: otherwise there is no tracer, no HTTP
+//!   client and no thread, and nothing is ever sent. Ending a span only queues it (a full
+//!   queue drops spans, it never waits), so the collector never slows or fails a call; export
+//!   errors are logged on stderr by the SDK; stopping the server sends what is queued, waiting
+//!   at most [`FLUSH_TIMEOUT`]. `toolport call` runs a tool without MCP and is not traced.
 //!
 //! Settings ([`TelemetrySettings`]): the `[telemetry]` section and the standard OpenTelemetry
 //! variables, which win over the file (as every variable does, `config/`):
@@ -48,14 +49,17 @@
 //!   an `http`/`https` URL, rather than spans silently going nowhere.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use opentelemetry::KeyValue;
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
-use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry::trace::{
+    Span as _, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
+};
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 #[allow(deprecated)] // logging/setLevel is legacy (SEP-2577), still handed on
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
@@ -80,22 +84,18 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde::{Deserialize, Serialize, Serializer};
 use tracing::Instrument;
 use tracing::field::Empty;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::Layer;
-use tracing_subscriber::filter::Targets;
-use tracing_subscriber::registry::LookupSpan;
 use url::Url;
 
 use super::TOOL_ERROR;
 use crate::secret::MASK;
 use crate::settings::SettingError;
 
-/// The target of the request spans: not under `toolport`, so the default log filter
-/// (`toolport=info`) leaves them out of the log lines and, with no exporter, disabled.
+/// The target of the requests' log spans: not under `toolport`, so the default log filter
+/// (`toolport=info`) leaves them out of the log lines, disabled.
 pub(crate) const SPAN_TARGET: &str = "mcp.server";
 
-/// The `tracing` name of a request span (static); exporters see the conventions' name, set
-/// through `otel.name`.
+/// The `tracing` name of a request's log span (static); its `otel.name` field holds the
+/// conventions' name, which the exported span has as its name.
 const SPAN_NAME: &str = "mcp request";
 
 /// `error.type` of a request whose future was dropped before it answered (the server stopped,
@@ -303,18 +303,20 @@ impl Exporter {
 /// Why the exporter could not be built.
 pub(crate) type ExportError = opentelemetry_otlp::ExporterBuildError;
 
-/// The layer that exports request spans (and the `toolport` events inside them) to the
-/// configured endpoint, and the [`Exporter`] to shut down at exit; `None` when no endpoint is
-/// set. Call it before the async runtime starts (the blocking HTTP client is built here).
-pub(crate) fn export<S>(
-    settings: &TelemetrySettings,
-) -> Result<Option<(impl Layer<S> + use<S>, Exporter)>, ExportError>
-where
-    S: tracing::Subscriber + for<'span> LookupSpan<'span>,
-{
+/// The tracer of the request spans, once [`export`] has started the exporter. Process-wide,
+/// like the `tracing` subscriber the log lines go through: one exporter serves every session.
+static TRACER: OnceLock<SdkTracer> = OnceLock::new();
+
+/// Start exporting request spans to the configured endpoint; `None` when no endpoint is set
+/// (then nothing is built: no HTTP client, no thread). The returned [`Exporter`] must be shut
+/// down at exit. Called once, before any session starts; a second call is ignored.
+pub(crate) fn export(settings: &TelemetrySettings) -> Result<Option<Exporter>, ExportError> {
     let Some(endpoint) = &settings.otlp_traces_endpoint else {
         return Ok(None);
     };
+    if TRACER.get().is_some() {
+        return Ok(None);
+    }
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
@@ -331,20 +333,8 @@ where
     let scope = opentelemetry::InstrumentationScope::builder(env!("CARGO_PKG_NAME"))
         .with_version(env!("CARGO_PKG_VERSION"))
         .build();
-    let layer = tracing_opentelemetry::layer()
-        .with_tracer(provider.tracer_with_scope(scope))
-        // The conventions' attributes only: no busy/idle times, targets, threads or source
-        // locations.
-        .with_tracked_inactivity(false)
-        .with_target(false)
-        .with_threads(false)
-        .with_location(false)
-        .with_filter(
-            Targets::new()
-                .with_target(SPAN_TARGET, tracing::Level::INFO)
-                .with_target(env!("CARGO_PKG_NAME"), tracing::Level::INFO),
-        );
-    Ok(Some((layer, Exporter { provider })))
+    let _ = TRACER.set(provider.tracer_with_scope(scope));
+    Ok(Some(Exporter { provider }))
 }
 
 /// A session's handler with a span around every request it answers: a `ServerHandler` (what
@@ -369,64 +359,85 @@ impl<H> Traced<H> {
         }
     }
 
-    /// The span of one request: named and attributed by the conventions, parented by the
-    /// request's trace context when it carries a valid one. Disabled (and nearly free) when
-    /// no exporter wants it.
+    /// The spans of one request, named and attributed by the conventions: the exported one
+    /// (parented by the request's trace context when it carries a valid one) when an exporter
+    /// runs, and the log one when the log filter shows [`SPAN_TARGET`]. Neither (the default)
+    /// costs next to nothing.
     fn span(
         &self,
-        method: &'static str,
+        method: &str,
         subject: Subject<'_>,
         context: &RequestContext<RoleServer>,
-    ) -> tracing::Span {
-        let span = tracing::info_span!(
+    ) -> RequestSpan {
+        let log = tracing::info_span!(
             target: SPAN_TARGET,
             parent: None,
             SPAN_NAME,
             "otel.name" = Empty,
-            "otel.kind" = "server",
-            "otel.status_code" = Empty,
             "mcp.method.name" = method,
             "gen_ai.tool.name" = Empty,
-            "gen_ai.operation.name" = Empty,
             "gen_ai.prompt.name" = Empty,
             "mcp.resource.uri" = Empty,
             "mcp.session.id" = self.session.as_deref(),
-            "mcp.protocol.version" = Empty,
             "jsonrpc.request.id" = %context.id,
-            "network.transport" = self.network,
             "error.type" = Empty,
         );
-        if span.is_disabled() {
-            return span;
+        let tracer = TRACER.get();
+        if log.is_disabled() && tracer.is_none() {
+            return RequestSpan { log, otel: None };
         }
-        let name = match subject {
-            Subject::Tool(tool) => {
-                span.record("gen_ai.tool.name", tool);
-                span.record("gen_ai.operation.name", "execute_tool");
-                format!("{method} {tool}")
-            }
-            Subject::Prompt(prompt) => {
-                span.record("gen_ai.prompt.name", prompt);
-                format!("{method} {prompt}")
-            }
-            Subject::Resource(uri) => {
-                span.record("mcp.resource.uri", uri);
-                method.to_owned()
-            }
-            Subject::None => method.to_owned(),
+        let (name, attribute) = match subject {
+            Subject::Tool(tool) => (format!("{method} {tool}"), Some(("gen_ai.tool.name", tool))),
+            Subject::Prompt(prompt) => (
+                format!("{method} {prompt}"),
+                Some(("gen_ai.prompt.name", prompt)),
+            ),
+            Subject::Resource(uri) => (method.to_owned(), Some(("mcp.resource.uri", uri))),
+            Subject::None => (method.to_owned(), None),
         };
-        span.record("otel.name", name);
-        if let Some(version) = context.protocol_version() {
-            span.record("mcp.protocol.version", version.as_str());
+        if !log.is_disabled() {
+            log.record("otel.name", name.as_str());
+            if let Some((key, value)) = attribute {
+                log.record(key, value);
+            }
         }
-        let meta = &context.meta;
-        if let Some(parent) = remote_parent(meta.get_traceparent(), meta.get_tracestate()) {
-            // Fails only without an OpenTelemetry layer, and then there is nothing to parent.
-            let _ = span.set_parent(parent);
-        }
-        span
+        let otel = tracer.map(|tracer| {
+            let mut attributes = Vec::with_capacity(ATTRIBUTES);
+            attributes.extend([
+                KeyValue::new("mcp.method.name", method.to_owned()),
+                KeyValue::new("jsonrpc.request.id", context.id.to_string()),
+                KeyValue::new("network.transport", self.network),
+            ]);
+            if let Some((key, value)) = attribute {
+                attributes.push(KeyValue::new(key, value.to_owned()));
+            }
+            if matches!(subject, Subject::Tool(_)) {
+                attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+            }
+            if let Some(session) = &self.session {
+                attributes.push(KeyValue::new("mcp.session.id", session.to_string()));
+            }
+            if let Some(version) = context.protocol_version() {
+                attributes.push(KeyValue::new(
+                    "mcp.protocol.version",
+                    version.as_str().to_owned(),
+                ));
+            }
+            let meta = &context.meta;
+            let parent =
+                remote_parent(meta.get_traceparent(), meta.get_tracestate()).unwrap_or_default();
+            tracer
+                .span_builder(name)
+                .with_kind(SpanKind::Server)
+                .with_attributes(attributes)
+                .start_with_context(tracer, &parent)
+        });
+        RequestSpan { log, otel }
     }
 }
+
+/// The most attributes a request span carries (room reserved up front).
+const ATTRIBUTES: usize = 8;
 
 /// What a request is about, beyond its method: it names the span.
 #[derive(Clone, Copy)]
@@ -437,27 +448,51 @@ enum Subject<'a> {
     Resource(&'a str),
 }
 
+/// The spans of one request: the log one (disabled unless the log filter shows
+/// [`SPAN_TARGET`]) and the exported one (when an exporter runs). Dropped unanswered, the
+/// request was cancelled; the exported span ends when this is dropped.
+struct RequestSpan {
+    log: tracing::Span,
+    otel: Option<opentelemetry_sdk::trace::Span>,
+}
+
+impl RequestSpan {
+    /// Whether neither span records anything.
+    fn is_off(&self) -> bool {
+        self.otel.is_none() && self.log.is_disabled()
+    }
+
+    /// Mark the request as failed with `error_type`.
+    fn failed(&mut self, error_type: &str) {
+        self.log.record("error.type", error_type);
+        if let Some(span) = &mut self.otel {
+            span.set_attribute(KeyValue::new("error.type", error_type.to_owned()));
+            span.set_status(Status::error(""));
+        }
+    }
+}
+
 /// Run `request` inside `span` and mark the span with how it ended: `error.type` is the
 /// JSON-RPC code of an error, or what `error_of` finds in an answer (an `isError` result).
 async fn answer<T>(
-    span: tracing::Span,
+    span: RequestSpan,
     request: impl Future<Output = Result<T, McpError>>,
     error_of: impl FnOnce(&T) -> Option<&'static str>,
 ) -> Result<T, McpError> {
-    if span.is_disabled() {
+    if span.is_off() {
         return request.await;
     }
     let mut ending = Ending {
-        span: span.clone(),
+        span,
         answered: false,
     };
-    let result = request.instrument(span).await;
+    let result = request.instrument(ending.span.log.clone()).await;
     ending.answered = true;
     match &result {
-        Err(error) => ending.failed(&error.code.0.to_string()),
+        Err(error) => ending.span.failed(&error.code.0.to_string()),
         Ok(answer) => {
             if let Some(error_type) = error_of(answer) {
-                ending.failed(error_type);
+                ending.span.failed(error_type);
             }
         }
     }
@@ -477,23 +512,16 @@ fn tool_error(response: &CallToolResponse) -> Option<&'static str> {
     }
 }
 
-/// Marks a request span that failed; dropped unanswered, the request was cancelled.
+/// A request's spans while it runs; dropped unanswered, the request was cancelled.
 struct Ending {
-    span: tracing::Span,
+    span: RequestSpan,
     answered: bool,
-}
-
-impl Ending {
-    fn failed(&self, error_type: &str) {
-        self.span.record("error.type", error_type);
-        self.span.record("otel.status_code", "ERROR");
-    }
 }
 
 impl Drop for Ending {
     fn drop(&mut self) {
         if !self.answered {
-            self.failed(CANCELLED);
+            self.span.failed(CANCELLED);
         }
     }
 }
@@ -577,9 +605,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
     ) -> Result<CustomResult, McpError> {
         // A custom method's name is the client's choice: it names the span as it is.
         let method = request.method.clone();
-        let span = self.span("custom", Subject::None, &context);
-        span.record("mcp.method.name", method.as_str());
-        span.record("otel.name", method.as_str());
+        let span = self.span(&method, Subject::None, &context);
         answer(
             span,
             self.inner.on_custom_request(request, context),
