@@ -160,8 +160,13 @@ async fn http_clients_over_their_request_rate_get_429_with_retry_after() {
         .parse()
         .unwrap();
     assert!((1..=20).contains(&retry), "Retry-After: {retry}");
-    let body = within(response.text()).await.unwrap();
-    assert!(body.contains("3 requests per minute"), "{body}");
+    let body: Value = within(response.json()).await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("3 requests per minute")),
+        "{body}"
+    );
     // The health check stays outside the gate.
     let health = within(http().get(format!("{}/healthz", server.url)).send())
         .await

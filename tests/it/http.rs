@@ -146,10 +146,17 @@ async fn legacy_sse_flow_answers_on_the_stream() {
         answer["result"]["structuredContent"]["content"],
         json!("hi over http\n")
     );
-    // Not a JSON-RPC message: 400 with the reason.
+    // Not a JSON-RPC message: 400 with the reason, as a JSON-RPC parse error.
     let bad = post_message(&endpoint, "not json").await;
     assert_eq!(bad.status(), 400);
-    assert!(bad.text().await.unwrap().contains("JSON-RPC"));
+    let error: Value = within(bad.json()).await.unwrap();
+    assert_eq!(error["error"]["code"], json!(-32700), "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("JSON-RPC")),
+        "{error}"
+    );
     // Closing the stream removes the session.
     drop(reader);
     let deadline = Instant::now() + Duration::from_secs(10);

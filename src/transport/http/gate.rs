@@ -45,6 +45,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::{Serialize, Serializer};
 use subtle::ConstantTimeEq;
 
+use super::refusal::{REFUSED, refusal};
 use crate::secret::Secret;
 
 /// The gate's rules, built once from the settings.
@@ -144,20 +145,20 @@ impl IntoResponse for Rejection {
                 retry_after,
             } => {
                 let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-                let mut response = (
+                let mut response = refusal(
                     StatusCode::TOO_MANY_REQUESTS,
+                    REFUSED,
                     format!(
                         "too many requests: this client is limited to {per_minute} requests per minute (http.max_requests_per_minute); retry in {seconds} s"
                     ),
-                )
-                    .into_response();
+                );
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
                 return response;
             }
         };
-        let mut response = (status, message).into_response();
+        let mut response = refusal(status, REFUSED, message);
         if let Some(challenge) = challenge {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

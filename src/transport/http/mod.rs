@@ -7,15 +7,17 @@
 //!   served statelessly), plus the session cap and disconnect cancellation;
 //! - [`sse`]: `/sse` + `/message`, the legacy 2024-11-05 HTTP+SSE transport;
 //! - [`sessions`]: what both transports share: the session cap, the bounded body reader;
+//! - [`refusal`]: the JSON-RPC error body of every answer the HTTP layer gives itself;
 //! - [`settings`]: the `--http` flags and the `[http]` section, validated into
 //!   [`HttpSettings`];
 //! - here: [`router`] (the endpoints behind the gate, `/healthz` outside it, revealing
 //!   nothing) and [`serve`] (listen, print the address, shut down in bounds).
 //!
-//! The transports import from `gate`, `sessions` and `settings`, never from each other or
+//! The transports import from `gate`, `sessions`, `refusal` and `settings`, never from each other or
 //! from this file. `tests.rs` drives [`router`] in process, one gate rule at a time.
 
 pub(crate) mod gate;
+mod refusal;
 pub(crate) mod sessions;
 pub(crate) mod settings;
 pub(crate) mod sse;
@@ -75,9 +77,10 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-async fn not_found() -> (StatusCode, &'static str) {
-    (
+async fn not_found() -> axum::response::Response {
+    refusal::refusal(
         StatusCode::NOT_FOUND,
+        refusal::REFUSED,
         "not found: MCP is served at /mcp (Streamable HTTP) and /sse (legacy HTTP+SSE)",
     )
 }

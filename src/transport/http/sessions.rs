@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
@@ -27,6 +27,8 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
+
+use super::refusal::{REFUSED, refusal};
 
 /// How long a client refused by the session cap is told to wait (`Retry-After`, seconds):
 /// long enough not to hammer a full server, short enough that an agent retrying after a
@@ -87,13 +89,13 @@ impl Drop for Slot {
 
 /// The 503 answer when the session cap is reached.
 pub(crate) fn sessions_full(max: usize) -> Response {
-    let mut response = (
+    let mut response = refusal(
         StatusCode::SERVICE_UNAVAILABLE,
+        REFUSED,
         format!(
             "too many sessions: the server holds its limit of {max}; close unused sessions or retry later (the operator can raise [http] max_sessions)"
         ),
-    )
-        .into_response();
+    );
     response.headers_mut().insert(
         header::RETRY_AFTER,
         HeaderValue::from_static(RETRY_AFTER_SECS),
@@ -108,17 +110,17 @@ pub(crate) async fn read_body(body: Body, max: usize) -> Result<Bytes, Response>
     axum::body::to_bytes(body, max).await.map_err(|error| {
         let error = error.into_inner();
         if error.is::<http_body_util::LengthLimitError>() {
-            (
+            refusal(
                 StatusCode::PAYLOAD_TOO_LARGE,
+                REFUSED,
                 format!("the request body is over the limit of {max} bytes"),
             )
-                .into_response()
         } else {
-            (
+            refusal(
                 StatusCode::BAD_REQUEST,
+                REFUSED,
                 format!("cannot read the request body: {error}"),
             )
-                .into_response()
         }
     })
 }

@@ -37,6 +37,7 @@ use tokio::sync::{RwLock, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::{CancellationToken, PollSender};
 
+use super::refusal::{PARSE_ERROR, REFUSED, UNKNOWN_SESSION, refusal};
 use super::sessions::{SessionSlots, Slot, read_body, sessions_full};
 use crate::secret::random_token;
 use crate::server::{Shared, ToolportServer};
@@ -134,11 +135,11 @@ async fn connect(State(state): State<SseState>) -> Response {
     let id = match random_token(SESSION_ID_BYTES) {
         Ok(id) => id,
         Err(error) => {
-            return (
+            return refusal(
                 StatusCode::INTERNAL_SERVER_ERROR,
+                REFUSED,
                 format!("cannot create a session id: {error}"),
-            )
-                .into_response();
+            );
         }
     };
     let (to_server, from_client) = mpsc::channel::<ClientJsonRpcMessage>(QUEUE);
@@ -221,11 +222,11 @@ async fn message(
     let mut message = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
         Ok(message) => message,
         Err(error) => {
-            return (
+            return refusal(
                 StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
                 format!("the body is not one JSON-RPC 2.0 message: {error}"),
-            )
-                .into_response();
+            );
         }
     };
     // Tools can read the HTTP request parts, as on /mcp.
@@ -237,9 +238,9 @@ async fn message(
 }
 
 fn unknown_session() -> Response {
-    (
+    refusal(
         StatusCode::NOT_FOUND,
+        UNKNOWN_SESSION,
         "unknown or closed session: open a new one with GET /sse and post to the endpoint it announces",
     )
-        .into_response()
 }

@@ -57,12 +57,34 @@ async fn send(request: Request<Body>) -> Response {
         .unwrap()
 }
 
+/// The body of an answer; for a refusal (4xx, 5xx), the message of the JSON-RPC error it
+/// must carry (`id: null`, `application/json`).
 async fn text(response: Response) -> String {
+    let refused = response.status().is_client_error() || response.status().is_server_error();
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|t| t == "application/json");
     let bytes = tokio::time::timeout(TIMEOUT, axum::body::to_bytes(response.into_body(), 1 << 20))
         .await
         .unwrap()
         .unwrap();
-    String::from_utf8_lossy(&bytes).into_owned()
+    let body = String::from_utf8_lossy(&bytes).into_owned();
+    if !refused {
+        return body;
+    }
+    assert!(json, "a refusal is not application/json: {body}");
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (
+            &error["jsonrpc"],
+            &error["id"],
+            error["error"]["code"].is_i64()
+        ),
+        (&serde_json::json!("2.0"), &serde_json::Value::Null, true),
+        "{body}"
+    );
+    error["error"]["message"].as_str().unwrap().to_owned()
 }
 
 /// Each entry point with one header changed (`None` removes it): the status and the body.
