@@ -600,6 +600,41 @@ async fn a_declined_destructive_command_does_not_run() {
     assert!(dir.join("inner/file").exists());
 }
 
+/// The bypasses issue 16 closed, through the real server: each asks, and declined, nothing
+/// is deleted, truncated or chmod-ed.
+#[tokio::test]
+async fn find_delete_inline_code_truncate_and_chmod_outside_ask_first() {
+    let (_d, root) = tempdir();
+    let dir = victim(&root);
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    let test_client = TestClient::confirming(false);
+    let asked = test_client.asked.clone();
+    let client = connect_with(&root, &[], test_client).await;
+    let outside_path = outside.path().to_str().unwrap();
+    let cases = [
+        exec_args("find", &["victim", "-delete"]),
+        exec_args("python3", &["-c", "import shutil; shutil.rmtree('victim')"]),
+        exec_args("truncate", &["-s", "0", "victim/inner/file"]),
+        exec_args("chmod", &["000", outside_path]),
+    ];
+    for args in cases {
+        let message = err(&call(&client, "execute_command", args.clone()).await);
+        assert!(message.contains("declined"), "{args}: {message}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("inner/file")).unwrap(),
+        "x"
+    );
+    let mode = std::fs::metadata(outside.path()).unwrap().permissions();
+    assert_ne!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0);
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 4, "{asked:?}");
+    assert!(
+        asked[3].contains("outside the workspace roots"),
+        "{asked:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_client_without_elicitation_is_refused_with_the_way_out() {
     let (_d, root) = tempdir();

@@ -19,7 +19,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 use super::jobs::{Job, Jobs, NewJob};
-use super::policy::{Decision, Policy};
+use super::policy::{Decision, Place, Policy};
 use super::process::Which;
 use super::sandbox::{self, SandboxSpec};
 use super::settings::{self, ExecSettings, SandboxKind};
@@ -110,6 +110,8 @@ pub(crate) struct Executor {
     /// Commands that outlived their call.
     jobs: Arc<Jobs>,
     policy: Policy,
+    /// The workspace roots as real paths (the policy's rules about paths outside them).
+    roots: Vec<PathBuf>,
     slots: Arc<Semaphore>,
     /// Commands running now (a metric; `observe::metrics` registers it).
     running: prometheus_client::metrics::gauge::Gauge,
@@ -168,6 +170,10 @@ impl Executor {
             settings: settings.clone(),
             jobs: Arc::new(Jobs::new(settings)),
             policy,
+            roots: roots
+                .iter()
+                .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+                .collect(),
             slots: Arc::new(Semaphore::new(e.max_concurrent)),
             running: prometheus_client::metrics::gauge::Gauge::default(),
             sandbox,
@@ -196,7 +202,15 @@ impl Executor {
 
     /// What to ask the user before running `p`, when the policy wants confirmation.
     pub(crate) fn confirmation(&self, p: &Params) -> Option<String> {
-        match self.policy.decide(&p.command, &p.args) {
+        // The working directory as the policy sees it: relative ones are under the first root
+        // (where the call runs them); a cwd that escapes is refused when the call runs.
+        let root = self.roots.first().cloned().unwrap_or_default();
+        let cwd = p.cwd.as_deref().map_or(root.clone(), |cwd| root.join(cwd));
+        let place = Place {
+            cwd: &cwd,
+            roots: &self.roots,
+        };
+        match self.policy.decide(&p.command, &p.args, Some(&place)) {
             Decision::Confirm { reason } => Some(format!(
                 "Run `{}` in {}: {reason}",
                 Self::command_line(p),
@@ -474,7 +488,7 @@ impl Executor {
                 "command must be a non-empty program name, and neither it nor args may contain NUL bytes".into(),
             ));
         }
-        if let Decision::Deny { rule, reason } = self.policy.decide(&p.command, &p.args) {
+        if let Decision::Deny { rule, reason } = self.policy.decide(&p.command, &p.args, None) {
             return Err(ToolError::PermissionDenied(format!(
                 "the command policy denies this command ({rule}): {reason}"
             )));
