@@ -200,6 +200,7 @@ pub(crate) fn router(
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(settings.max_body_bytes))
         .layer(middleware::from_fn_with_state(gate, gate::gate))
+        .layer(middleware::from_fn(refusal::json_rpc_errors))
         // After the layers, so outside the gate (GET also answers HEAD).
         .route("/healthz", get(healthz))
 }

@@ -6,8 +6,14 @@
 //! The codes: `-32700` for a body that is not JSON-RPC (the parse error of JSON-RPC 2.0),
 //! `-32001` for an unknown session (what the reference TypeScript SDK's transports send) and
 //! `-32000` (an implementation-defined server error) for the rest.
+//!
+//! rmcp's Streamable HTTP service answers its own refusals (no session id, an unknown session,
+//! a missing `Accept`) in plain text; [`json_rpc_errors`], a layer around the whole router,
+//! rewrites any such answer into the same shape, keeping its status, headers and words.
 
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -31,4 +37,43 @@ pub(crate) fn refusal(status: StatusCode, code: i64, message: impl Into<String>)
         HeaderValue::from_static("application/json"),
     );
     response
+}
+
+/// The most of a plain-text refusal's body kept as the error message (rmcp's are one line).
+const MAX_PLAIN_BODY: usize = 4096;
+
+/// Give every refusal that is not already JSON (rmcp's plain-text ones) a JSON-RPC error body
+/// with its words; other answers, event streams included, pass untouched.
+pub(crate) async fn json_rpc_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let already = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|t| t.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json") || t.starts_with("text/event-stream"));
+    if !(status.is_client_error() || status.is_server_error()) || already {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let reason = status.canonical_reason().unwrap_or("refused");
+    let message = match axum::body::to_bytes(body, MAX_PLAIN_BODY).await {
+        Ok(bytes) if !bytes.trim_ascii().is_empty() => {
+            String::from_utf8_lossy(bytes.trim_ascii()).into_owned()
+        }
+        _ => reason.to_owned(),
+    };
+    // On /mcp a 404 is rmcp's "Session not found".
+    let code = if status == StatusCode::NOT_FOUND {
+        UNKNOWN_SESSION
+    } else {
+        REFUSED
+    };
+    let rewritten = refusal(status, code, message);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(parts, rewritten.into_body())
 }

@@ -273,3 +273,41 @@ async fn an_unknown_path_behind_the_gate_is_404_naming_the_endpoints() {
     let response = send(builder.body(Body::empty()).unwrap()).await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn rmcps_own_refusals_carry_json_rpc_errors_too() {
+    const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    // No session id on a request that needs one.
+    let response = send(
+        request("POST", "/mcp", LIST)
+            .body(Body::from(LIST))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(text(response).await.contains("Session ID is required"));
+    // A session that does not exist: -32001.
+    let response = send(
+        request("POST", "/mcp", LIST)
+            .header("mcp-session-id", "no-such-session")
+            .body(Body::from(LIST))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let body = tokio::time::timeout(TIMEOUT, axum::body::to_bytes(response.into_body(), 1 << 20))
+        .await
+        .unwrap()
+        .unwrap();
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["code"], serde_json::json!(-32001), "{error}");
+    // An Accept header without the event stream.
+    let mut builder = request("POST", "/mcp", INIT);
+    builder
+        .headers_mut()
+        .unwrap()
+        .insert(header::ACCEPT, "application/json".parse().unwrap());
+    let response = send(builder.body(Body::from(INIT)).unwrap()).await;
+    assert_eq!(response.status(), StatusCode::NOT_ACCEPTABLE);
+    assert!(text(response).await.contains("text/event-stream"));
+}
