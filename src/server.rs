@@ -34,6 +34,7 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
+use rmcp::model::{CustomRequest, CustomResult};
 use rmcp::model::{
     ListResourcesResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Resource, ResourceContents, SubscriptionFilter,
@@ -784,6 +785,28 @@ impl ServerHandler for ToolportServer {
         Ok(())
     }
 
+    /// rmcp hands over as "custom" every request it could not read, including an MCP method
+    /// whose params do not have the shape MCP defines (`"arguments": "x"` in a `tools/call`).
+    /// Those get Invalid params (-32602) saying what is wrong, not Method not found.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let method = request.method.as_str();
+        if let Some(shape) = params_shape(method) {
+            return Err(McpError::invalid_params(
+                format!("invalid params for {method}: {shape}"),
+                None,
+            ));
+        }
+        Err(McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+            None,
+        ))
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -869,4 +892,41 @@ impl ServerHandler for ToolportServer {
                 .into(),
         )
     }
+}
+
+/// The params an MCP request method takes, in words, for the methods whose params can be
+/// wrong (`None`: not an MCP method this server knows).
+fn params_shape(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "tools/call" => {
+            "params must be an object with `name` (a string) and, optionally, `arguments` (an object of the tool's parameters, e.g. {\"path\": \"README.md\"}) and `_meta`"
+        }
+        "prompts/get" => {
+            "params must be an object with `name` (a string) and, optionally, `arguments` (an object of strings)"
+        }
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            "params must be an object with `uri` (a string)"
+        }
+        "tools/list"
+        | "prompts/list"
+        | "resources/list"
+        | "resources/templates/list"
+        | "tasks/list" => {
+            "params, when given, must be an object (with an optional `cursor` string)"
+        }
+        "initialize" => {
+            "params must be an object with `protocolVersion`, `capabilities` and `clientInfo` ({name, version})"
+        }
+        "tasks/get" | "tasks/cancel" | "tasks/result" => {
+            "params must be an object with `taskId` (a string)"
+        }
+        "completion/complete" => {
+            "params must be an object with `ref` and `argument` ({name, value})"
+        }
+        "logging/setLevel" => {
+            "params must be an object with `level` (debug, info, warning, error …)"
+        }
+        "ping" => "params, when given, must be an object",
+        _ => return None,
+    })
 }

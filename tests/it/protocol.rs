@@ -255,6 +255,30 @@ async fn an_unknown_method_gets_method_not_found() {
 }
 
 #[tokio::test]
+async fn an_mcp_method_with_params_of_the_wrong_shape_gets_invalid_params() {
+    let (_d, root) = tempdir();
+    let mut raw = Raw::start(&root);
+    raw.initialize().await;
+    raw.send(
+        br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":"x"}}"#,
+    )
+    .await;
+    let reply = raw.recv().await;
+    assert_eq!(
+        rpc_error(&reply),
+        json!({"jsonrpc": "2.0", "id": 4, "code": -32602})
+    );
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("`arguments` (an object"), "{message}");
+    raw.send(br#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":5}}"#)
+        .await;
+    assert_eq!(
+        rpc_error(&raw.recv().await),
+        json!({"jsonrpc": "2.0", "id": 5, "code": -32602})
+    );
+}
+
+#[tokio::test]
 async fn large_lines_are_accepted_and_oversized_lines_answered() {
     let (_d, root) = tempdir();
     std::fs::write(root.join("f.txt"), "ok\n").unwrap();
