@@ -114,9 +114,14 @@ impl From<PathError> for ToolError {
             PathError::Empty { .. }
             | PathError::NulByte
             | PathError::IsADirectory { .. }
-            | PathError::NotRegular { .. } => Self::InvalidArguments(message),
-            PathError::NotFound { .. } | PathError::NotADirectory { .. } => Self::NotFound(message),
+            | PathError::NotRegular { .. }
+            | PathError::NoName { .. } => Self::InvalidArguments(message),
+            PathError::NotFound { .. }
+            | PathError::NotADirectory { .. }
+            | PathError::ParentMissing { .. } => Self::NotFound(message),
             PathError::OutsideRoots { .. }
+            | PathError::GitDir { .. }
+            | PathError::DanglingLink { .. }
             | PathError::Escapes { .. }
             | PathError::Secret { .. }
             | PathError::OsDenied { .. }

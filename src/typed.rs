@@ -58,8 +58,9 @@ pub(crate) trait TypedTool: Send + Sync + 'static {
     const ASKS_CONFIRMATION: bool = false;
 
     /// A description of this call if it needs the user's confirmation first (only called when
-    /// [`TypedTool::ASKS_CONFIRMATION`] is set).
-    fn confirmation(&self, _params: &Self::Params) -> Option<String> {
+    /// [`TypedTool::ASKS_CONFIRMATION`] is set). `workspace` is the call's (a write tool reads
+    /// the file to show the change in the question).
+    fn confirmation(&self, _params: &Self::Params, _workspace: &Workspace) -> Option<String> {
         None
     }
 
@@ -139,14 +140,14 @@ impl<T: TypedTool> AiTool for Typed<T> {
     fn instructions(&self) -> String {
         self.instructions.clone()
     }
-    fn confirmation(&self, args: &JsonObject, _workspace: &Workspace) -> Option<String> {
+    fn confirmation(&self, args: &JsonObject, workspace: &Workspace) -> Option<String> {
         if !T::ASKS_CONFIRMATION {
             return None;
         }
         // Arguments that do not parse are refused by `execute` with the reason; asking the
         // user about them first would be pointless.
         let params = parse::<T::Params>(args.clone()).ok()?;
-        self.tool.confirmation(&params)
+        self.tool.confirmation(&params, workspace)
     }
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let params = parse(args)?;

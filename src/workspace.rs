@@ -175,6 +175,39 @@ pub(crate) enum PathError {
         /// The path shown to the user.
         path: String,
     },
+    /// A write inside a `.git` directory, which the operator has not allowed.
+    #[error(
+        "{path} is inside a .git directory; writing there is refused (git runs hooks from it, and its files are git's own). Change files of the working tree instead; the operator can allow such writes with `allow_git_writes = true` in the [fs] section of the config file"
+    )]
+    GitDir {
+        /// The path shown to the user.
+        path: String,
+    },
+    /// The directory a new entry would go into does not exist.
+    #[error(
+        "the parent directory of {path} does not exist; create it first with create_directory (the write tools never create parent directories on their own)"
+    )]
+    ParentMissing {
+        /// The path shown to the user.
+        path: String,
+    },
+    /// The path names no entry (a root, or it ends in `.` or `..`).
+    #[error(
+        "{path} does not name a file or directory inside a root (it is a root itself, or ends in `.` or `..`); give the path of the entry itself"
+    )]
+    NoName {
+        /// The path shown to the user.
+        path: String,
+    },
+    /// A symbolic link whose target does not exist: writing through it would create a file
+    /// wherever it points.
+    #[error(
+        "{path} is a symbolic link to something that does not exist; nothing is created through a dangling link. Write to the path the link should point to, or remove the link first"
+    )]
+    DanglingLink {
+        /// The path shown to the user.
+        path: String,
+    },
     /// Any other I/O failure.
     #[error("cannot access {path}: {message}")]
     Io {
@@ -779,6 +812,357 @@ impl Workspace {
     }
 }
 
+/// Where a write lands: the entry `name` in the directory `dir`, which was opened beneath its
+/// root. Every change (create, replace, rename) is made relative to `dir`, so it cannot leave
+/// the root whatever happens to the path by name meanwhile.
+#[derive(Debug)]
+pub(crate) struct WriteTarget {
+    /// The parent directory, opened beneath the root.
+    dir: Dir,
+    /// The entry's name in `dir` (one component).
+    name: std::ffi::OsString,
+    /// The real absolute path (the parent's real path joined with the name).
+    display: PathBuf,
+    /// What is there now (the entry itself, a symlink not followed); `None`: nothing yet.
+    existing: Option<Metadata>,
+}
+
+/// Prefix and suffix of the temporary file an atomic write fills before renaming it over the
+/// target: hidden, in the same directory (a rename is only atomic within one file system),
+/// and recognisable as ours should a crash leave one behind.
+const TEMP_PREFIX: &str = ".toolport-";
+const TEMP_SUFFIX: &str = ".tmp";
+/// Random bytes in a temporary file's name: enough that two writers never pick the same one
+/// (the create is exclusive anyway).
+const TEMP_RANDOM_BYTES: usize = 8;
+/// Most symlinks followed to reach a write target (a link to a link …): a link that leads on
+/// further than this is refused as a loop.
+const MAX_WRITE_LINKS: usize = 8;
+/// Permission bits kept from the replaced file (rwx for all, setuid/setgid/sticky).
+const MODE_BITS: u32 = 0o7777;
+/// Mode of a newly created file before the umask, as `open(2)` callers conventionally use.
+const NEW_FILE_MODE: u32 = 0o666;
+
+impl WriteTarget {
+    /// The real absolute path, for results and messages.
+    pub(crate) fn display(&self) -> &Path {
+        &self.display
+    }
+
+    /// What is at the path now (a symlink is reported as such), or `None`.
+    pub(crate) fn existing_kind(&self) -> Option<FileKind> {
+        self.existing
+            .as_ref()
+            .map(|m| FileKind::of_cap(m.file_type()))
+    }
+
+    /// The current bytes of the existing regular file (opened without following a link,
+    /// non-blocking, so a FIFO swapped in meanwhile never hangs the call).
+    pub(crate) fn read_existing(&self) -> io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut options = OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use cap_std::fs::OpenOptionsExt;
+            options.custom_flags(READ_FLAGS | libc::O_NOFOLLOW);
+        }
+        let mut file = self.dir.open_with(&self.name, &options)?.into_std();
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other("it is no longer a regular file"));
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Write `bytes` atomically: into a new temporary file in the same directory (created
+    /// exclusively through the directory handle), fsynced, given the replaced file's
+    /// permissions, then renamed over the target; the directory is fsynced after. A reader
+    /// sees the old content or the new, never part of either. With `replace` false the rename
+    /// refuses to replace anything (`RENAME_NOREPLACE`): a file that appeared meanwhile stays
+    /// (`AlreadyExists`). The temporary file is removed on any failure.
+    pub(crate) fn write_atomic(&self, bytes: &[u8], replace: bool) -> io::Result<()> {
+        use std::io::Write;
+        let random = crate::secret::random_token(TEMP_RANDOM_BYTES).map_err(io::Error::other)?;
+        let temp = format!("{TEMP_PREFIX}{random}{TEMP_SUFFIX}");
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use cap_std::fs::OpenOptionsExt;
+            options.mode(NEW_FILE_MODE);
+            options.custom_flags(libc::O_NOFOLLOW);
+        }
+        let file = self.dir.open_with(&temp, &options)?;
+        let cleanup = RemoveOnDrop {
+            dir: &self.dir,
+            name: Some(&temp),
+        };
+        let mut file = file.into_std();
+        #[cfg(unix)]
+        if let Some(existing) = &self.existing
+            && existing.is_file()
+        {
+            use cap_std::fs::PermissionsExt as _;
+            use std::os::unix::fs::PermissionsExt;
+            let mode = existing.permissions().mode() & MODE_BITS;
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        rename_beneath(
+            &self.dir,
+            Path::new(&temp),
+            &self.dir,
+            Path::new(&self.name),
+            replace,
+        )?;
+        cleanup.disarm();
+        self.sync_dir();
+        Ok(())
+    }
+
+    /// Rename this entry to `to` (both directories opened beneath their roots). Without
+    /// `replace`, an existing destination is never replaced (`AlreadyExists`).
+    pub(crate) fn rename_to(&self, to: &WriteTarget, replace: bool) -> io::Result<()> {
+        rename_beneath(
+            &self.dir,
+            Path::new(&self.name),
+            &to.dir,
+            Path::new(&to.name),
+            replace,
+        )?;
+        self.sync_dir();
+        to.sync_dir();
+        Ok(())
+    }
+
+    /// Make the directory entry durable. Best effort: the data is already on disk, and a
+    /// failure here (a file system that cannot fsync a directory) is not the caller's fault.
+    fn sync_dir(&self) {
+        #[cfg(unix)]
+        if let Err(error) = nix::unistd::fsync(&self.dir) {
+            tracing::debug!(%error, dir = %self.display.display(), "fsync of the directory failed");
+        }
+    }
+}
+
+/// Removes a temporary file unless disarmed (the write succeeded and renamed it).
+struct RemoveOnDrop<'a> {
+    dir: &'a Dir,
+    name: Option<&'a str>,
+}
+
+impl RemoveOnDrop<'_> {
+    fn disarm(mut self) {
+        self.name = None;
+    }
+}
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(name) = self.name {
+            let _ = self.dir.remove_file(name);
+        }
+    }
+}
+
+/// `renameat` between two directory handles; without `replace`, `renameat2(RENAME_NOREPLACE)`
+/// so an existing destination is refused by the kernel, not by an earlier check that a racing
+/// writer could outrun.
+fn rename_beneath(
+    from_dir: &Dir,
+    from: &Path,
+    to_dir: &Dir,
+    to: &Path,
+    replace: bool,
+) -> io::Result<()> {
+    if replace {
+        return from_dir.rename(from, to_dir, to);
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use nix::fcntl::{RenameFlags, renameat2};
+        renameat2(from_dir, from, to_dir, to, RenameFlags::RENAME_NOREPLACE)
+            .map_err(io::Error::from)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        // No renameat2 here: check, then rename (a racing writer can slip in between).
+        if to_dir.symlink_metadata(to).is_ok() {
+            return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+        }
+        from_dir.rename(from, to_dir, to)
+    }
+}
+
+impl Workspace {
+    /// Refuse to write `rel` (relative to the target's root) when it is a secret or, unless
+    /// `allow_git`, inside a `.git` directory.
+    fn check_writable(
+        &self,
+        target: &Target<'_>,
+        rel: &Path,
+        allow_git: bool,
+    ) -> Result<(), PathError> {
+        self.check_secret(target, rel)?;
+        let in_git = rel
+            .components()
+            .any(|c| matches!(c, Component::Normal(name) if name == ".git"));
+        if in_git && !allow_git {
+            return Err(PathError::GitDir {
+                path: target.display.display().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The place to create or replace the file `user`: its parent directory opened beneath
+    /// the root (it must exist), secrets and `.git` refused by the path as given and by the
+    /// parent's real path. A symbolic link at the path is followed while it stays inside the
+    /// root (the write then replaces the file it points to); a link leading out, or to
+    /// nothing, is refused, so no file is ever created outside the roots.
+    pub(crate) fn write_target(
+        &self,
+        user: &str,
+        allow_git: bool,
+    ) -> Result<WriteTarget, PathError> {
+        let mut path = user.to_owned();
+        for _ in 0..MAX_WRITE_LINKS {
+            let (target, entry) = self.entry(&path, allow_git)?;
+            let is_link = entry
+                .existing
+                .as_ref()
+                .is_some_and(|m| m.file_type().is_symlink());
+            if !is_link {
+                return Ok(entry);
+            }
+            // Where the link leads, resolved beneath the root (an absolute or escaping link
+            // fails with EXDEV; one to nothing with ENOENT).
+            let real = match open_path_beneath(&target, &target.rel) {
+                Ok(real) => real,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    return Err(PathError::DanglingLink {
+                        path: target.display.display().to_string(),
+                    });
+                }
+                Err(error) => return Err(self.io_error(&target, &error)),
+            };
+            path = real
+                .to_str()
+                .map(str::to_owned)
+                .ok_or_else(|| PathError::Io {
+                    path: target.display.display().to_string(),
+                    message: "the link leads to a path that is not valid UTF-8".into(),
+                })?;
+        }
+        Err(PathError::LinkLoop {
+            path: user.to_owned(),
+        })
+    }
+
+    /// The entry `user` itself (a symbolic link is not followed): what a rename moves or
+    /// replaces. Its parent is opened beneath the root; secrets and `.git` are refused.
+    pub(crate) fn entry_target(
+        &self,
+        user: &str,
+        allow_git: bool,
+    ) -> Result<WriteTarget, PathError> {
+        self.entry(user, allow_git).map(|(_, entry)| entry)
+    }
+
+    fn entry(&self, user: &str, allow_git: bool) -> Result<(Target<'_>, WriteTarget), PathError> {
+        let target = self.target(user)?;
+        self.check_writable(&target, &target.normal, allow_git)?;
+        let no_name = || PathError::NoName {
+            path: target.display.display().to_string(),
+        };
+        let name = target.rel.file_name().ok_or_else(no_name)?.to_owned();
+        if target.normal.as_os_str().is_empty() {
+            return Err(no_name());
+        }
+        let parent = match target.rel.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let dir =
+            target
+                .root
+                .dir
+                .open_dir(parent)
+                .map_err(|e| match self.io_error(&target, &e) {
+                    PathError::NotFound { path, .. } => PathError::ParentMissing { path },
+                    other => other,
+                })?;
+        let escapes = || PathError::Escapes {
+            path: target.display.display().to_string(),
+            roots: self.describe_roots(),
+        };
+        let real_parent = real_path(&dir, &target).ok_or_else(escapes)?;
+        let real_rel = real_parent
+            .strip_prefix(&target.root.path)
+            .map_err(|_| escapes())?
+            .join(&name);
+        self.check_writable(&target, &real_rel, allow_git)?;
+        let existing = match dir.symlink_metadata(&name) {
+            Ok(metadata) => Some(metadata),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(self.io_error(&target, &e)),
+        };
+        let entry = WriteTarget {
+            dir,
+            name,
+            display: target.root.path.join(&real_rel),
+            existing,
+        };
+        Ok((target, entry))
+    }
+
+    /// Create the directory `user` and any missing parents, beneath its root. Secrets and
+    /// `.git` are refused by the path as given and by the real path of the nearest existing
+    /// ancestor (a dangling link on the way is refused). The real absolute path, and whether
+    /// it was created (false: it was already a directory).
+    pub(crate) fn create_dir_all(
+        &self,
+        user: &str,
+        allow_git: bool,
+    ) -> Result<(PathBuf, bool), PathError> {
+        let target = self.target(user)?;
+        self.check_writable(&target, &target.normal, allow_git)?;
+        let real = self.resolve(user)?;
+        let real_rel = real
+            .strip_prefix(&target.root.path)
+            .map_err(|_| PathError::Escapes {
+                path: target.display.display().to_string(),
+                roots: self.describe_roots(),
+            })?;
+        self.check_writable(&target, real_rel, allow_git)?;
+        let existed = match self.metadata(&target) {
+            Ok(m) if m.is_dir() => true,
+            Ok(m) => {
+                return Err(PathError::Io {
+                    path: target.display.display().to_string(),
+                    message: format!(
+                        "it already exists and is a {}, not a directory",
+                        FileKind::of_cap(m.file_type()).describe()
+                    ),
+                });
+            }
+            Err(_) => false,
+        };
+        if !existed {
+            target
+                .root
+                .dir
+                .create_dir_all(&target.rel)
+                .map_err(|e| self.io_error(&target, &e))?;
+        }
+        Ok((real, !existed))
+    }
+}
+
 /// Flags for opening a file to read (read-only is 0): non-blocking, so opening a FIFO with no
 /// writer returns at once instead of hanging (it is then refused as not a regular file); no
 /// controlling terminal from a tty.
@@ -1001,6 +1385,56 @@ mod tests {
         // A client root outside the operator's roots adds nothing.
         let outside = ws.narrow(&[PathBuf::from("/")]);
         assert!(outside.target("/etc/passwd").is_err());
+    }
+
+    /// Atomic writes: 1,000 replacements while another thread reads the file by name; every
+    /// read sees one whole version, and no temporary file is left.
+    #[test]
+    fn a_reader_never_sees_a_half_written_file() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let (_d, ws, a, _b) = two_roots();
+        let path = a.join("data");
+        let versions = [vec![b'a'; 48 * 1024], vec![b'b'; 80 * 1024]];
+        std::fs::write(&path, &versions[0]).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let reads = Arc::new(AtomicUsize::new(0));
+        let reader = {
+            let (stop, reads, path, versions) =
+                (stop.clone(), reads.clone(), path, versions.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let seen = std::fs::read(&path).unwrap();
+                    assert!(versions.contains(&seen), "torn: {} bytes", seen.len());
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        for round in 0..1000 {
+            let target = ws.write_target("data", false).unwrap();
+            target
+                .write_atomic(&versions[(round + 1) % 2], true)
+                .unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        reader.join().unwrap();
+        assert!(reads.load(Ordering::Relaxed) > 0);
+        let left: Vec<_> = std::fs::read_dir(&a).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left");
+    }
+
+    #[test]
+    fn a_new_file_is_not_replaced_when_one_appears_meanwhile() {
+        let (_d, ws, a, _b) = two_roots();
+        let target = ws.write_target("new.txt", false).unwrap();
+        assert_eq!(target.existing_kind(), None);
+        std::fs::write(a.join("new.txt"), "theirs").unwrap();
+        let error = target.write_atomic(b"mine", false).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            std::fs::read_to_string(a.join("new.txt")).unwrap(),
+            "theirs"
+        );
+        assert_eq!(std::fs::read_dir(&a).unwrap().count(), 1);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::observe::trace::FileTelemetry;
 use crate::plugins::FilePlugins;
 use crate::tools::FileTools;
 use crate::tools::exec::FileExec;
-use crate::tools::fs::FileLimits;
+use crate::tools::fs::{FileFs, FileLimits};
 use crate::tools::web::settings::FileWeb;
 use crate::transport::http::settings::FileHttp;
 use crate::workspace::FileWorkspace;
@@ -27,6 +27,8 @@ pub(super) struct FileConfig {
     pub(super) tools: FileTools,
     #[serde(default)]
     pub(super) limits: FileLimitsSection,
+    #[serde(default)]
+    pub(super) fs: FileFs,
     #[serde(default)]
     pub(super) workspace: FileWorkspace,
     #[serde(default)]

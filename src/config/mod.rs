@@ -34,6 +34,7 @@ pub use crate::plugins::PluginSettings;
 pub use crate::tools::ToolSelection;
 pub use crate::tools::exec::ExecSettings;
 pub use crate::tools::fs::FsSettings;
+pub use crate::tools::fs::WriteSettings;
 pub use crate::tools::web::settings::WebSettings;
 pub use crate::transport::http::settings::HttpSettings;
 use crate::workspace::WorkspaceSettings;
@@ -93,6 +94,8 @@ pub struct Config {
     pub tools: ToolSelection,
     /// `read_file` / `list_directory` limits and the call budgets.
     pub limits: Limits,
+    /// The write tools (`[fs]`, `--read-only`).
+    pub fs: WriteSettings,
     /// The secret rules.
     pub workspace: WorkspaceSettings,
     /// `execute_command`.
@@ -120,6 +123,7 @@ impl Default for Config {
             log_level: None,
             tools: ToolSelection::default(),
             limits: Limits::default(),
+            fs: WriteSettings::default(),
             workspace: WorkspaceSettings::default(),
             exec: ExecSettings::default(),
             web: WebSettings::default(),
@@ -208,6 +212,7 @@ impl Config {
                 fs: FsSettings::load(file.limits.fs, &args.fs)?,
                 calls: BudgetSettings::load(file.limits.calls)?,
             },
+            fs: WriteSettings::load(file.fs, &args.fs),
             workspace: WorkspaceSettings::load(file.workspace),
             exec: ExecSettings::load(file.exec, &args.exec)?,
             web: WebSettings::load(file.web, &file_dir, &env)?,
@@ -229,6 +234,7 @@ impl Config {
         BuiltinSettings {
             roots: &self.roots,
             fs: &self.limits.fs,
+            write: &self.fs,
             exec: &self.exec,
             web: &self.web,
         }

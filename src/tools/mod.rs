@@ -24,6 +24,8 @@ pub(crate) struct BuiltinSettings<'a> {
     pub(crate) roots: &'a [PathBuf],
     /// `read_file` and `list_directory` limits.
     pub(crate) fs: &'a fs::FsSettings,
+    /// The write tools (`[fs]`): served or not, confirmed or not.
+    pub(crate) write: &'a fs::WriteSettings,
     /// `execute_command`.
     pub(crate) exec: &'a exec::ExecSettings,
     /// `web_search`.
@@ -50,18 +52,29 @@ pub(crate) fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, S
     )?);
     let web_requests = web::RequestCounter::default();
     let (job_output, job_input, job_kill, job_list) = exec::job_tools(&executor);
+    let mut tools = vec![
+        typed(fs::ReadFile::new(settings.fs)),
+        typed(fs::ListDirectory::new(settings.fs)),
+        typed(fs::PathInfo),
+    ];
+    if settings.write.write != fs::WriteMode::Off {
+        tools.extend([
+            typed(fs::WriteFile::new(*settings.write)),
+            typed(fs::EditFile::new(*settings.write)),
+            typed(fs::CreateDirectory::new(*settings.write)),
+            typed(fs::MovePath::new(*settings.write)),
+        ]);
+    }
+    tools.extend([
+        typed(exec::ExecuteCommand::new(executor.clone())),
+        typed(job_output),
+        typed(job_input),
+        typed(job_kill),
+        typed(job_list),
+        typed(web::WebSearch::new(settings.web, web_requests.clone())),
+    ]);
     Ok(Builtins {
-        tools: vec![
-            typed(fs::ReadFile::new(settings.fs)),
-            typed(fs::ListDirectory::new(settings.fs)),
-            typed(fs::PathInfo),
-            typed(exec::ExecuteCommand::new(executor.clone())),
-            typed(job_output),
-            typed(job_input),
-            typed(job_kill),
-            typed(job_list),
-            typed(web::WebSearch::new(settings.web, web_requests.clone())),
-        ],
+        tools,
         executor,
         web_requests,
     })

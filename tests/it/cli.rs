@@ -46,6 +46,10 @@ async fn tools_prints_definitions_in_every_format() {
             "read_file",
             "list_directory",
             "path_info",
+            "write_file",
+            "edit_file",
+            "create_directory",
+            "move_path",
             "execute_command",
             "job_output",
             "job_input",
@@ -65,6 +69,10 @@ async fn tools_prints_definitions_in_every_format() {
             "read_file",
             "list_directory",
             "path_info",
+            "write_file",
+            "edit_file",
+            "create_directory",
+            "move_path",
             "execute_command",
             "job_output",
             "job_input",
@@ -100,7 +108,7 @@ async fn tools_filters_by_tag_category_and_name() {
         &["tools", "--category", "filesystem", "--format", "anthropic"],
     )
     .await;
-    assert_eq!(by_category.as_array().unwrap().len(), 3);
+    assert_eq!(by_category.as_array().unwrap().len(), 7);
     let web = json_of(&root, &["tools", "--category", "web"]).await;
     assert_eq!(names(&web, "/name"), ["web_search"]);
     let none = json_of(&root, &["tools", "--category", "Web"]).await;
@@ -186,6 +194,10 @@ async fn tool_selection_applies_to_every_command() {
         [
             "list_directory",
             "path_info",
+            "write_file",
+            "edit_file",
+            "create_directory",
+            "move_path",
             "execute_command",
             "job_output",
             "job_input",

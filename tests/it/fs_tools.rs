@@ -28,7 +28,9 @@ async fn read_file_returns_the_whole_file_with_its_facts() {
             "returned_lines": 2,
             "truncated": false,
             "next_offset": null,
-            "size_bytes": 12
+            "next_byte_offset": null,
+            "size_bytes": 12,
+            "sha256": "4a1e67f2fe1d1cc7b31d0ca2ec441da4778203a036a77da10344c85e24ff0f92"
         })
     );
     assert_eq!(
@@ -60,7 +62,9 @@ async fn read_file_pages_by_lines() {
             "returned_lines": 2,
             "truncated": false,
             "next_offset": 5,
-            "size_bytes": 71
+            "next_byte_offset": null,
+            "size_bytes": 71,
+            "sha256": "e71d970d34a5003190f0bcebf4e79bee538969aab5d24eef5449177468562b35"
         })
     );
     let result = call(

@@ -48,3 +48,6 @@ mod tasks;
 mod traces;
 // web_search, offline, against a local server that plays every provider.
 mod web_search;
+// write_file, edit_file, create_directory, move_path: confinement, secrets, .git, hashes,
+// atomicity, encodings, confirmation, --read-only; read_file's byte cursor.
+mod write_tools;

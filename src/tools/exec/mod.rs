@@ -251,7 +251,7 @@ impl TypedTool for ExecuteCommand {
         }
     }
 
-    fn confirmation(&self, p: &Params) -> Option<String> {
+    fn confirmation(&self, p: &Params, _workspace: &crate::workspace::Workspace) -> Option<String> {
         self.executor.confirmation(p)
     }
 

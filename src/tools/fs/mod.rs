@@ -1,17 +1,32 @@
-//! The file tools: `read_file`, `list_directory` and `path_info`. Thin adapters: every path
-//! goes through [`crate::workspace::Workspace`], which owns confinement and secret rules.
+//! The file tools: `read_file`, `list_directory` and `path_info`, and the write tools
+//! `write_file`, `edit_file`, `create_directory` and `move_path` (served unless
+//! `[fs] write = "off"`). Thin adapters: every path goes through
+//! [`crate::workspace::Workspace`], which owns confinement and secret rules; `text.rs` holds
+//! encodings, hashes and diffs, `write.rs` what the write tools share.
 
+mod create_directory;
+mod edit_file;
 mod list_directory;
+mod move_path;
 mod path_info;
 mod read_file;
 mod settings;
+mod text;
+mod write;
+mod write_file;
 
+pub(crate) use create_directory::CreateDirectory;
+pub(crate) use edit_file::EditFile;
 pub(crate) use list_directory::ListDirectory;
+pub(crate) use move_path::MovePath;
 pub(crate) use path_info::PathInfo;
 pub(crate) use read_file::ReadFile;
 pub(crate) use settings::FileLimits;
 pub(crate) use settings::FsArgs;
 pub use settings::FsSettings;
+pub use settings::WriteSettings;
+pub(crate) use settings::{FileFs, WriteMode};
+pub(crate) use write_file::WriteFile;
 
 use super::blocking;
 

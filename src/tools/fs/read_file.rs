@@ -3,18 +3,26 @@
 //! The file is streamed in chunks and decoded incrementally (encoding_rs), so memory stays at
 //! one chunk plus the returned text, whatever the file size. A full pass counts `total_lines`;
 //! `tail` takes a second pass. Decoding is strict inside the requested window (a mismatch is an
-//! error naming the byte) and tolerant outside it (only counting lines there).
+//! error naming the byte) and tolerant outside it (only counting lines there). The full pass
+//! also hashes the bytes, so every result carries the file's `sha256` for the write tools'
+//! `expected_sha256`.
+//!
+//! A line longer than the size limit (a minified bundle) is returned cut, with
+//! `next_byte_offset`: the byte where the rest begins. A call with `byte_offset` reads raw
+//! text from any character boundary, so every byte of such a line is reachable.
 
 use std::io::{Read, Seek, SeekFrom};
 
 use async_trait::async_trait;
-use encoding_rs::{DecoderResult, Encoding, UTF_16BE, UTF_16LE};
+use encoding_rs::{DecoderResult, Encoding, UTF_8, UTF_16BE};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::settings::FsSettings;
+use super::text::{encoding_for_label, encoding_name, hex, is_utf16};
 use super::{ANNOTATIONS, CATEGORY, blocking};
 use crate::settings::human_bytes;
 use crate::tool::{ToolContext, ToolError};
@@ -33,7 +41,7 @@ const BINARY_SNIFF: usize = 8 * 1024;
 /// The tool's description, stating the operator's real limit.
 fn description(settings: &FsSettings) -> String {
     format!(
-        "Read a text file inside the workspace roots. Returns at most {} of text per call (the server's limit); page through larger files by lines with `offset` (1-based) and `limit`, or take `head`/`tail` lines, and follow `next_offset` while it is not null. Decodes utf-8 by default or any WHATWG encoding label (utf-16le, latin1, shift_jis, gbk …); a byte-order mark wins. Binary files, directories, devices and secrets (.env, keys) are refused.",
+        "Read a text file inside the workspace roots. Returns at most {} of text per call (the server's limit); page through larger files by lines with `offset` (1-based) and `limit`, or take `head`/`tail` lines, and follow `next_offset` while it is not null. A line longer than the limit is cut: pass `next_byte_offset` as `byte_offset` to read on from where it stopped. The result's `sha256` (of the file's bytes) is what write_file and edit_file take as `expected_sha256`. Decodes utf-8 by default or any WHATWG encoding label (utf-16le, latin1, shift_jis, gbk …); a byte-order mark wins. Binary files, directories, devices and secrets (.env, keys) are refused.",
         human_bytes(settings.read_max_bytes)
     )
 }
@@ -61,6 +69,10 @@ pub(crate) struct Params {
     /// Return only the last N lines (cannot be combined with offset, limit or head).
     #[schemars(range(min = 1))]
     tail: Option<u64>,
+    /// Read from this byte of the file (0 = its first byte, a byte-order mark included) up to
+    /// the size limit, ignoring line boundaries: for a line longer than the limit, pass the
+    /// previous result's next_byte_offset. Cannot be combined with offset, limit, head or tail.
+    byte_offset: Option<u64>,
 }
 
 fn default_encoding() -> String {
@@ -84,10 +96,19 @@ pub(crate) struct ReadFileResult {
     returned_lines: u64,
     /// True when the size limit cut the requested range short.
     truncated: bool,
-    /// Where to continue (the `offset` for the next call), or null at the end of the file.
+    /// The next whole line to read (the `offset` for the next call); null when no line starts
+    /// after the returned text: the end of the file, or only the rest of a cut line is left
+    /// (then next_byte_offset is set).
     next_offset: Option<u64>,
+    /// Where the returned text stopped inside a line (a line longer than the size limit, or a
+    /// byte_offset read): pass it as `byte_offset` to read on. Null when the text ended at a
+    /// line end or the end of the file.
+    next_byte_offset: Option<u64>,
     /// Size of the file in bytes.
     size_bytes: u64,
+    /// sha256 of the file's bytes on disk (hex): pass it as expected_sha256 to write_file or
+    /// edit_file so they refuse if the file changed since this read.
+    sha256: String,
 }
 
 /// The `read_file` tool.
@@ -129,14 +150,7 @@ impl TypedTool for ReadFile {
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ReadFileResult, ToolError> {
         let window = Window::from_params(&p)?;
-        let requested = Encoding::for_label(p.encoding.trim().as_bytes())
-            .filter(|e| *e != encoding_rs::REPLACEMENT)
-            .ok_or_else(|| {
-                ToolError::InvalidArguments(format!(
-                    "unknown encoding {:?}; use a WHATWG label such as utf-8, utf-16le, utf-16be, latin1, windows-1252, shift_jis, euc-jp, gbk, gb18030, big5, euc-kr or koi8-r",
-                    p.encoding
-                ))
-            })?;
+        let requested = encoding_for_label(&p.encoding)?;
         let opened = ctx.workspace.open_file(&p.path)?;
         let max_bytes = usize::try_from(self.settings.read_max_bytes).unwrap_or(usize::MAX);
         let cancel = ctx.cancel.clone();
@@ -163,6 +177,8 @@ enum Window {
     Range { start: u64, limit: Option<u64> },
     /// The last N lines.
     Tail(u64),
+    /// Text from this byte of the file, up to the size limit.
+    Bytes(u64),
 }
 
 impl Window {
@@ -172,6 +188,12 @@ impl Window {
                 "{what} cannot be combined; use either offset/limit, or head, or tail"
             )))
         };
+        if let Some(at) = p.byte_offset {
+            if p.head.is_some() || p.tail.is_some() || p.offset.is_some() || p.limit.is_some() {
+                return conflict("byte_offset with offset, limit, head or tail");
+            }
+            return Ok(Window::Bytes(at));
+        }
         match (p.head, p.tail) {
             (Some(_), Some(_)) => conflict("head and tail"),
             (Some(_), None) | (None, Some(_)) if p.offset.is_some() || p.limit.is_some() => {
@@ -190,13 +212,11 @@ impl Window {
     }
 }
 
-fn is_utf16(encoding: &'static Encoding) -> bool {
-    encoding == UTF_16LE || encoding == UTF_16BE
-}
-
-/// The canonical name in lower case: "utf-8", "windows-1252", "shift_jis".
-fn encoding_name(encoding: &'static Encoding) -> String {
-    encoding.name().to_ascii_lowercase()
+/// `byte_offset` pointing inside a character.
+fn not_a_boundary(display: &str, at: u64) -> ToolError {
+    ToolError::InvalidArguments(format!(
+        "byte_offset {at} is not at the start of a character in {display}; pass a next_byte_offset that read_file returned (or 0)"
+    ))
 }
 
 /// Read the requested window of a file.
@@ -232,9 +252,34 @@ fn read(
             let counted = scan(file, display, encoding, 1, Some(0), max_bytes, cancel)?;
             (counted.total_lines.saturating_sub(n) + 1, None)
         }
+        Window::Bytes(at) => {
+            let file_facts = Facts {
+                display,
+                size,
+                encoding,
+                bom_len: bom_len as u64,
+            };
+            return read_from_byte(file, &file_facts, at, max_bytes, cancel);
+        }
     };
     file.seek(SeekFrom::Start(bom_len as u64)).map_err(io)?;
-    let scanned = scan(file, display, encoding, start, limit, max_bytes, cancel)?;
+    let mut hasher = Sha256::new();
+    hasher.update(&head[..bom_len]);
+    let scanned = {
+        let mut hashing = Hashing {
+            inner: &mut *file,
+            hasher: &mut hasher,
+        };
+        scan(
+            &mut hashing,
+            display,
+            encoding,
+            start,
+            limit,
+            max_bytes,
+            cancel,
+        )?
+    };
     if start > 1 && start > scanned.total_lines {
         return Err(ToolError::InvalidArguments(format!(
             "offset {start} is past the end of {display}, which has {} lines; use an offset from 1 to {}",
@@ -246,6 +291,13 @@ fn read(
     let next_offset = scanned
         .next_offset
         .or_else(|| end.filter(|&e| e <= scanned.total_lines));
+    // A first line cut by the budget: where its rest begins.
+    let next_byte_offset = if scanned.cut_line {
+        let line_start = line_start_byte(file, encoding, bom_len as u64, start).map_err(io)?;
+        Some(line_start + encoded_len(&scanned.content, encoding))
+    } else {
+        None
+    };
     Ok(ReadFileResult {
         path: display.to_owned(),
         content: scanned.content,
@@ -255,12 +307,221 @@ fn read(
         returned_lines: scanned.returned_lines,
         truncated: scanned.truncated,
         next_offset,
+        next_byte_offset,
         size_bytes: size,
+        sha256: hex(&hasher.finalize()),
+    })
+}
+
+/// What the byte-cursor read needs to know about the file.
+struct Facts<'a> {
+    display: &'a str,
+    size: u64,
+    encoding: &'static Encoding,
+    bom_len: u64,
+}
+
+/// Passes reads through, hashing every byte.
+struct Hashing<'a, R> {
+    inner: R,
+    hasher: &'a mut Sha256,
+}
+
+impl<R: Read> Read for Hashing<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// The newline of an encoding as bytes, and the unit it is aligned to (UTF-16: 2 bytes).
+fn newline_bytes(encoding: &'static Encoding) -> (&'static [u8], u64) {
+    if encoding == UTF_16BE {
+        (&[0, b'\n'], 2)
+    } else if is_utf16(encoding) {
+        (&[b'\n', 0], 2)
+    } else {
+        (b"\n", 1)
+    }
+}
+
+/// Bytes `text` takes in `encoding` (exact for text decoded from it).
+fn encoded_len(text: &str, encoding: &'static Encoding) -> u64 {
+    if encoding == UTF_8 {
+        text.len() as u64
+    } else if is_utf16(encoding) {
+        text.encode_utf16().count() as u64 * 2
+    } else {
+        encoding.encode(text).0.len() as u64
+    }
+}
+
+/// Count newlines in the raw bytes from `from` on: how many start before byte `upto`, how
+/// many in all, and whether the file ends with one. A newline byte never occurs inside
+/// another character in the ASCII-compatible encodings, nor off a code-unit boundary in
+/// UTF-16, so this counts lines without decoding.
+fn count_newlines(
+    file: &mut std::fs::File,
+    encoding: &'static Encoding,
+    from: u64,
+    upto: u64,
+    cancel: &CancellationToken,
+) -> Result<(u64, u64, bool), ToolError> {
+    let io = |e: std::io::Error| ToolError::ExecutionFailed(format!("reading failed: {e}"));
+    let (newline, unit) = newline_bytes(encoding);
+    file.seek(SeekFrom::Start(from)).map_err(io)?;
+    let mut buf = vec![0u8; CHUNK];
+    let (mut pos, mut before, mut total, mut ends) = (from, 0u64, 0u64, false);
+    loop {
+        if cancel.is_cancelled() {
+            return Err(ToolError::Cancelled("read_file was cancelled".into()));
+        }
+        let n = read_full(file, &mut buf).map_err(io)?;
+        // CHUNK is even, so UTF-16 units never straddle two reads.
+        for (i, piece) in buf[..n].chunks(unit as usize).enumerate() {
+            let at = pos + i as u64 * unit;
+            ends = piece == newline;
+            if ends {
+                total += 1;
+                if at < upto {
+                    before += 1;
+                }
+            }
+        }
+        pos += n as u64;
+        if n < buf.len() {
+            break;
+        }
+    }
+    Ok((before, total, ends))
+}
+
+/// The byte where line `line` (1-based) starts, counting from `from` (after the BOM).
+fn line_start_byte(
+    file: &mut std::fs::File,
+    encoding: &'static Encoding,
+    from: u64,
+    line: u64,
+) -> std::io::Result<u64> {
+    let (newline, unit) = newline_bytes(encoding);
+    if line <= 1 {
+        return Ok(from);
+    }
+    file.seek(SeekFrom::Start(from))?;
+    let mut buf = vec![0u8; CHUNK];
+    let (mut pos, mut seen) = (from, 0u64);
+    loop {
+        let n = read_full(file, &mut buf)?;
+        for (i, piece) in buf[..n].chunks(unit as usize).enumerate() {
+            if piece == newline {
+                seen += 1;
+                if seen == line - 1 {
+                    return Ok(pos + (i as u64 + 1) * unit);
+                }
+            }
+        }
+        pos += n as u64;
+        if n < buf.len() {
+            return Ok(pos);
+        }
+    }
+}
+
+/// `byte_offset` reads: text from byte `at` up to `max_bytes`, decoded strictly, with the
+/// exact byte where it stopped. Line facts come from a raw count of newlines.
+fn read_from_byte(
+    file: &mut std::fs::File,
+    f: &Facts<'_>,
+    at: u64,
+    max_bytes: usize,
+    cancel: &CancellationToken,
+) -> Result<ReadFileResult, ToolError> {
+    let display = f.display;
+    let io =
+        |e: std::io::Error| ToolError::ExecutionFailed(format!("reading {display} failed: {e}"));
+    if at > f.size {
+        return Err(ToolError::InvalidArguments(format!(
+            "byte_offset {at} is past the end of {display}, which is {} bytes; use a byte_offset from 0 to {}",
+            f.size, f.size
+        )));
+    }
+    let at = at.max(f.bom_len);
+    let (_, unit) = newline_bytes(f.encoding);
+    if !(at - f.bom_len).is_multiple_of(unit) {
+        return Err(not_a_boundary(display, at));
+    }
+    // The hash and the line facts: one raw pass.
+    let mut hasher = Sha256::new();
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    std::io::copy(
+        &mut Hashing {
+            inner: &mut *file,
+            hasher: &mut hasher,
+        },
+        &mut std::io::sink(),
+    )
+    .map_err(io)?;
+    let (before, newlines, ends_with_newline) =
+        count_newlines(file, f.encoding, f.bom_len, at, cancel)?;
+    let total_lines = newlines + u64::from(f.size > f.bom_len && !ends_with_newline);
+
+    // Decode into a buffer of exactly the budget: the decoder stops when it is full and says
+    // how many bytes it read for what it wrote.
+    file.seek(SeekFrom::Start(at)).map_err(io)?;
+    let mut decoder = f.encoding.new_decoder_without_bom_handling();
+    let mut out = vec![0u8; max_bytes];
+    let dst = std::str::from_utf8_mut(&mut out)
+        .map_err(|e| ToolError::ExecutionFailed(format!("internal buffer error: {e}")))?;
+    let mut buf = vec![0u8; CHUNK];
+    let (mut consumed, mut written) = (0u64, 0usize);
+    loop {
+        if cancel.is_cancelled() {
+            return Err(ToolError::Cancelled("read_file was cancelled".into()));
+        }
+        let n = read_full(file, &mut buf).map_err(io)?;
+        let last = n < buf.len();
+        let (result, read, wrote) =
+            decoder.decode_to_str_without_replacement(&buf[..n], &mut dst[written..], last);
+        consumed += read as u64;
+        written += wrote;
+        match result {
+            DecoderResult::InputEmpty if last => break,
+            DecoderResult::InputEmpty => {}
+            DecoderResult::OutputFull => break,
+            DecoderResult::Malformed(bad, after) => {
+                let bad_at = at + consumed.saturating_sub(u64::from(bad) + u64::from(after));
+                if bad_at == at {
+                    return Err(not_a_boundary(display, at));
+                }
+                return Err(mismatch(display, f.encoding, bad_at, before + 1));
+            }
+        }
+    }
+    let content = dst[..written].to_owned();
+    let end = at + consumed;
+    let newlines_in = content.matches('\n').count() as u64;
+    let open_end = !content.is_empty() && !content.ends_with('\n');
+    let offset = before + 1;
+    let next_line = offset + newlines_in + u64::from(open_end);
+    let next_byte_offset = (end < f.size).then_some(end);
+    Ok(ReadFileResult {
+        path: display.to_owned(),
+        content,
+        encoding: encoding_name(f.encoding),
+        total_lines,
+        offset,
+        returned_lines: newlines_in + u64::from(open_end),
+        truncated: next_byte_offset.is_some(),
+        next_offset: (next_line <= total_lines).then_some(next_line),
+        next_byte_offset,
+        size_bytes: f.size,
+        sha256: hex(&hasher.finalize()),
     })
 }
 
 /// Fill `buf` as far as the file allows; the number of bytes read.
-fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+fn read_full(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match file.read(&mut buf[filled..]) {
@@ -280,6 +541,9 @@ struct Scan {
     returned_lines: u64,
     truncated: bool,
     next_offset: Option<u64>,
+    /// The first returned line alone exceeded the budget and was cut: the content is its
+    /// beginning.
+    cut_line: bool,
 }
 
 /// Collects the lines of a window from decoded text, within a byte budget.
@@ -297,6 +561,8 @@ struct Collector {
     returned: u64,
     /// Set once the budget is exhausted: `Some(next line to read)`.
     stopped_at: Option<u64>,
+    /// The first line was cut at the budget.
+    cut_line: bool,
 }
 
 impl Collector {
@@ -343,6 +609,7 @@ impl Collector {
             self.content.push_str(&segment[..cut]);
             self.returned = 1;
             self.stopped_at = Some(self.line + 1);
+            self.cut_line = true;
         } else {
             self.content.truncate(self.line_start);
             self.stopped_at = Some(self.line);
@@ -363,6 +630,7 @@ impl Collector {
             returned_lines: self.returned,
             truncated: self.stopped_at.is_some(),
             next_offset: self.stopped_at.filter(|&n| n <= total_lines),
+            cut_line: self.cut_line,
         }
     }
 }
@@ -370,7 +638,7 @@ impl Collector {
 /// One pass: decode the file from the current position, counting lines and collecting the
 /// window `start..start+limit` (limit `Some(0)` collects nothing).
 fn scan(
-    file: &mut std::fs::File,
+    file: &mut impl Read,
     display: &str,
     encoding: &'static Encoding,
     start: u64,
@@ -389,6 +657,7 @@ fn scan(
         content: String::new(),
         returned: 0,
         stopped_at: None,
+        cut_line: false,
     };
     let mut buf = vec![0u8; CHUNK];
     let mut decoded = String::new();
@@ -461,9 +730,17 @@ fn render(r: &ReadFileResult) -> String {
     if r.truncated {
         note.push_str("; cut short by the size limit");
     }
-    match r.next_offset {
-        Some(next) => note.push_str(&format!("; call read_file with offset={next} for more]")),
-        None => note.push_str("; end of file]"),
+    match (r.next_byte_offset, r.next_offset) {
+        (Some(at), Some(next)) => note.push_str(&format!(
+            "; the line goes on: call read_file with byte_offset={at} for the rest of it, or offset={next} for the next line]"
+        )),
+        (Some(at), None) => note.push_str(&format!(
+            "; the line goes on: call read_file with byte_offset={at} for the rest of it]"
+        )),
+        (None, Some(next)) => {
+            note.push_str(&format!("; call read_file with offset={next} for more]"));
+        }
+        (None, None) => note.push_str("; end of file]"),
     }
     text.push_str(&note);
     text
@@ -484,6 +761,7 @@ mod tests {
             content: String::new(),
             returned: 0,
             stopped_at: None,
+            cut_line: false,
         };
         // Feed in awkward pieces to exercise lines split across chunks.
         let chars: Vec<char> = text.chars().collect();

@@ -1,6 +1,8 @@
 //! The file tools' settings: the `[limits]` section of the config file, the
 //! `--read-max-bytes` / `--list-max-entries` flags (and their `TOOLPORT_*` variables), and
-//! [`FsSettings`], what `read_file` and `list_directory` are built with.
+//! [`FsSettings`], what `read_file` and `list_directory` are built with; and the `[fs]`
+//! section with `--read-only`, [`WriteSettings`]: whether the write tools are served, whether
+//! each write asks the user, and whether `.git/` may be written.
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -44,6 +46,11 @@ pub(crate) struct FsArgs {
         global = true
     )]
     pub(crate) list_max_entries: Option<usize>,
+
+    /// Serve no tool that writes (write_file, edit_file, create_directory, move_path): the
+    /// same as `[fs] write = "off"`.
+    #[arg(long, env = "TOOLPORT_READ_ONLY", global = true)]
+    pub(crate) read_only: bool,
 }
 
 /// The `[limits]` section of the config file.
@@ -101,5 +108,52 @@ impl FsSettings {
                 1..=MAX_LIST_MAX_DEPTH,
             )?,
         })
+    }
+}
+
+/// What the write tools do (`[fs] write`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum WriteMode {
+    /// Served, and a write runs without asking (clients that ask before destructive tools
+    /// still ask: write_file, edit_file and move_path are annotated destructive).
+    #[default]
+    Allow,
+    /// Served, and each write asks the user first (elicitation or `InputRequiredResult`), with
+    /// the diff or a summary in the question.
+    Confirm,
+    /// Not served: the server only reads (`--read-only`).
+    Off,
+}
+
+/// The `[fs]` section of the config file.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileFs {
+    write: Option<WriteMode>,
+    allow_git_writes: Option<bool>,
+}
+
+/// What the write tools are built with (`[fs]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct WriteSettings {
+    /// Whether the write tools are served and whether each write asks the user.
+    pub(crate) write: WriteMode,
+    /// Whether a path with a `.git` component may be written (hooks are code that git runs,
+    /// so by default they are not).
+    pub(crate) allow_git_writes: bool,
+}
+
+impl WriteSettings {
+    /// The file's `[fs]` section, with `--read-only` (or `TOOLPORT_READ_ONLY`) winning.
+    pub(crate) fn load(file: FileFs, args: &FsArgs) -> Self {
+        Self {
+            write: if args.read_only {
+                WriteMode::Off
+            } else {
+                file.write.unwrap_or_default()
+            },
+            allow_git_writes: file.allow_git_writes.unwrap_or(false),
+        }
     }
 }

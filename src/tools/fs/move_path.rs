@@ -1,0 +1,174 @@
+//! `move_path`: rename a file or directory within the roots. Both ends are confined (each
+//! parent directory is opened beneath its root and the rename is made between the two
+//! handles), secrets and `.git/` are refused at either end, and an existing destination is
+//! never replaced unless asked: the kernel refuses it (`RENAME_NOREPLACE`), so a file that
+//! appears meanwhile is safe too. A symbolic link is moved as the link.
+
+use std::io;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::settings::WriteSettings;
+use super::write::{self, WRITE_TAG};
+use super::{CATEGORY, blocking};
+use crate::tool::{Annotations, ToolContext, ToolError};
+use crate::typed::{ToolSpec, TypedTool};
+use crate::workspace::{FileKind, Workspace};
+
+/// Arguments of `move_path`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Params {
+    /// What to move: a file, directory or symbolic link inside the roots.
+    source: String,
+    /// The new path (not a folder to move into): its parent directory must exist.
+    destination: String,
+    /// Replace an existing destination (a file, or an empty directory when moving a
+    /// directory). Default false: an existing destination is an error.
+    #[serde(default)]
+    overwrite: bool,
+}
+
+/// The structured result of `move_path`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct MovePathResult {
+    /// Absolute path it was at.
+    source: String,
+    /// Absolute path it is at now.
+    destination: String,
+    /// What was moved.
+    #[serde(rename = "type")]
+    kind: FileKind,
+    /// True when an existing destination was replaced.
+    replaced: bool,
+}
+
+/// The `move_path` tool.
+#[derive(Debug, Clone)]
+pub(crate) struct MovePath {
+    settings: WriteSettings,
+}
+
+impl MovePath {
+    /// The tool with the operator's write settings.
+    pub(crate) fn new(settings: WriteSettings) -> Self {
+        Self { settings }
+    }
+}
+
+#[async_trait]
+impl TypedTool for MovePath {
+    type Params = Params;
+    type Output = MovePathResult;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "move_path",
+            title: "Move or rename",
+            description: "Move or rename a file or directory inside the workspace roots (both paths must be inside them; a symbolic link is moved as the link). The destination is the new path itself and its parent directory must exist. An existing destination is never replaced unless overwrite is true. Secrets and .git/ are refused at either end. Moving across file systems is not supported.".into(),
+            purpose: "Rename a file or folder, or move it to another folder of the project, without copying its content through the conversation.",
+            example: json!({"source": "src/old_name.rs", "destination": "src/new_name.rs"}),
+            category: CATEGORY,
+            tags: &[WRITE_TAG, "filesystem", "move", "rename"],
+            annotations: Annotations {
+                read_only: false,
+                destructive: true,
+                idempotent: false,
+                open_world: false,
+            },
+        }
+    }
+
+    const ASKS_CONFIRMATION: bool = true;
+
+    fn confirmation(&self, p: &Params, _workspace: &Workspace) -> Option<String> {
+        write::confirms(self.settings).then(|| {
+            format!(
+                "move_path: move {} to {}{}",
+                p.source,
+                p.destination,
+                if p.overwrite {
+                    " (replacing it if it exists)"
+                } else {
+                    ""
+                }
+            )
+        })
+    }
+
+    fn render(&self, r: &MovePathResult) -> String {
+        format!(
+            "Moved the {} {} to {}{}",
+            r.kind.describe(),
+            r.source,
+            r.destination,
+            if r.replaced {
+                " (the previous destination was replaced)"
+            } else {
+                ""
+            }
+        )
+    }
+
+    async fn run(&self, p: Params, ctx: &ToolContext) -> Result<MovePathResult, ToolError> {
+        let workspace = ctx.workspace.clone();
+        let allow_git = self.settings.allow_git_writes;
+        blocking(move || {
+            let from = workspace.entry_target(&p.source, allow_git)?;
+            let source = from.display().display().to_string();
+            let kind = from.existing_kind().ok_or_else(|| {
+                ToolError::NotFound(format!("{source} does not exist; nothing was moved"))
+            })?;
+            let to = workspace.entry_target(&p.destination, allow_git)?;
+            let destination = to.display().display().to_string();
+            if source == destination {
+                return Err(ToolError::InvalidArguments(format!(
+                    "source and destination are the same path ({source}); nothing to move"
+                )));
+            }
+            if kind == FileKind::Directory
+                && std::path::Path::new(&destination).starts_with(&source)
+            {
+                return Err(ToolError::InvalidArguments(format!(
+                    "cannot move the directory {source} into itself ({destination})"
+                )));
+            }
+            let replaced = to.existing_kind().is_some();
+            if replaced && !p.overwrite {
+                return Err(exists(&destination));
+            }
+            from.rename_to(&to, p.overwrite).map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => exists(&destination),
+                io::ErrorKind::CrossesDevices => ToolError::InvalidArguments(format!(
+                    "{source} and {destination} are on different file systems, which a rename cannot cross; nothing was moved"
+                )),
+                io::ErrorKind::DirectoryNotEmpty => ToolError::InvalidArguments(format!(
+                    "{destination} is a directory that is not empty, so it cannot be replaced; nothing was moved"
+                )),
+                io::ErrorKind::IsADirectory | io::ErrorKind::NotADirectory => {
+                    ToolError::InvalidArguments(format!(
+                        "{source} and {destination} are not both files or both directories, so one cannot replace the other; nothing was moved"
+                    ))
+                }
+                _ => write::failed(&source, "moving", &e),
+            })?;
+            Ok(MovePathResult {
+                source,
+                destination,
+                kind,
+                replaced,
+            })
+        })
+        .await
+    }
+}
+
+/// The refusal for an existing destination without `overwrite`.
+fn exists(destination: &str) -> ToolError {
+    ToolError::InvalidArguments(format!(
+        "{destination} already exists and was not replaced; pass overwrite: true to replace it, or choose another destination"
+    ))
+}

@@ -1,0 +1,127 @@
+//! What the write tools share: reading the file about to be replaced, the `expected_sha256`
+//! check, the atomic write with its errors worded for a model, and the confirmation question
+//! under `[fs] write = "confirm"`. Confinement (where a write may land, the temporary file,
+//! the rename) is `Workspace`'s: see `WriteTarget` in `src/workspace.rs`.
+
+use std::io;
+
+use super::settings::{WriteMode, WriteSettings};
+use crate::tool::ToolError;
+use crate::workspace::{FileKind, WriteTarget};
+
+/// The tag every write tool carries (filters can leave them out with it).
+pub(crate) const WRITE_TAG: &str = "write";
+
+/// Whether each write asks the user first.
+pub(crate) fn confirms(settings: WriteSettings) -> bool {
+    settings.write == WriteMode::Confirm
+}
+
+/// A confirmation question: `what`, then `detail` (a diff, a preview) cut to `max` bytes at
+/// a line end.
+pub(crate) fn with_excerpt(what: String, detail: &str, max: usize) -> String {
+    if detail.is_empty() {
+        return what;
+    }
+    let mut question = what;
+    question.push_str("\n\n");
+    if detail.len() <= max {
+        question.push_str(detail);
+    } else {
+        let at = (0..=max)
+            .rev()
+            .find(|&i| detail.is_char_boundary(i))
+            .unwrap_or(0);
+        let at = detail[..at].rfind('\n').map_or(at, |nl| nl + 1);
+        question.push_str(&detail[..at]);
+        question.push_str(&format!("… ({} more lines)", detail[at..].lines().count()));
+    }
+    question
+}
+
+/// The current bytes of the file at `target`, or `None` when nothing is there. Anything but
+/// a regular file is refused; so is a file larger than `max` (when given).
+pub(crate) fn read_current(
+    target: &WriteTarget,
+    display: &str,
+    max: Option<u64>,
+) -> Result<Option<Vec<u8>>, ToolError> {
+    match target.existing_kind() {
+        None => return Ok(None),
+        Some(FileKind::File) => {}
+        Some(FileKind::Directory) => {
+            return Err(ToolError::InvalidArguments(format!(
+                "{display} is a directory; give the path of a file"
+            )));
+        }
+        Some(kind) => {
+            return Err(ToolError::InvalidArguments(format!(
+                "{display} is a {}, not a regular file; only regular files can be written",
+                kind.describe()
+            )));
+        }
+    }
+    let bytes = target
+        .read_existing()
+        .map_err(|e| failed(display, "reading", &e))?;
+    if let Some(max) = max
+        && bytes.len() as u64 > max
+    {
+        return Err(ToolError::InvalidArguments(format!(
+            "{display} is {} bytes, more than the {max} bytes the file tools edit in memory; change it with a command instead",
+            bytes.len()
+        )));
+    }
+    Ok(Some(bytes))
+}
+
+/// Refuse when `expected` (an `expected_sha256`) is given and is not `actual`.
+pub(crate) fn check_expected(
+    display: &str,
+    expected: Option<&str>,
+    actual: &str,
+) -> Result<(), ToolError> {
+    match expected {
+        Some(expected) if expected != actual => Err(ToolError::InvalidArguments(format!(
+            "{display} changed since it was read: its sha256 is now {actual}, not the expected_sha256 {expected}. Read it again with read_file and redo the change on its current content; nothing was written"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Write `bytes` atomically at `target` (see `WriteTarget::write_atomic`); `replace` false
+/// refuses to replace a file that appeared meanwhile.
+pub(crate) fn write_bytes(
+    target: &WriteTarget,
+    bytes: &[u8],
+    replace: bool,
+) -> Result<(), ToolError> {
+    let display = target.display().display().to_string();
+    target.write_atomic(bytes, replace).map_err(|e| {
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            ToolError::InvalidArguments(format!(
+                "{display} was created by someone else while this call ran; read it, then pass overwrite: true or its sha256 as expected_sha256 to replace it"
+            ))
+        } else {
+            failed(&display, "writing", &e)
+        }
+    })
+}
+
+/// An I/O failure while `doing` something to `display`, as a tool error of the right kind.
+pub(crate) fn failed(display: &str, doing: &str, error: &io::Error) -> ToolError {
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => {
+            ToolError::PermissionDenied(format!("the operating system denied {doing} {display}"))
+        }
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => ToolError::ExecutionFailed(
+            format!("{doing} {display} failed: the disk is full; nothing was changed"),
+        ),
+        io::ErrorKind::ReadOnlyFilesystem => ToolError::PermissionDenied(format!(
+            "{display} is on a read-only file system; nothing was changed"
+        )),
+        _ => ToolError::ExecutionFailed(format!(
+            "{doing} {display} failed: {error}; nothing was changed"
+        )),
+    }
+}
