@@ -46,6 +46,9 @@ async fn tools_prints_definitions_in_every_format() {
             "read_file",
             "list_directory",
             "path_info",
+            "grep",
+            "glob",
+            "read_many_files",
             "execute_command",
             "job_output",
             "job_input",
@@ -65,6 +68,9 @@ async fn tools_prints_definitions_in_every_format() {
             "read_file",
             "list_directory",
             "path_info",
+            "grep",
+            "glob",
+            "read_many_files",
             "execute_command",
             "job_output",
             "job_input",
@@ -100,7 +106,7 @@ async fn tools_filters_by_tag_category_and_name() {
         &["tools", "--category", "filesystem", "--format", "anthropic"],
     )
     .await;
-    assert_eq!(by_category.as_array().unwrap().len(), 3);
+    assert_eq!(by_category.as_array().unwrap().len(), 6);
     let web = json_of(&root, &["tools", "--category", "web"]).await;
     assert_eq!(names(&web, "/name"), ["web_search"]);
     let none = json_of(&root, &["tools", "--category", "Web"]).await;
@@ -118,7 +124,7 @@ async fn tools_filters_by_tag_category_and_name() {
     .await;
     assert_eq!(
         names(&by_name, "/function/name"),
-        ["read_file", "path_info"]
+        ["read_file", "path_info", "read_many_files"]
     );
     let bad = run(&root, &["tools", "--name-pattern", "("]).await;
     assert_eq!(bad.code, 2);
@@ -186,6 +192,9 @@ async fn tool_selection_applies_to_every_command() {
         [
             "list_directory",
             "path_info",
+            "grep",
+            "glob",
+            "read_many_files",
             "execute_command",
             "job_output",
             "job_input",

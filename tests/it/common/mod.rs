@@ -16,9 +16,9 @@ pub(crate) mod web_fixture;
 
 pub(crate) use config::{ALLOW_SHELLS, config_file};
 
-/// Built-in tools a default server lists: read_file, list_directory, path_info,
-/// execute_command, job_output, job_input, job_kill, job_list, web_search.
-pub(crate) const BUILTIN_TOOLS: usize = 9;
+/// Built-in tools a default server lists: read_file, list_directory, path_info, grep, glob,
+/// read_many_files, execute_command, job_output, job_input, job_kill, job_list, web_search.
+pub(crate) const BUILTIN_TOOLS: usize = 12;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
