@@ -56,6 +56,9 @@ pub(crate) fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, S
         typed(fs::ReadFile::new(settings.fs)),
         typed(fs::ListDirectory::new(settings.fs)),
         typed(fs::PathInfo),
+        typed(fs::Grep::new(settings.fs)),
+        typed(fs::Glob::new(settings.fs)),
+        typed(fs::ReadManyFiles::new(settings.fs)),
     ];
     if settings.write.write != fs::WriteMode::Off {
         tools.extend([

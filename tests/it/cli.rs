@@ -46,6 +46,9 @@ async fn tools_prints_definitions_in_every_format() {
             "read_file",
             "list_directory",
             "path_info",
+            "grep",
+            "glob",
+            "read_many_files",
             "write_file",
             "edit_file",
             "create_directory",
@@ -69,6 +72,9 @@ async fn tools_prints_definitions_in_every_format() {
             "read_file",
             "list_directory",
             "path_info",
+            "grep",
+            "glob",
+            "read_many_files",
             "write_file",
             "edit_file",
             "create_directory",
@@ -108,7 +114,7 @@ async fn tools_filters_by_tag_category_and_name() {
         &["tools", "--category", "filesystem", "--format", "anthropic"],
     )
     .await;
-    assert_eq!(by_category.as_array().unwrap().len(), 7);
+    assert_eq!(by_category.as_array().unwrap().len(), 10);
     let web = json_of(&root, &["tools", "--category", "web"]).await;
     assert_eq!(names(&web, "/name"), ["web_search"]);
     let none = json_of(&root, &["tools", "--category", "Web"]).await;
@@ -126,7 +132,7 @@ async fn tools_filters_by_tag_category_and_name() {
     .await;
     assert_eq!(
         names(&by_name, "/function/name"),
-        ["read_file", "path_info"]
+        ["read_file", "path_info", "read_many_files"]
     );
     let bad = run(&root, &["tools", "--name-pattern", "("]).await;
     assert_eq!(bad.code, 2);
@@ -194,6 +200,9 @@ async fn tool_selection_applies_to_every_command() {
         [
             "list_directory",
             "path_info",
+            "grep",
+            "glob",
+            "read_many_files",
             "write_file",
             "edit_file",
             "create_directory",

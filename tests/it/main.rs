@@ -26,6 +26,8 @@ mod confinement;
 mod exec;
 // read_file, list_directory and path_info: happy paths, paging, encodings and limits.
 mod fs_tools;
+// grep, glob and read_many_files: context, ignore rules, binary and secret skips, caps, errors.
+mod search_tools;
 // The HTTP transports (Streamable HTTP and legacy SSE) and their security rules.
 mod http;
 // Behaviour that needs a fake tool (one that panics, one that waits), served in-process.

@@ -1,0 +1,380 @@
+//! Issue 14: `grep` through MCP across a large tree, against ripgrep (`rg --json`) and
+//! rust-mcp-filesystem's `search_files_content`, in one run. Targets: at most 1.5× rg's time,
+//! at least 3× faster than rust-mcp-filesystem.
+//!
+//! The tree is the cargo registry sources (`~/.cargo/registry/src`, hundreds of MB), or
+//! `TOOLPORT_SEARCH_TREE`. toolport (the release binary, `CARGO_BIN_EXE_toolport` or
+//! `TOOLPORT_BIN`) serves it as its root over stdio, with `--read-max-bytes` at its maximum
+//! (64 MiB) and `max_results` at 100000, so the call returns every match (checked:
+//! `truncated` must be false) and does the same work as rg, which prints every match.
+//! rg runs as `rg --json --no-require-git [-F] -e PATTERN TREE` (toolport honours .gitignore
+//! outside git repositories too; both skip hidden and binary files and follow no links); its
+//! time includes reading all of its output. rust-mcp-filesystem (when `rust-mcp-filesystem` is
+//! on PATH; `cargo install rust-mcp-filesystem --version 0.4.5`) serves the tree and gets
+//! `search_files_content {path: TREE, pattern: "*", query, is_regex}`: it always matches
+//! case-insensitively and honours no ignore file, so its match count differs a little.
+//!
+//! The client is a raw JSON-RPC writer/reader on each server's pipes (no SDK); a call's time
+//! is from writing the request to reading the whole answer. Each round runs every query
+//! against every tool in an order that rotates each round; the figure per tool is the median
+//! over rounds, and a ratio is the median of the per-round ratios (paired).
+//!
+//! Run with `cargo bench --bench search` (`TOOLPORT_SEARCH_ROUNDS` sets the rounds, default
+//! 5). Under `cargo test --benches` it searches a small generated tree once as a smoke test;
+//! those numbers are not measurements.
+
+// A benchmark is not library code: a failed setup step should stop the run loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// Printing the results to stdout is how this bench reports them.
+#![allow(clippy::print_stdout)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::common::args::bench_mode;
+use crate::common::stats::median;
+use crate::common::toolport_bin;
+
+/// Default rounds: each runs every query on every tool once.
+const DEFAULT_ROUNDS: usize = 5;
+/// toolport's largest `read_max_bytes`, so the byte budget does not cut the result.
+const READ_MAX_BYTES: &str = "67108864";
+/// `grep`'s largest `max_results`.
+const MAX_RESULTS: u64 = 100_000;
+
+/// One query, as each tool spells it.
+struct Query {
+    name: &'static str,
+    pattern: &'static str,
+    literal: bool,
+}
+
+const QUERIES: &[Query] = &[
+    Query {
+        name: "literal `unsafe impl`",
+        pattern: "unsafe impl",
+        literal: true,
+    },
+    Query {
+        name: r"regex `fn\s+new_\w+\(`",
+        pattern: r"fn\s+new_\w+\(",
+        literal: false,
+    },
+];
+
+/// An MCP server over stdio.
+struct Server {
+    name: &'static str,
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    fn start(name: &'static str, mut cmd: Command) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut server = Self {
+            name,
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        server.request(
+            "initialize",
+            &json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+        );
+        server
+            .stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .unwrap();
+        server
+    }
+
+    /// Send one request and read its answer's `result`.
+    fn request(&mut self, method: &str, params: &Value) -> Value {
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+            .to_string() + "\n";
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "{} closed stdout",
+                self.name
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            // Skip notifications and server requests; the answer carries our id.
+            if message.get("method").is_none() && message["id"] == json!(self.next_id) {
+                return message
+                    .get("result")
+                    .cloned()
+                    .unwrap_or_else(|| panic!("{}: {message}", self.name));
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: &Value) -> Value {
+        self.request("tools/call", &json!({"name": tool, "arguments": arguments}))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The tools compared.
+enum Tool {
+    Toolport(Server),
+    Ripgrep,
+    RustMcpFilesystem(Server),
+}
+
+impl Tool {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Toolport(_) => "toolport grep (MCP)",
+            Self::Ripgrep => "rg --json",
+            Self::RustMcpFilesystem(_) => "rust-mcp-filesystem search_files_content (MCP)",
+        }
+    }
+
+    /// Run `query` over `tree` once: seconds, and the number of matching lines.
+    fn run(&mut self, tree: &Path, query: &Query) -> (f64, usize) {
+        let started = Instant::now();
+        let matches = match self {
+            Self::Toolport(server) => {
+                let result = server.call(
+                    "grep",
+                    &json!({
+                        "pattern": query.pattern,
+                        "path": tree,
+                        "fixed_strings": query.literal,
+                        "max_results": MAX_RESULTS,
+                    }),
+                );
+                let structured = &result["structuredContent"];
+                assert_eq!(
+                    structured["truncated"],
+                    json!(false),
+                    "the call must return every match: {}",
+                    result["content"][0]["text"]
+                );
+                structured["matches"].as_array().unwrap().len()
+            }
+            Self::Ripgrep => {
+                let mut cmd = Command::new("rg");
+                cmd.args(["--json", "--no-require-git"]);
+                if query.literal {
+                    cmd.arg("-F");
+                }
+                cmd.arg("-e").arg(query.pattern).arg(tree);
+                let mut child = cmd
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let out = BufReader::new(child.stdout.take().unwrap());
+                let count = out
+                    .split(b'\n')
+                    .filter(|line| {
+                        line.as_ref()
+                            .is_ok_and(|l| l.starts_with(br#"{"type":"match""#))
+                    })
+                    .count();
+                child.wait().unwrap();
+                count
+            }
+            Self::RustMcpFilesystem(server) => {
+                let result = server.call(
+                    "search_files_content",
+                    &json!({
+                        "path": tree,
+                        "pattern": "*",
+                        "query": query.pattern,
+                        "is_regex": !query.literal,
+                    }),
+                );
+                let text = result["content"][0]["text"].as_str().unwrap_or_default();
+                // "  LINE:COL: text" per match, under a line per file.
+                text.lines()
+                    .filter(|l| {
+                        l.strip_prefix("  ")
+                            .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+                    })
+                    .count()
+            }
+        };
+        (started.elapsed().as_secs_f64(), matches)
+    }
+}
+
+fn on_path(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A small tree for the smoke test: a few hundred files, some matching.
+fn smoke_tree(dir: &Path) {
+    for i in 0..300 {
+        let sub = dir.join(format!("crate{}", i % 10));
+        std::fs::create_dir_all(&sub).unwrap();
+        let body: String = (0..50)
+            .map(|j| {
+                if j % 17 == 0 {
+                    format!("unsafe impl Send for T{j} {{}}\nfn new_{j}() {{}}\n")
+                } else {
+                    format!("let x{j} = {j};\n")
+                }
+            })
+            .collect();
+        std::fs::write(sub.join(format!("f{i}.rs")), body).unwrap();
+    }
+}
+
+fn main() {
+    let bench = bench_mode();
+    let smoke_dir = tempfile::tempdir().unwrap();
+    let tree: PathBuf = if bench {
+        std::env::var_os("TOOLPORT_SEARCH_TREE")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/registry/src"))
+            })
+            .unwrap()
+    } else {
+        smoke_tree(smoke_dir.path());
+        smoke_dir.path().to_path_buf()
+    };
+    let Ok(tree) = std::fs::canonicalize(&tree) else {
+        println!(
+            "search: skipped, no tree at {} (set TOOLPORT_SEARCH_TREE)",
+            tree.display()
+        );
+        return;
+    };
+    let rounds = if bench {
+        std::env::var("TOOLPORT_SEARCH_ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(DEFAULT_ROUNDS)
+    } else {
+        1
+    };
+
+    let config_home = tempfile::tempdir().unwrap();
+    let mut toolport = Command::new(toolport_bin());
+    toolport
+        .arg("--root")
+        .arg(&tree)
+        .args(["--read-max-bytes", READ_MAX_BYTES])
+        .env("XDG_CONFIG_HOME", config_home.path())
+        .env_remove("RUST_LOG");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("TOOLPORT_") || key.starts_with("OTEL_") {
+            toolport.env_remove(key);
+        }
+    }
+    let mut tools = vec![Tool::Toolport(Server::start("toolport", toolport))];
+    if on_path("rg") {
+        tools.push(Tool::Ripgrep);
+    } else {
+        println!("search: rg is not on PATH, so ripgrep is left out (cargo install ripgrep)");
+    }
+    // rust-mcp-filesystem has no --version; `--help` answers when it is installed.
+    let rmf_installed = Command::new("rust-mcp-filesystem")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if rmf_installed {
+        let mut cmd = Command::new("rust-mcp-filesystem");
+        cmd.arg(&tree);
+        tools.push(Tool::RustMcpFilesystem(Server::start(
+            "rust-mcp-filesystem",
+            cmd,
+        )));
+    } else {
+        println!(
+            "search: rust-mcp-filesystem is not on PATH, so it is left out (cargo install rust-mcp-filesystem --version 0.4.5)"
+        );
+    }
+
+    // times[query][tool] = one time per round; counts from the last run.
+    let mut times = vec![vec![Vec::new(); tools.len()]; QUERIES.len()];
+    let mut counts = vec![vec![0usize; tools.len()]; QUERIES.len()];
+    // Warm-up: one run of each, which also brings the tree into the page cache.
+    for query in QUERIES {
+        for tool in &mut tools {
+            tool.run(&tree, query);
+        }
+    }
+    for round in 0..rounds {
+        for (q, query) in QUERIES.iter().enumerate() {
+            let n = tools.len();
+            for i in 0..n {
+                let t = (round + i) % n;
+                let (secs, matches) = tools[t].run(&tree, query);
+                times[q][t].push(secs);
+                counts[q][t] = matches;
+            }
+        }
+    }
+
+    println!(
+        "\nsearch: grep over {} ({rounds} rounds, interleaved; medians)\n",
+        tree.display()
+    );
+    println!("| query | tool | matching lines | median s | ratio |");
+    println!("|---|---|---|---|---|");
+    for (q, query) in QUERIES.iter().enumerate() {
+        let ours = &times[q][0];
+        for (t, tool) in tools.iter().enumerate() {
+            let ratio = match tool {
+                Tool::Toolport(_) => "-".to_owned(),
+                Tool::Ripgrep => {
+                    let r: Vec<f64> = ours.iter().zip(&times[q][t]).map(|(a, b)| a / b).collect();
+                    format!("toolport / rg = {:.2}× (target ≤ 1.5×)", median(&r))
+                }
+                Tool::RustMcpFilesystem(_) => {
+                    let r: Vec<f64> = times[q][t].iter().zip(ours).map(|(a, b)| a / b).collect();
+                    format!(
+                        "rust-mcp-filesystem / toolport = {:.1}× (target ≥ 3×)",
+                        median(&r)
+                    )
+                }
+            };
+            println!(
+                "| {} | {} | {} | {:.3} | {ratio} |",
+                query.name,
+                tool.name(),
+                counts[q][t],
+                median(&times[q][t])
+            );
+        }
+    }
+}
