@@ -10,9 +10,11 @@
 //! rg runs as `rg --json --no-require-git [-F] -e PATTERN TREE` (toolport honours .gitignore
 //! outside git repositories too; both skip hidden and binary files and follow no links); its
 //! time includes reading all of its output. rust-mcp-filesystem (when `rust-mcp-filesystem` is
-//! on PATH; `cargo install rust-mcp-filesystem --version 0.4.5`) serves the tree and gets
+//! on PATH; `cargo install rust-mcp-filesystem --version 0.4.5`) gets
 //! `search_files_content {path: TREE, pattern: "*", query, is_regex}`: it always matches
-//! case-insensitively and honours no ignore file, so its match count differs a little.
+//! case-insensitively and honours no ignore file, so its match count can differ. It cannot
+//! search the whole registry (it runs out of file descriptors, see [`RMF_SUBTREE`]), so the
+//! three are also compared on one large crate of it.
 //!
 //! The client is a raw JSON-RPC writer/reader on each server's pipes (no SDK); a call's time
 //! is from writing the request to reading the whole answer. Each round runs every query
@@ -45,6 +47,10 @@ use crate::common::toolport_bin;
 const DEFAULT_ROUNDS: usize = 5;
 /// toolport's largest `read_max_bytes`, so the byte budget does not cut the result.
 const READ_MAX_BYTES: &str = "67108864";
+/// The crate of the registry that rust-mcp-filesystem searches: it keeps every file of a
+/// search open until the end (0.4.5), so the whole registry (~28,000 files) fails with "Too
+/// many open files" under a 20,000 descriptor limit; this crate is 114 MB in 702 files.
+const RMF_SUBTREE: &str = "windows-0.62.2";
 /// `grep`'s largest `max_results`.
 const MAX_RESULTS: u64 = 100_000;
 
@@ -62,8 +68,8 @@ const QUERIES: &[Query] = &[
         literal: true,
     },
     Query {
-        name: r"regex `fn\s+new_\w+\(`",
-        pattern: r"fn\s+new_\w+\(",
+        name: r"regex `pub\s+struct\s+\w+Options`",
+        pattern: r"pub\s+struct\s+\w+Options",
         literal: false,
     },
 ];
@@ -255,6 +261,21 @@ fn smoke_tree(dir: &Path) {
     }
 }
 
+/// A tree and the tools compared on it (indices into the tool list; toolport is 0).
+struct Set {
+    tree: PathBuf,
+    tools: Vec<usize>,
+}
+
+/// The crate directory `name` under the registry's index directories, if there is one.
+fn registry_crate(tree: &Path, name: &str) -> Option<PathBuf> {
+    std::fs::read_dir(tree)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|index| index.path().join(name))
+        .find(|path| path.is_dir())
+}
+
 fn main() {
     let bench = bench_mode();
     let smoke_dir = tempfile::tempdir().unwrap();
@@ -299,11 +320,17 @@ fn main() {
         }
     }
     let mut tools = vec![Tool::Toolport(Server::start("toolport", toolport))];
+    let mut full = Set {
+        tree: tree.clone(),
+        tools: vec![0],
+    };
     if on_path("rg") {
         tools.push(Tool::Ripgrep);
+        full.tools.push(tools.len() - 1);
     } else {
         println!("search: rg is not on PATH, so ripgrep is left out (cargo install ripgrep)");
     }
+    let mut sets = vec![full];
     // rust-mcp-filesystem has no --version; `--help` answers when it is installed.
     let rmf_installed = Command::new("rust-mcp-filesystem")
         .arg("--help")
@@ -311,70 +338,94 @@ fn main() {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if rmf_installed {
-        let mut cmd = Command::new("rust-mcp-filesystem");
-        cmd.arg(&tree);
-        tools.push(Tool::RustMcpFilesystem(Server::start(
-            "rust-mcp-filesystem",
-            cmd,
-        )));
+    let subtree = if bench {
+        registry_crate(&tree, RMF_SUBTREE)
     } else {
-        println!(
+        Some(tree.clone())
+    };
+    match (rmf_installed, subtree) {
+        (true, Some(subtree)) => {
+            let mut cmd = Command::new("rust-mcp-filesystem");
+            cmd.arg(&subtree);
+            tools.push(Tool::RustMcpFilesystem(Server::start(
+                "rust-mcp-filesystem",
+                cmd,
+            )));
+            let mut set = Set {
+                tree: subtree,
+                tools: vec![0],
+            };
+            if matches!(tools.get(1), Some(Tool::Ripgrep)) {
+                set.tools.push(1);
+            }
+            set.tools.push(tools.len() - 1);
+            sets.push(set);
+        }
+        (false, _) => println!(
             "search: rust-mcp-filesystem is not on PATH, so it is left out (cargo install rust-mcp-filesystem --version 0.4.5)"
-        );
+        ),
+        (true, None) => println!(
+            "search: no {RMF_SUBTREE} crate under {}, so rust-mcp-filesystem is left out",
+            tree.display()
+        ),
     }
 
-    // times[query][tool] = one time per round; counts from the last run.
-    let mut times = vec![vec![Vec::new(); tools.len()]; QUERIES.len()];
-    let mut counts = vec![vec![0usize; tools.len()]; QUERIES.len()];
-    // Warm-up: one run of each, which also brings the tree into the page cache.
-    for query in QUERIES {
-        for tool in &mut tools {
-            tool.run(&tree, query);
+    // times[set][query][tool] = one time per round; counts from the last run.
+    let mut times = vec![vec![vec![Vec::new(); tools.len()]; QUERIES.len()]; sets.len()];
+    let mut counts = vec![vec![vec![0usize; tools.len()]; QUERIES.len()]; sets.len()];
+    // Warm-up: one run of each, which also brings the trees into the page cache.
+    for set in &sets {
+        for query in QUERIES {
+            for &t in &set.tools {
+                tools[t].run(&set.tree, query);
+            }
         }
     }
     for round in 0..rounds {
-        for (q, query) in QUERIES.iter().enumerate() {
-            let n = tools.len();
-            for i in 0..n {
-                let t = (round + i) % n;
-                let (secs, matches) = tools[t].run(&tree, query);
-                times[q][t].push(secs);
-                counts[q][t] = matches;
+        for (s, set) in sets.iter().enumerate() {
+            for (q, query) in QUERIES.iter().enumerate() {
+                let n = set.tools.len();
+                for i in 0..n {
+                    let t = set.tools[(round + i) % n];
+                    let (secs, matches) = tools[t].run(&set.tree, query);
+                    times[s][q][t].push(secs);
+                    counts[s][q][t] = matches;
+                }
             }
         }
     }
 
-    println!(
-        "\nsearch: grep over {} ({rounds} rounds, interleaved; medians)\n",
-        tree.display()
-    );
-    println!("| query | tool | matching lines | median s | ratio |");
-    println!("|---|---|---|---|---|");
-    for (q, query) in QUERIES.iter().enumerate() {
-        let ours = &times[q][0];
-        for (t, tool) in tools.iter().enumerate() {
-            let ratio = match tool {
-                Tool::Toolport(_) => "-".to_owned(),
-                Tool::Ripgrep => {
-                    let r: Vec<f64> = ours.iter().zip(&times[q][t]).map(|(a, b)| a / b).collect();
-                    format!("toolport / rg = {:.2}× (target ≤ 1.5×)", median(&r))
-                }
-                Tool::RustMcpFilesystem(_) => {
-                    let r: Vec<f64> = times[q][t].iter().zip(ours).map(|(a, b)| a / b).collect();
-                    format!(
-                        "rust-mcp-filesystem / toolport = {:.1}× (target ≥ 3×)",
-                        median(&r)
-                    )
-                }
-            };
-            println!(
-                "| {} | {} | {} | {:.3} | {ratio} |",
-                query.name,
-                tool.name(),
-                counts[q][t],
-                median(&times[q][t])
-            );
+    println!("\nsearch: grep, {rounds} rounds, interleaved; medians\n");
+    println!("| tree | query | tool | matching lines | median s | ratio (paired) |");
+    println!("|---|---|---|---|---|---|");
+    for (s, set) in sets.iter().enumerate() {
+        for (q, query) in QUERIES.iter().enumerate() {
+            let ours = &times[s][q][0];
+            for &t in &set.tools {
+                let theirs = &times[s][q][t];
+                let ratio = match &tools[t] {
+                    Tool::Toolport(_) => "-".to_owned(),
+                    Tool::Ripgrep => {
+                        let r: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
+                        format!("toolport / rg = {:.2}× (target ≤ 1.5×)", median(&r))
+                    }
+                    Tool::RustMcpFilesystem(_) => {
+                        let r: Vec<f64> = theirs.iter().zip(ours).map(|(a, b)| a / b).collect();
+                        format!(
+                            "rust-mcp-filesystem / toolport = {:.1}× (target ≥ 3×)",
+                            median(&r)
+                        )
+                    }
+                };
+                println!(
+                    "| {} | {} | {} | {} | {:.3} | {ratio} |",
+                    set.tree.display(),
+                    query.name,
+                    tools[t].name(),
+                    counts[s][q][t],
+                    median(theirs)
+                );
+            }
         }
     }
 }

@@ -488,3 +488,34 @@ async fn read_many_files_takes_a_glob_within_one_budget() {
         json!("line 0000\nline 0001\n")
     );
 }
+
+#[tokio::test]
+async fn grep_searches_one_named_file_and_glob_a_subdirectory() {
+    let (_d, root) = tempdir();
+    fs::create_dir_all(root.join("a/b")).unwrap();
+    fs::write(root.join("a/one.txt"), "needle 1\n").unwrap();
+    fs::write(root.join("a/b/two.txt"), "needle 2\n").unwrap();
+    let client = connect(&root).await;
+    let one = ok(&call(
+        &client,
+        "grep",
+        json!({"pattern": "needle", "path": "a/one.txt", "glob": "*.md"}),
+    )
+    .await);
+    assert_eq!(
+        (paths_of(&one, "matches"), &one["path"]),
+        (
+            vec![abs(&root, "a/one.txt")],
+            &json!(abs(&root, "a/one.txt"))
+        ),
+        "a file named as the path is searched whatever the glob"
+    );
+    let sub = ok(&call(&client, "glob", json!({"pattern": "b/*.txt", "path": "a"})).await);
+    assert_eq!(paths_of(&sub, "files"), vec![abs(&root, "a/b/two.txt")]);
+    let none = call(&client, "glob", json!({"pattern": "*.md"})).await;
+    assert_eq!(ok(&none)["files"], json!([]));
+    assert!(text(&none).starts_with("No files match"), "{}", text(&none));
+    let too_many: Vec<String> = (0..201).map(|i| format!("f{i}")).collect();
+    let refused = err(&call(&client, "read_many_files", json!({"paths": too_many})).await);
+    assert!(refused.contains("at most 200 files"), "{refused}");
+}

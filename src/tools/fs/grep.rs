@@ -709,6 +709,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cancelled_call_stops_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(dir.path().join(format!("f{i}.txt")), "needle\n").unwrap();
+        }
+        let workspace = Arc::new(Workspace::new(&[dir.path().to_path_buf()], &[]).unwrap());
+        let p: Params = serde_json::from_value(json!({"pattern": "needle"})).unwrap();
+        let matcher = build_matcher(&p).unwrap();
+        let caps = Caps {
+            max_results: 100,
+            max_bytes: 1 << 20,
+        };
+        let cancel = CancellationToken::new();
+        let found = search(&workspace, &p, &matcher, caps, &cancel).unwrap();
+        assert_eq!(found.matches.len(), 50);
+        cancel.cancel();
+        assert_eq!(
+            search(&workspace, &p, &matcher, caps, &cancel).map(|r| r.matches.len()),
+            Err(ToolError::Cancelled("grep was cancelled".into()))
+        );
+    }
+
+    #[test]
     fn a_bad_regex_names_its_position() {
         let err = check_syntax("foo(bar", false).unwrap_err().to_string();
         assert!(
