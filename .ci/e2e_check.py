@@ -13,6 +13,8 @@ exits non-zero with a clear message when the result is not what toolport must an
   e2e_check.py plugin-text  OUT.json TEXT             a text plugin tool succeeded and its text contains TEXT
   e2e_check.py plugin-json  OUT.json                  system_info succeeded with structuredContent (uptime, memory)
   e2e_check.py metrics-resource OUT.json              resources/read toolport://metrics gave JSON samples
+  e2e_check.py structured   OUT.json KEY JSON         a call succeeded and structuredContent[KEY] == JSON
+  e2e_check.py file-is      OUT.json FILE TEXT        a call succeeded and FILE now holds exactly TEXT
 """
 
 import json
@@ -22,6 +24,13 @@ REQUIRED_TOOLS = (
     "read_file",
     "list_directory",
     "path_info",
+    "grep",
+    "glob",
+    "read_many_files",
+    "write_file",
+    "edit_file",
+    "create_directory",
+    "move_path",
     "execute_command",
     "job_output",
     "job_input",
@@ -169,6 +178,36 @@ def metrics_resource(out: str) -> None:
     print(f"ok: toolport://metrics -> {len(samples)} samples")
 
 
+def succeeded(out: str) -> dict:
+    result = load_result(out)
+    if result.get("isError") is not False:
+        fail(f"the call returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
+    sc = result.get("structuredContent")
+    if not isinstance(sc, dict):
+        fail(f"the call returned no structuredContent: {json.dumps(result)[:500]}")
+    return sc
+
+
+def structured(out: str, key: str, expected: str) -> None:
+    sc = succeeded(out)
+    want = json.loads(expected)
+    if sc.get(key) != want:
+        fail(f"structuredContent.{key} is {json.dumps(sc.get(key))[:500]}, expected {expected}")
+    print(f"ok: structuredContent.{key} == {expected}")
+
+
+def file_is(out: str, path: str, text: str) -> None:
+    succeeded(out)
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            got = f.read()
+    except OSError as e:
+        fail(f"cannot read {path} after the call: {e}")
+    if got != text:
+        fail(f"{path} holds {got!r}, expected {text!r}")
+    print(f"ok: {path} holds the expected {len(text)} characters")
+
+
 def main(argv: list[str]) -> None:
     checks = {
         "tools-list": (tools_list, 1),
@@ -180,6 +219,8 @@ def main(argv: list[str]) -> None:
         "plugin-text": (plugin_text, 2),
         "plugin-json": (plugin_json, 1),
         "metrics-resource": (metrics_resource, 1),
+        "structured": (structured, 3),
+        "file-is": (file_is, 3),
     }
     if len(argv) < 2 or argv[1] not in checks or len(argv) - 2 != checks[argv[1]][1]:
         fail(f"usage: see the docstring of {argv[0]}; got {argv[1:]}")
