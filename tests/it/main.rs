@@ -24,6 +24,8 @@ mod confinement;
 // execute_command: output, timeouts, process-tree kills, cancellation, policy, confirmation,
 // Landlock.
 mod exec;
+// fetch_url, offline, against a local site: formats, paging, cache, limits, the SSRF guard.
+mod fetch_url;
 // read_file, list_directory and path_info: happy paths, paging, encodings and limits.
 mod fs_tools;
 // The HTTP transports (Streamable HTTP and legacy SSE) and their security rules.

@@ -18,7 +18,7 @@ pub(crate) use config::{ALLOW_SHELLS, config_file};
 
 /// Built-in tools a default server lists: read_file, list_directory, path_info,
 /// execute_command, job_output, job_input, job_kill, job_list, web_search.
-pub(crate) const BUILTIN_TOOLS: usize = 9;
+pub(crate) const BUILTIN_TOOLS: usize = 10;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
