@@ -76,6 +76,11 @@ impl Site {
                     )
                 }),
             )
+            .route(
+                "/robots.txt",
+                get(|| async { "User-agent: *\nDisallow: /private\n" }),
+            )
+            .route("/private", get(|| async { "private notes" }))
             .route("/redirect", get(redirect))
             .route(
                 "/loop",
@@ -471,4 +476,28 @@ async fn a_slow_server_hits_the_timeout() {
             .await;
     let e = err(&fetch(&client, json!({"url": site.url("/slow")})).await);
     assert!(e.contains("timed out") && e.contains("300 ms"), "{e}");
+}
+
+#[tokio::test]
+async fn robots_txt_is_obeyed_only_when_the_operator_asks() {
+    let site = Site::start().await;
+    let (_dir, client) = server(OPEN).await;
+    let out = ok(&fetch(&client, json!({"url": site.url("/private")})).await);
+    assert_eq!(out["content"], json!("private notes"));
+    assert_eq!(site.hits(), 1, "robots.txt is not read by default");
+
+    let (_dir2, client) =
+        server("[web.fetch]\nallow_private = true\nmin_interval_ms = 0\nrespect_robots = true\n")
+            .await;
+    ok(&fetch(&client, json!({"url": site.url("/article")})).await);
+    assert_eq!(site.hits(), 3, "robots.txt, then the article");
+    let e = err(&fetch(&client, json!({"url": site.url("/private")})).await);
+    assert!(
+        e.contains("robots.txt") && e.contains("disallows") && e.contains("toolport"),
+        "{e}"
+    );
+    // A redirect into a disallowed path is refused at that hop; robots.txt is read once.
+    let e = err(&fetch(&client, json!({"url": site.url("/redirect?to=/private")})).await);
+    assert!(e.contains("disallows"), "{e}");
+    assert_eq!(site.hits(), 4, "only the redirect itself");
 }

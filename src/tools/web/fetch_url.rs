@@ -13,13 +13,17 @@
 //! ([`super::extract`]) runs on a blocking thread. The whole fetch, every hop and the body,
 //! runs under `timeout_ms` and the call's cancellation.
 //!
+//! With `respect_robots`, each hop is also checked against its site's robots.txt (read through
+//! the same guarded path, kept an hour per origin; `texting_robots` parses it). It is off by
+//! default: the tool fetches the one page a user or model asked for, as a browser does.
+//!
 //! The client is `fetch_url`'s own (built from [`super::fetch::client_builder`], the stack
 //! `web_search` uses), so a search provider's key header can never reach a fetched host.
 
 use std::net::IpAddr;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use lru::LruCache;
@@ -48,6 +52,13 @@ pub(crate) const MAX_REDIRECTS: usize = 5;
 /// Hosts whose throttles are remembered; the least recently used is forgotten past this (its
 /// next request simply does not wait), which bounds memory on a long-running server.
 const MAX_THROTTLED_HOSTS: usize = 1024;
+/// How long a site's robots.txt is kept: crawlers commonly re-read it daily; an hour keeps a
+/// long-running server close to the site's current wishes.
+const ROBOTS_TTL: Duration = Duration::from_secs(3600);
+/// Sites whose robots.txt is kept.
+const ROBOTS_MAX_SITES: usize = 256;
+/// Most bytes of a robots.txt read (RFC 9309 asks crawlers to parse at least 500 KiB).
+const MAX_ROBOTS_BYTES: usize = 512 * 1024;
 /// The `Accept` header: text first, anything else last (refused if it comes).
 const ACCEPT_TEXT: &str = "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.9,application/xml;q=0.8,*/*;q=0.1";
 
@@ -108,6 +119,26 @@ struct Fetched {
     cut: bool,
 }
 
+/// What a site's robots.txt allows.
+enum Robots {
+    /// Everything (no file, or one that does not parse).
+    All,
+    /// Nothing: the file could not be read (5xx, network failure), with why.
+    Unreachable(String),
+    /// The file's rules for our agent.
+    Rules(texting_robots::Robot),
+}
+
+/// The product token robots.txt groups are matched against: the user agent's first word
+/// before `/` (`toolport` for `toolport/0.1.0`).
+fn robots_agent(user_agent: &str) -> &str {
+    user_agent
+        .split(['/', ' '])
+        .next()
+        .filter(|t| !t.is_empty())
+        .unwrap_or(user_agent)
+}
+
 /// The `fetch_url` tool.
 pub(crate) struct FetchUrl {
     settings: FetchSettings,
@@ -117,6 +148,8 @@ pub(crate) struct FetchUrl {
     client: OnceLock<Result<Fetcher, String>>,
     throttles: Mutex<LruCache<String, Arc<Throttle>>>,
     cache: cache::Cache<Arc<Fetched>, (String, Format)>,
+    /// robots.txt by origin (used only with `respect_robots`).
+    robots: cache::Cache<Arc<Robots>, String>,
 }
 
 /// The fetch client and whether the environment routes it through a proxy.
@@ -163,6 +196,7 @@ impl FetchUrl {
             client: OnceLock::new(),
             throttles: Mutex::new(LruCache::new(hosts)),
             cache: cache::Cache::new(settings.cache_ttl_secs, settings.cache_max_entries),
+            robots: cache::Cache::new(ROBOTS_TTL, ROBOTS_MAX_SITES),
             settings: settings.clone(),
         }
     }
@@ -216,13 +250,28 @@ impl FetchUrl {
         Ok(())
     }
 
-    /// Request `url`, following redirects (each hop checked), and read the final body.
+    /// Request `url` and read the final body (see [`FetchUrl::follow`]).
     async fn fetch(&self, start: Url, format: Format) -> Result<Fetched, ToolError> {
+        let (url, response) = self.follow(start, true).await?;
+        self.read(url, response, format).await
+    }
+
+    /// Request `url`, following redirects: every hop is checked by the guard (and, with
+    /// `respect_robots` and `robots` set, against its site's robots.txt) and waits for its
+    /// host's throttle. Returns the final URL and response (not a redirect).
+    async fn follow(
+        &self,
+        start: Url,
+        robots: bool,
+    ) -> Result<(Url, reqwest::Response), ToolError> {
         let fetcher = self.fetcher()?;
         let mut url = start;
         let mut hops = 0;
-        let response = loop {
+        loop {
             self.check_hop(&url, fetcher.proxied).await?;
+            if robots && self.settings.respect_robots {
+                self.check_robots(&url).await?;
+            }
             let host = url.host_str().unwrap_or_default().to_owned();
             if let Some(throttle) = self.throttle(&host) {
                 throttle.wait().await;
@@ -237,10 +286,10 @@ impl FetchUrl {
                 .map_err(|e| self.transport_error(e, &url))?;
             let status = response.status();
             if !status.is_redirection() {
-                break response;
+                return Ok((url, response));
             }
             let Some(location) = response.headers().get(LOCATION) else {
-                break response;
+                return Ok((url, response));
             };
             hops += 1;
             if hops > MAX_REDIRECTS {
@@ -259,8 +308,71 @@ impl FetchUrl {
                 })?;
             tracing::debug!(from = %url, to = %next, "fetch_url: following a redirect");
             url = next;
+        }
+    }
+
+    /// Refuse `url` when its site's robots.txt disallows it for our user agent. The file is
+    /// read once per origin and kept for [`ROBOTS_TTL`]. As RFC 9309 says: a missing file
+    /// (4xx) allows everything, an unreachable one (5xx, network failure) allows nothing.
+    async fn check_robots(&self, url: &Url) -> Result<(), ToolError> {
+        let origin = url.origin().ascii_serialization();
+        let rules = match self.robots.get(&origin) {
+            Some(rules) => rules,
+            None => {
+                let rules = Arc::new(self.read_robots(url).await);
+                self.robots.put(origin.clone(), rules.clone());
+                rules
+            }
         };
-        self.read(url, response, format).await
+        match rules.as_ref() {
+            Robots::All => Ok(()),
+            Robots::Unreachable(why) => Err(ToolError::Unavailable(format!(
+                "robots.txt of {origin} cannot be read ({why}), so nothing there may be fetched (web.fetch.respect_robots = true)"
+            ))),
+            Robots::Rules(robot) if robot.allowed(url.as_str()) => Ok(()),
+            Robots::Rules(_) => Err(ToolError::PermissionDenied(format!(
+                "robots.txt of {origin} disallows {url} for {agent} (the operator set web.fetch.respect_robots = true)",
+                agent = robots_agent(&self.settings.user_agent)
+            ))),
+        }
+    }
+
+    /// Fetch and parse `/robots.txt` of `url`'s origin (its redirects checked like any hop).
+    async fn read_robots(&self, url: &Url) -> Robots {
+        let Ok(robots_url) = url.join("/robots.txt") else {
+            return Robots::All;
+        };
+        let (_, mut response) = match Box::pin(self.follow(robots_url, false)).await {
+            Ok(answer) => answer,
+            Err(e) => return Robots::Unreachable(e.to_string()),
+        };
+        let status = response.status();
+        if status.is_client_error() || status.is_redirection() {
+            return Robots::All;
+        }
+        if !status.is_success() {
+            return Robots::Unreachable(format!("it answered {}", status.as_u16()));
+        }
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    body.extend_from_slice(&chunk);
+                    if body.len() >= MAX_ROBOTS_BYTES {
+                        // RFC 9309: at least 500 KiB are parsed; the rest may be ignored.
+                        body.truncate(MAX_ROBOTS_BYTES);
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return Robots::Unreachable(chain(&e.without_url())),
+            }
+        }
+        match texting_robots::Robot::new(robots_agent(&self.settings.user_agent), &body) {
+            Ok(robot) => Robots::Rules(robot),
+            // An unparsable file says nothing: allowed.
+            Err(_) => Robots::All,
+        }
     }
 
     /// Check the status and content type, read the body up to the cap, convert it.
@@ -534,6 +646,13 @@ impl TypedTool for FetchUrl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_robots_agent_is_the_product_token() {
+        assert_eq!(robots_agent("toolport/0.1.0"), "toolport");
+        assert_eq!(robots_agent("MyBot 2.0"), "MyBot");
+        assert_eq!(robots_agent("plain"), "plain");
+    }
 
     #[test]
     fn urls_without_a_scheme_get_a_hint() {

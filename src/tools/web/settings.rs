@@ -603,6 +603,7 @@ pub(crate) struct FileFetch {
     cache_max_entries: Option<usize>,
     min_interval_ms: Option<DurationValue>,
     user_agent: Option<String>,
+    respect_robots: Option<bool>,
 }
 
 /// The effective `[web.fetch]` settings of `fetch_url`.
@@ -634,6 +635,8 @@ pub(crate) struct FetchSettings {
     pub(crate) min_interval_ms: Duration,
     /// The User-Agent header.
     pub(crate) user_agent: String,
+    /// Refuse what the site's robots.txt disallows for the user agent's product token.
+    pub(crate) respect_robots: bool,
 }
 
 impl Default for FetchSettings {
@@ -650,6 +653,7 @@ impl Default for FetchSettings {
             cache_max_entries: DEFAULT_FETCH_CACHE_MAX_ENTRIES,
             min_interval_ms: DEFAULT_FETCH_MIN_INTERVAL,
             user_agent: DEFAULT_USER_AGENT.to_owned(),
+            respect_robots: false,
         }
     }
 }
@@ -725,6 +729,7 @@ impl FetchSettings {
                 Some(agent) => check_user_agent("web.fetch.user_agent", agent)?,
                 None => d.user_agent,
             },
+            respect_robots: file.respect_robots.unwrap_or(d.respect_robots),
         })
     }
 }
