@@ -172,11 +172,18 @@ fn description(s: &FetchSettings) -> String {
     } else {
         "Only public addresses are reachable: localhost, private networks, link-local and cloud metadata addresses are refused, at every redirect."
     };
+    let cache = if s.cache_ttl_secs.is_zero() {
+        "Pages are not cached.".to_owned()
+    } else {
+        format!(
+            "A page is cached for {} s by URL and format (`cached: true`), so paging through it fetches it once.",
+            s.cache_ttl_secs.as_secs()
+        )
+    };
     format!(
-        "Fetch a web page by URL and read it: by default the page's main content as markdown (headings, lists, links kept; navigation, ads and footers removed). `format` may also be \"text\" (main content as plain text), \"html\" (the body as received) or \"json\" (a JSON response, pretty-printed). Long content comes in pages of `max_length` characters (default {DEFAULT_FETCH_PAGE_CHARS}, at most {max}): when `next_start_index` is not null, call again with `start_index` set to it. Only http(s) URLs of text (HTML, plain text, markdown, JSON, XML) are read; at most {MAX_REDIRECTS} redirects; bodies beyond {bytes} bytes are cut. {guard} Pages are cached for {ttl} s (`cached: true`).",
+        "Fetch a web page by URL and read it: by default the page's main content as markdown (headings, lists, links kept; navigation, ads and footers removed). `format` may also be \"text\" (main content as plain text), \"html\" (the body as received) or \"json\" (a JSON response, pretty-printed). Long content comes in pages of `max_length` characters (default {DEFAULT_FETCH_PAGE_CHARS}, at most {max}): when `next_start_index` is not null, call again with `start_index` set to it. Only http(s) URLs of text (HTML, plain text, markdown, JSON, XML) are read; at most {MAX_REDIRECTS} redirects; bodies beyond {bytes} bytes are cut. {guard} {cache}",
         max = s.max_length,
         bytes = s.max_response_bytes,
-        ttl = s.cache_ttl_secs.as_secs(),
     )
 }
 
