@@ -75,6 +75,7 @@ pub(crate) fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, S
         typed(job_kill),
         typed(job_list),
         typed(web::WebSearch::new(settings.web, web_requests.clone())),
+        typed(web::FetchUrl::new(&settings.web.fetch)),
     ]);
     Ok(Builtins {
         tools,

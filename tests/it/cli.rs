@@ -58,7 +58,8 @@ async fn tools_prints_definitions_in_every_format() {
             "job_input",
             "job_kill",
             "job_list",
-            "web_search"
+            "web_search",
+            "fetch_url"
         ]
     );
     assert_eq!(mcp[0]["annotations"]["readOnlyHint"], json!(true));
@@ -84,7 +85,8 @@ async fn tools_prints_definitions_in_every_format() {
             "job_input",
             "job_kill",
             "job_list",
-            "web_search"
+            "web_search",
+            "fetch_url"
         ]
     );
     assert_eq!(
@@ -116,7 +118,7 @@ async fn tools_filters_by_tag_category_and_name() {
     .await;
     assert_eq!(by_category.as_array().unwrap().len(), 10);
     let web = json_of(&root, &["tools", "--category", "web"]).await;
-    assert_eq!(names(&web, "/name"), ["web_search"]);
+    assert_eq!(names(&web, "/name"), ["web_search", "fetch_url"]);
     let none = json_of(&root, &["tools", "--category", "Web"]).await;
     assert_eq!(none, json!([]), "categories match exactly");
     let by_name = json_of(
@@ -212,7 +214,8 @@ async fn tool_selection_applies_to_every_command() {
             "job_input",
             "job_kill",
             "job_list",
-            "web_search"
+            "web_search",
+            "fetch_url"
         ]
     );
     let defs = json_of(&root, &["--enable-tool", "path_info", "tools"]).await;

@@ -24,6 +24,8 @@ mod confinement;
 // execute_command: output, timeouts, process-tree kills, cancellation, policy, confirmation,
 // Landlock.
 mod exec;
+// fetch_url, offline, against a local site: formats, paging, cache, limits, the SSRF guard.
+mod fetch_url;
 // read_file, list_directory and path_info: happy paths, paging, encodings and limits.
 mod fs_tools;
 // grep, glob and read_many_files: context, ignore rules, binary and secret skips, caps, errors.

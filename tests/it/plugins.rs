@@ -131,7 +131,8 @@ async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
             "job_input",
             "job_kill",
             "job_list",
-            "web_search"
+            "web_search",
+            "fetch_url"
         ],
         "built-ins come first"
     );

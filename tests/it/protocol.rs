@@ -82,7 +82,8 @@ async fn prompts_hold_every_tools_instructions() {
             "job_input",
             "job_kill",
             "job_list",
-            "web_search"
+            "web_search",
+            "fetch_url"
         ]
     );
     let all = within(client.get_prompt(GetPromptRequestParams::new("tool_instructions")))

@@ -2,9 +2,13 @@
 //! normalised query (trimmed, whitespace collapsed, lowercased) and the result count, not the
 //! provider: a query answered by any provider is answered.
 //!
+//! `fetch_url` keeps its pages in a cache of its own (keyed by URL and format): the two tools
+//! share the type, never entries.
+//!
 //! Nothing is cached to disk; a restart empties it. Failures are never cached, so a provider
 //! that recovers is used again at once.
 
+use std::hash::Hash;
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -26,13 +30,13 @@ pub(crate) fn key(query: &str, count: usize) -> Key {
     )
 }
 
-/// A TTL cache of `V`, bounded in entries.
-pub(crate) struct Cache<V> {
+/// A TTL cache of `V` by `K`, bounded in entries.
+pub(crate) struct Cache<V, K = Key> {
     ttl: Duration,
-    entries: Option<Mutex<LruCache<Key, (Instant, V)>>>,
+    entries: Option<Mutex<LruCache<K, (Instant, V)>>>,
 }
 
-impl<V: Clone> Cache<V> {
+impl<V: Clone, K: Hash + Eq> Cache<V, K> {
     /// A cache keeping at most `max_entries` for `ttl`; a zero TTL disables it.
     pub(crate) fn new(ttl: Duration, max_entries: usize) -> Self {
         let entries = NonZeroUsize::new(max_entries)
@@ -42,7 +46,7 @@ impl<V: Clone> Cache<V> {
     }
 
     /// The cached value for `key`, if present and fresh.
-    pub(crate) fn get(&self, key: &Key) -> Option<V> {
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
         let mut entries = self.entries.as_ref()?.lock().ok()?;
         match entries.get(key) {
             Some((stored, value)) if stored.elapsed() < self.ttl => Some(value.clone()),
@@ -55,7 +59,7 @@ impl<V: Clone> Cache<V> {
     }
 
     /// Store `value` under `key` (evicting the least recently used entry when full).
-    pub(crate) fn put(&self, key: Key, value: V) {
+    pub(crate) fn put(&self, key: K, value: V) {
         if let Some(Ok(mut entries)) = self.entries.as_ref().map(Mutex::lock) {
             entries.put(key, (Instant::now(), value));
         }

@@ -2,6 +2,12 @@
 //! User-Agent), the per-provider throttle, 429 retries that honour `Retry-After` within bounds,
 //! a response size cap, and errors that never carry a URL.
 //!
+//! [`client_builder`] is the one HTTP client stack of the web tools (rustls, timeouts, proxies
+//! from `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`). `fetch_url` builds a separate `Client` from it
+//! with the SSRF guard's resolver and its own redirect handling, so no header a search
+//! provider needs (its key) can ever be sent to a fetched host: the two never share a request
+//! builder, a default header or a connection pool.
+//!
 //! URLs are dropped from every reqwest error (`without_url`): a URL names the endpoint and the
 //! query, and with a careless provider it could carry a key. Keys themselves travel in headers
 //! only (see [`super::provider::SearchProvider::request`]).
@@ -41,6 +47,17 @@ fn redirect_policy() -> reqwest::redirect::Policy {
     })
 }
 
+/// The shared client stack: rustls, a total and a connect timeout; proxies come from the
+/// environment (reqwest's default).
+pub(crate) fn client_builder(
+    timeout: Duration,
+    connect_timeout: Duration,
+) -> reqwest::ClientBuilder {
+    Client::builder()
+        .timeout(timeout)
+        .connect_timeout(connect_timeout)
+}
+
 /// Sends requests for every provider. The HTTP client is built on first use, so a server that
 /// never searches never sets up TLS, and a TLS set-up failure becomes an error result instead
 /// of keeping the other tools from starting.
@@ -70,9 +87,7 @@ impl Fetcher {
 
     fn client(&self, provider: ProviderId) -> Result<&Client, Failure> {
         let built = self.client.get_or_init(|| {
-            Client::builder()
-                .timeout(self.timeout)
-                .connect_timeout(self.connect_timeout)
+            client_builder(self.timeout, self.connect_timeout)
                 .redirect(redirect_policy())
                 .build()
                 .map_err(|e| chain(&e.without_url()))
@@ -227,7 +242,7 @@ impl Fetcher {
 }
 
 /// An error and its sources, "a: b: c", without repeats.
-fn chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut parts = vec![error.to_string()];
     let mut source = error.source();
     while let Some(s) = source {

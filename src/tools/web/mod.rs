@@ -1,5 +1,7 @@
-//! `web_search`: one result schema over five search providers, with failover, a per-provider
-//! throttle and a short TTL cache.
+//! The web tools. `web_search`: one result schema over five search providers, with failover, a
+//! per-provider throttle and a short TTL cache. `fetch_url` ([`fetch_url`]): one page as
+//! markdown, text, HTML or JSON, paged, behind the SSRF [`guard`], converted by [`extract`].
+//! Both send through the client stack of [`fetch`], each with its own client.
 //!
 //! A call normalises the query, answers from the [`cache`] when it can, and otherwise asks the
 //! configured providers in order (see [`settings`] for the default order). Each provider is a
@@ -28,21 +30,25 @@ use crate::typed::{ToolSpec, TypedTool};
 pub(crate) mod brave;
 pub(crate) mod cache;
 pub(crate) mod duckduckgo;
+pub(crate) mod extract;
 pub(crate) mod fetch;
+pub(crate) mod fetch_url;
 pub(crate) mod google;
+pub(crate) mod guard;
 pub(crate) mod provider;
 pub(crate) mod searxng;
 pub(crate) mod settings;
 pub(crate) mod tavily;
 pub(crate) mod throttle;
 
+pub(crate) use fetch_url::FetchUrl;
 pub(crate) use provider::RequestCounter;
 
 use provider::{Failure, FailureKind, Hit, Query, SearchProvider, collapse_whitespace};
 use settings::{ProviderId, WebSettings};
 use throttle::Throttle;
 
-/// The category of `web_search`.
+/// The category of the web tools.
 const CATEGORY: &str = "web";
 /// Longest query accepted, in characters: search engines ignore words beyond about 32
 /// (Google) or a few hundred characters, so a longer "query" is a pasted document, not a search.
@@ -53,8 +59,8 @@ pub(crate) const DEFAULT_NUM_RESULTS: u64 = 5;
 /// Most results one call may ask for (Google's API returns at most 10 per request).
 pub(crate) const MAX_NUM_RESULTS: u64 = 10;
 
-/// Annotations of `web_search`: reads only, talks to the open web, and the same query may
-/// give different results over time (not idempotent).
+/// Annotations of the web tools: they read only, talk to the open web, and the same query or
+/// URL may give different results over time (not idempotent).
 pub(crate) const ANNOTATIONS: Annotations = Annotations {
     read_only: true,
     destructive: false,

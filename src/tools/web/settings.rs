@@ -1,5 +1,6 @@
 //! `[web]` settings for `web_search`: which providers run in which order, their credentials
-//! and base URLs, timeouts, the per-provider throttle, 429 retries and the cache.
+//! and base URLs, timeouts, the per-provider throttle, 429 retries and the cache; and
+//! `[web.fetch]` for `fetch_url` ([`FetchSettings`]: the SSRF guard's lists, limits, cache).
 //!
 //! Credentials come from the environment (`TOOLPORT_BRAVE_API_KEY`, …), the config file
 //! (`api_key`) or a key file (`api_key_file`), never from tool arguments. They are held in
@@ -183,6 +184,8 @@ pub(crate) struct FileWeb {
     searxng: FileProvider,
     #[serde(default)]
     tavily: FileProvider,
+    #[serde(default)]
+    fetch: FileFetch,
 }
 
 /// A `[web.<provider>]` section. Keys that do not apply to a provider (`cx` outside Google, a
@@ -250,6 +253,8 @@ pub struct WebSettings {
     pub(crate) searxng: ProviderSettings,
     /// Tavily.
     pub(crate) tavily: ProviderSettings,
+    /// `fetch_url` (`[web.fetch]`).
+    pub(crate) fetch: FetchSettings,
 }
 
 impl Default for WebSettings {
@@ -277,6 +282,7 @@ impl Default for WebSettings {
             google: provider(ProviderId::Google),
             searxng: provider(ProviderId::Searxng),
             tavily: provider(ProviderId::Tavily),
+            fetch: FetchSettings::default(),
         }
     }
 }
@@ -348,14 +354,9 @@ impl WebSettings {
             ..WebSettings::default()
         };
         if let Some(agent) = file.user_agent {
-            if agent.trim().is_empty() || reqwest::header::HeaderValue::from_str(&agent).is_err() {
-                return Err(invalid(
-                    "web.user_agent".into(),
-                    "must be a non-empty, printable ASCII string",
-                ));
-            }
-            s.user_agent = Some(agent);
+            s.user_agent = Some(check_user_agent("web.user_agent", agent)?);
         }
+        s.fetch = FetchSettings::load(file.fetch)?;
 
         for (id, section) in [
             (ProviderId::Duckduckgo, file.duckduckgo),
@@ -552,6 +553,187 @@ fn load_provider(
     })
 }
 
+fn check_user_agent(key: &'static str, agent: String) -> Result<String, SettingError> {
+    if agent.trim().is_empty() || reqwest::header::HeaderValue::from_str(&agent).is_err() {
+        return Err(invalid(
+            key.into(),
+            "must be a non-empty, printable ASCII string",
+        ));
+    }
+    Ok(agent)
+}
+
+/// Default characters returned by one `fetch_url` call: about 5,000 tokens, a long article's
+/// worth, small enough for a model's context; the rest is a `start_index` away.
+pub(crate) const DEFAULT_FETCH_PAGE_CHARS: usize = 20_000;
+/// Default operator cap on `max_length` (characters per call).
+pub(crate) const DEFAULT_FETCH_MAX_LENGTH: usize = 100_000;
+/// Largest cap an operator may set: 1 M characters is already more than any model's context.
+const MAX_FETCH_MAX_LENGTH: usize = 1_000_000;
+/// Default cap on a fetched body, bytes read from the network: the median web page's HTML is
+/// about 30 KiB and large documentation pages reach 2-3 MiB; 5 MiB bounds a broken or hostile
+/// server's cost.
+pub(crate) const DEFAULT_FETCH_MAX_RESPONSE_BYTES: usize = 5 * 1024 * 1024;
+/// Default total time of one fetch, every redirect hop and the body included: a slow page
+/// should not hold a model for long; MCP clients give up after about 60 s.
+pub(crate) const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(20);
+/// Default cache lifetime of a fetched page: a model paging through a page, or reading it
+/// again in the same task, gets the same text without another request.
+pub(crate) const DEFAULT_FETCH_CACHE_TTL: Duration = Duration::from_secs(300);
+/// Default number of cached pages: each holds a page's converted text (up to the body cap).
+pub(crate) const DEFAULT_FETCH_CACHE_MAX_ENTRIES: usize = 64;
+/// Most cached pages an operator may set (each may hold several MiB).
+const MAX_FETCH_CACHE_MAX_ENTRIES: usize = 10_000;
+/// Default least time between two requests to one host: a model fetching several pages of a
+/// site reads like one person, not a crawler.
+pub(crate) const DEFAULT_FETCH_MIN_INTERVAL: Duration = Duration::from_millis(200);
+
+/// The `[web.fetch]` section of the config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileFetch {
+    allow_private: Option<bool>,
+    allowed_hosts: Option<Vec<String>>,
+    denied_hosts: Option<Vec<String>>,
+    max_length: Option<usize>,
+    max_response_bytes: Option<usize>,
+    timeout_ms: Option<DurationValue>,
+    connect_timeout_ms: Option<DurationValue>,
+    cache_ttl_secs: Option<DurationValue>,
+    cache_max_entries: Option<usize>,
+    min_interval_ms: Option<DurationValue>,
+    user_agent: Option<String>,
+    respect_robots: Option<bool>,
+}
+
+/// The effective `[web.fetch]` settings of `fetch_url`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct FetchSettings {
+    /// Turn the SSRF guard's address rules off (scheme, credentials and denied_hosts stay).
+    pub(crate) allow_private: bool,
+    /// Hosts exempt from the address rules (names or address literals).
+    pub(crate) allowed_hosts: Vec<String>,
+    /// Hosts always refused, whatever they resolve to.
+    pub(crate) denied_hosts: Vec<String>,
+    /// Most characters one call may ask for (`max_length`).
+    pub(crate) max_length: usize,
+    /// Largest body read from the network, in bytes; a longer one is cut there.
+    pub(crate) max_response_bytes: usize,
+    /// Total time of one fetch (all hops and the body).
+    #[serde(serialize_with = "serialize_duration")]
+    pub(crate) timeout_ms: Duration,
+    /// Time to connect to one host.
+    #[serde(serialize_with = "serialize_duration")]
+    pub(crate) connect_timeout_ms: Duration,
+    /// How long a fetched page stays cached (0: no cache).
+    #[serde(serialize_with = "serialize_duration")]
+    pub(crate) cache_ttl_secs: Duration,
+    /// Most cached pages.
+    pub(crate) cache_max_entries: usize,
+    /// Least time between two requests to one host; closer calls queue. 0: no throttle.
+    #[serde(serialize_with = "serialize_duration")]
+    pub(crate) min_interval_ms: Duration,
+    /// The User-Agent header.
+    pub(crate) user_agent: String,
+    /// Refuse what the site's robots.txt disallows for the user agent's product token.
+    pub(crate) respect_robots: bool,
+}
+
+impl Default for FetchSettings {
+    fn default() -> Self {
+        Self {
+            allow_private: false,
+            allowed_hosts: Vec::new(),
+            denied_hosts: Vec::new(),
+            max_length: DEFAULT_FETCH_MAX_LENGTH,
+            max_response_bytes: DEFAULT_FETCH_MAX_RESPONSE_BYTES,
+            timeout_ms: DEFAULT_FETCH_TIMEOUT,
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT,
+            cache_ttl_secs: DEFAULT_FETCH_CACHE_TTL,
+            cache_max_entries: DEFAULT_FETCH_CACHE_MAX_ENTRIES,
+            min_interval_ms: DEFAULT_FETCH_MIN_INTERVAL,
+            user_agent: DEFAULT_USER_AGENT.to_owned(),
+            respect_robots: false,
+        }
+    }
+}
+
+impl FetchSettings {
+    /// Defaults < `[web.fetch]`, validated.
+    fn load(file: FileFetch) -> Result<Self, SettingError> {
+        let d = FetchSettings::default();
+        let hosts = |key: &'static str, list: Option<Vec<String>>| {
+            let list = list.unwrap_or_default();
+            for host in &list {
+                let bare = host.trim().trim_end_matches('.');
+                if bare.is_empty() || bare.contains(['/', ':', '@', ' ']) && !bare.starts_with('[')
+                {
+                    return Err(invalid(
+                        key.into(),
+                        format!(
+                            "{host:?} is not a host; write a name or an address without scheme, port or path (\"wiki.corp\", \"10.0.0.7\", \"[fd00::1]\")"
+                        ),
+                    ));
+                }
+            }
+            Ok(list)
+        };
+        Ok(FetchSettings {
+            allow_private: file.allow_private.unwrap_or(d.allow_private),
+            allowed_hosts: hosts("web.fetch.allowed_hosts", file.allowed_hosts)?,
+            denied_hosts: hosts("web.fetch.denied_hosts", file.denied_hosts)?,
+            max_length: check_range(
+                "web.fetch.max_length",
+                file.max_length.unwrap_or(d.max_length),
+                1_000..=MAX_FETCH_MAX_LENGTH,
+            )?,
+            max_response_bytes: check_range(
+                "web.fetch.max_response_bytes",
+                file.max_response_bytes.unwrap_or(d.max_response_bytes),
+                1024..=MAX_MAX_RESPONSE_BYTES,
+            )?,
+            timeout_ms: duration_setting(
+                "web.fetch.timeout_ms",
+                file.timeout_ms.as_ref(),
+                Some(LegacyUnit::Millis),
+                d.timeout_ms,
+                Duration::from_millis(1)..=MAX_TIMEOUT,
+            )?,
+            connect_timeout_ms: duration_setting(
+                "web.fetch.connect_timeout_ms",
+                file.connect_timeout_ms.as_ref(),
+                Some(LegacyUnit::Millis),
+                d.connect_timeout_ms,
+                Duration::from_millis(1)..=MAX_TIMEOUT,
+            )?,
+            cache_ttl_secs: duration_setting(
+                "web.fetch.cache_ttl_secs",
+                file.cache_ttl_secs.as_ref(),
+                Some(LegacyUnit::Secs),
+                d.cache_ttl_secs,
+                Duration::ZERO..=MAX_CACHE_TTL,
+            )?,
+            cache_max_entries: check_range(
+                "web.fetch.cache_max_entries",
+                file.cache_max_entries.unwrap_or(d.cache_max_entries),
+                1..=MAX_FETCH_CACHE_MAX_ENTRIES,
+            )?,
+            min_interval_ms: duration_setting(
+                "web.fetch.min_interval_ms",
+                file.min_interval_ms.as_ref(),
+                Some(LegacyUnit::Millis),
+                d.min_interval_ms,
+                Duration::ZERO..=MAX_MIN_INTERVAL,
+            )?,
+            user_agent: match file.user_agent {
+                Some(agent) => check_user_agent("web.fetch.user_agent", agent)?,
+                None => d.user_agent,
+            },
+            respect_robots: file.respect_robots.unwrap_or(d.respect_robots),
+        })
+    }
+}
+
 fn check_url(key: &str, raw: &str) -> Result<String, SettingError> {
     let url = url::Url::parse(raw.trim()).map_err(|e| {
         invalid(
@@ -734,5 +916,38 @@ mod tests {
         assert!(toml::from_str::<FileWeb>("[brave]\napi_keys = \"x\"\n").is_err());
         assert!(toml::from_str::<FileWeb>("provider = [\"brave\"]\n").is_err());
         assert!(toml::from_str::<FileWeb>("providers = [\"bing\"]\n").is_err());
+    }
+
+    #[test]
+    fn the_fetch_section_loads_and_bad_values_name_the_key() {
+        let s = load(
+            "[fetch]\nallow_private = true\nallowed_hosts = [\"wiki.corp\", \"10.0.0.7\"]\nmax_length = 5000\ntimeout_ms = \"3s\"\nuser_agent = \"me/1\"\n",
+            &[],
+        )
+        .unwrap();
+        assert!(s.fetch.allow_private);
+        assert_eq!(s.fetch.allowed_hosts, vec!["wiki.corp", "10.0.0.7"]);
+        assert_eq!(s.fetch.max_length, 5000);
+        assert_eq!(s.fetch.timeout_ms, Duration::from_secs(3));
+        assert_eq!(s.fetch.user_agent, "me/1");
+        let d = load("", &[]).unwrap().fetch;
+        assert!(!d.allow_private && d.allowed_hosts.is_empty());
+        for (text, key) in [
+            ("[fetch]\nmax_length = 0\n", "web.fetch.max_length"),
+            ("[fetch]\ntimeout_ms = 0\n", "web.fetch.timeout_ms"),
+            (
+                "[fetch]\nallowed_hosts = [\"http://wiki.corp/\"]\n",
+                "web.fetch.allowed_hosts",
+            ),
+            ("[fetch]\ndenied_hosts = [\"\"]\n", "web.fetch.denied_hosts"),
+            ("[fetch]\nuser_agent = \" \"\n", "web.fetch.user_agent"),
+        ] {
+            let err = load(text, &[]).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+        }
+        let err = toml::from_str::<FileWeb>("[fetch]\nallow_privat = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("allow_privat"), "{err}");
     }
 }

@@ -18,8 +18,8 @@ pub(crate) use config::{ALLOW_SHELLS, config_file};
 
 /// Built-in tools a default server lists: read_file, list_directory, path_info, grep, glob,
 /// read_many_files, write_file, edit_file, create_directory, move_path, execute_command,
-/// job_output, job_input, job_kill, job_list, web_search.
-pub(crate) const BUILTIN_TOOLS: usize = 16;
+/// job_output, job_input, job_kill, job_list, web_search, fetch_url.
+pub(crate) const BUILTIN_TOOLS: usize = 17;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
