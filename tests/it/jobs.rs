@@ -456,6 +456,20 @@ async fn progress_flows_while_job_output_waits() {
     )
     .await);
     let job = r["job_id"].as_str().unwrap().to_owned();
+    // The job may not have written "waiting\n" yet: wait for it first.
+    let first_line = ok(&call(
+        &client,
+        "job_output",
+        json!({"job_id": job, "stdout_offset": 0, "wait": 30}),
+    )
+    .await);
+    assert!(
+        first_line["stdout"]
+            .as_str()
+            .unwrap()
+            .starts_with("waiting\n"),
+        "{first_line}"
+    );
     // Past "waiting\n": the call waits for "done", reporting progress each second.
     let out = ok(&call(
         &client,
