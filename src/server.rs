@@ -907,17 +907,13 @@ fn params_shape(method: &str) -> Option<&'static str> {
         "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
             "params must be an object with `uri` (a string)"
         }
-        "tools/list"
-        | "prompts/list"
-        | "resources/list"
-        | "resources/templates/list"
-        | "tasks/list" => {
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
             "params, when given, must be an object (with an optional `cursor` string)"
         }
         "initialize" => {
             "params must be an object with `protocolVersion`, `capabilities` and `clientInfo` ({name, version})"
         }
-        "tasks/get" | "tasks/cancel" | "tasks/result" => {
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
             "params must be an object with `taskId` (a string)"
         }
         "completion/complete" => {

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -133,13 +133,15 @@ impl Executor {
         let e = settings;
         let policy = Policy::new(&e.allow, &e.deny, &e.confirm_rules, e.allow_shells)
             .map_err(|error| error.to_string())?;
+        // Real paths, once: the sandbox keeps them writable, the policy judges paths by them.
+        let roots: Vec<PathBuf> = roots
+            .iter()
+            .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+            .collect();
         let sandbox = match e.sandbox {
             SandboxKind::None => None,
             SandboxKind::Landlock => {
-                let mut writable: Vec<PathBuf> = roots
-                    .iter()
-                    .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
-                    .collect();
+                let mut writable = roots.clone();
                 writable.push(
                     std::fs::canonicalize(std::env::temp_dir())
                         .unwrap_or_else(|_| std::env::temp_dir()),
@@ -170,10 +172,7 @@ impl Executor {
             settings: settings.clone(),
             jobs: Arc::new(Jobs::new(settings)),
             policy,
-            roots: roots
-                .iter()
-                .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
-                .collect(),
+            roots,
             slots: Arc::new(Semaphore::new(e.max_concurrent)),
             running: prometheus_client::metrics::gauge::Gauge::default(),
             sandbox,
@@ -204,8 +203,8 @@ impl Executor {
     pub(crate) fn confirmation(&self, p: &Params) -> Option<String> {
         // The working directory as the policy sees it: relative ones are under the first root
         // (where the call runs them); a cwd that escapes is refused when the call runs.
-        let root = self.roots.first().cloned().unwrap_or_default();
-        let cwd = p.cwd.as_deref().map_or(root.clone(), |cwd| root.join(cwd));
+        let root = self.roots.first().map_or(Path::new(""), PathBuf::as_path);
+        let cwd = root.join(p.cwd.as_deref().unwrap_or(""));
         let place = Place {
             cwd: &cwd,
             roots: &self.roots,

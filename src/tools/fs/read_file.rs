@@ -79,27 +79,42 @@ fn default_encoding() -> String {
     "utf-8".into()
 }
 
+impl Params {
+    /// A whole-file read of `path` with the defaults (what `read_many_files` asks for).
+    pub(super) fn whole(path: &str) -> Self {
+        Self {
+            path: path.to_owned(),
+            encoding: default_encoding(),
+            offset: None,
+            limit: None,
+            head: None,
+            tail: None,
+            byte_offset: None,
+        }
+    }
+}
+
 /// The structured result of `read_file`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct ReadFileResult {
     /// Absolute path of the file.
-    path: String,
+    pub(super) path: String,
     /// The returned text (original line endings kept).
-    content: String,
+    pub(super) content: String,
     /// The encoding used to decode (canonical WHATWG name, lower case).
-    encoding: String,
+    pub(super) encoding: String,
     /// Number of lines in the whole file.
-    total_lines: u64,
+    pub(super) total_lines: u64,
     /// 1-based number of the first returned line.
     offset: u64,
     /// Number of lines returned.
     returned_lines: u64,
     /// True when the size limit cut the requested range short.
-    truncated: bool,
+    pub(super) truncated: bool,
     /// The next whole line to read (the `offset` for the next call); null when no line starts
     /// after the returned text: the end of the file, or only the rest of a cut line is left
     /// (then next_byte_offset is set).
-    next_offset: Option<u64>,
+    pub(super) next_offset: Option<u64>,
     /// Where the returned text stopped inside a line (a line longer than the size limit, or a
     /// byte_offset read): pass it as `byte_offset` to read on. Null when the text ended at a
     /// line end or the end of the file.

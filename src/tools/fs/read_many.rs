@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::glob::{self, Query, Sort};
 use super::read_file::{self, ReadFile};
@@ -228,39 +228,25 @@ impl ReadManyFiles {
             read_max_bytes: max_bytes,
             ..self.settings.clone()
         };
-        let read = async {
-            let params: read_file::Params = serde_json::from_value(json!({ "path": path }))
-                .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-            let result = ReadFile::new(&settings).run(params, ctx).await?;
-            serde_json::to_value(&result).map_err(|e| {
-                ToolError::ExecutionFailed(format!(
-                    "the result could not be serialised ({e}); this is a bug in toolport"
-                ))
-            })
-        };
-        match read.await {
-            Ok(value) => entry_of(&value, shown),
+        match ReadFile::new(&settings)
+            .run(read_file::Params::whole(path), ctx)
+            .await
+        {
+            Ok(read) => FileEntry {
+                path: read.path,
+                content: Some(read.content),
+                encoding: Some(read.encoding),
+                total_lines: Some(read.total_lines),
+                truncated: Some(read.truncated),
+                next_offset: read.next_offset,
+                error: None,
+            },
             Err(error) => FileEntry {
                 path: shown,
                 error: Some(error.to_string()),
                 ..FileEntry::default()
             },
         }
-    }
-}
-
-/// An entry from `read_file`'s structured result (its wire fields, which its own tests pin).
-fn entry_of(value: &Value, shown: String) -> FileEntry {
-    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-    let number = |key: &str| value.get(key).and_then(Value::as_u64);
-    FileEntry {
-        path: text("path").unwrap_or(shown),
-        content: text("content"),
-        encoding: text("encoding"),
-        total_lines: number("total_lines"),
-        truncated: value.get("truncated").and_then(Value::as_bool),
-        next_offset: number("next_offset"),
-        error: None,
     }
 }
 
