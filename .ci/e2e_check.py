@@ -5,16 +5,18 @@ Each check reads one JSON file the Inspector wrote on stdout ({"result": ...}) a
 exits non-zero with a clear message when the result is not what toolport must answer.
 
   e2e_check.py tools-list   OUT.json                  tools/list has read_file, list_directory, path_info, execute_command, web_search
-  e2e_check.py read-file    OUT.json EXPECTED_FILE    read_file returned EXPECTED_FILE's exact text, not isError
-  e2e_check.py list-dir     OUT.json NAME             list_directory listed an entry NAME, not isError
+  e2e_check.py read-file    OUT.json EXPECTED_FILE    read_file returned EXPECTED_FILE's exact text once: in the text block, not in structuredContent
+  e2e_check.py read-file-structured OUT.json EXPECTED_FILE  ... once, in structuredContent.content (--payload structured)
+  e2e_check.py list-dir     OUT.json NAME             list_directory listed an entry NAME in its text, not isError
   e2e_check.py tool-error   OUT.json                  the tool call was refused (isError: true)
-  e2e_check.py exec         OUT.json EXPECTED_FILE    execute_command `cat FILE` exited 0 with the exact text
+  e2e_check.py exec         OUT.json EXPECTED_FILE    execute_command `cat FILE` exited 0 with the exact text (in the text block)
   e2e_check.py tools-list-plugins OUT.json            tools/list has the built-ins and the example plugin tools
   e2e_check.py plugin-text  OUT.json TEXT             a text plugin tool succeeded and its text contains TEXT
   e2e_check.py plugin-json  OUT.json                  system_info succeeded with structuredContent (uptime, memory)
   e2e_check.py metrics-resource OUT.json              resources/read toolport://metrics gave JSON samples
   e2e_check.py structured   OUT.json KEY JSON         a call succeeded and structuredContent[KEY] == JSON
   e2e_check.py file-is      OUT.json FILE TEXT        a call succeeded and FILE now holds exactly TEXT
+  e2e_check.py text-has     OUT.json KEY TEXT         a call succeeded, its text block contains TEXT and structuredContent has no KEY (the payload is sent once)
 """
 
 import json
@@ -80,19 +82,36 @@ def tools_list(out: str, required: tuple = REQUIRED_TOOLS) -> None:
     print(f"ok: tools/list -> {names}")
 
 
+def text_of(result: dict) -> str:
+    """The text blocks of a result, joined."""
+    return "".join(b.get("text", "") for b in result.get("content", []) if isinstance(b, dict) and b.get("type") == "text")
+
+
 def read_file(out: str, expected_file: str) -> None:
-    result = load_result(out)
+    """The Inspector is a client toolport does not single out: the file comes in the text block."""
     with open(expected_file, encoding="utf-8", newline="") as f:
         expected = f.read()
-    if result.get("isError") is not False:
-        fail(f"read_file returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
-    sc = result.get("structuredContent")
-    if not isinstance(sc, dict):
-        fail(f"read_file returned no structuredContent: {json.dumps(result)[:500]}")
-    got = sc.get("content")
+    sc = succeeded(out)
+    got = text_of(load_result(out))
     if got != expected:
-        fail(f"read_file structuredContent.content differs from the file.\n  expected: {expected!r}\n  got:      {got!r}")
-    print(f"ok: read_file -> {len(expected.encode('utf-8'))} bytes, exact content, isError=false")
+        fail(f"read_file's text block differs from the file.\n  expected: {expected!r}\n  got:      {got!r}")
+    if "content" in sc:
+        fail(f"read_file sent the file twice (structuredContent.content too): {json.dumps(sc)[:300]}")
+    if len(sc.get("sha256", "")) != 64:
+        fail(f"read_file's structuredContent has no sha256: {json.dumps(sc)[:300]}")
+    print(f"ok: read_file -> {len(expected.encode('utf-8'))} bytes, exact content, once, in the text block")
+
+
+def read_file_structured(out: str, expected_file: str) -> None:
+    with open(expected_file, encoding="utf-8", newline="") as f:
+        expected = f.read()
+    sc = succeeded(out)
+    if sc.get("content") != expected:
+        fail(f"read_file structuredContent.content differs from the file.\n  expected: {expected!r}\n  got:      {sc.get('content')!r}")
+    text = text_of(load_result(out))
+    if expected.strip() and expected.strip() in text:
+        fail(f"read_file sent the file twice (in the text block too): {text[:300]!r}")
+    print(f"ok: read_file --payload structured -> {len(expected.encode('utf-8'))} bytes, exact content, once, in structuredContent")
 
 
 def exec_cat(out: str, expected_file: str) -> None:
@@ -106,8 +125,11 @@ def exec_cat(out: str, expected_file: str) -> None:
         fail(f"execute_command returned no structuredContent: {json.dumps(result)[:500]}")
     if sc.get("return_code") != 0 or sc.get("timed_out") is not False:
         fail(f"execute_command did not exit 0: {json.dumps(sc)[:500]}")
-    if sc.get("stdout") != expected:
-        fail(f"execute_command stdout differs from the file.\n  expected: {expected!r}\n  got:      {sc.get('stdout')!r}")
+    text = text_of(result)
+    if f"--- stdout ({len(expected.encode('utf-8'))} bytes) ---\n{expected}" not in text + "\n":
+        fail(f"execute_command's text block does not hold the file as stdout.\n  expected: {expected!r}\n  got:      {text!r}")
+    if "stdout" in sc:
+        fail(f"execute_command sent stdout twice (structuredContent.stdout too): {json.dumps(sc)[:300]}")
     print(f"ok: execute_command cat -> exit 0, {len(expected.encode('utf-8'))} bytes of stdout")
 
 
@@ -115,13 +137,10 @@ def list_dir(out: str, name: str) -> None:
     result = load_result(out)
     if result.get("isError") is not False:
         fail(f"list_directory returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
-    sc = result.get("structuredContent")
-    entries = sc.get("entries") if isinstance(sc, dict) else None
-    if not isinstance(entries, list):
-        fail(f"list_directory returned no structuredContent.entries: {json.dumps(result)[:500]}")
-    paths = [e.get("path") for e in entries if isinstance(e, dict)]
+    text = text_of(result)
+    paths = [line.split(" (")[0].rstrip("/") for line in text.splitlines()[1:]]
     if name not in paths:
-        fail(f"list_directory did not list {name!r}; it listed {paths}")
+        fail(f"list_directory did not list {name!r}; its text is {text!r}")
     print(f"ok: list_directory -> {paths}")
 
 
@@ -196,6 +215,16 @@ def structured(out: str, key: str, expected: str) -> None:
     print(f"ok: structuredContent.{key} == {expected}")
 
 
+def text_has(out: str, key: str, text: str) -> None:
+    sc = succeeded(out)
+    got = text_of(load_result(out))
+    if text not in got:
+        fail(f"the text block does not contain {text!r}: {got[:500]!r}")
+    if key in sc:
+        fail(f"the payload was sent twice (structuredContent.{key} too): {json.dumps(sc)[:300]}")
+    print(f"ok: the text block has {text!r}, structuredContent has no {key}")
+
+
 def file_is(out: str, path: str, text: str) -> None:
     succeeded(out)
     try:
@@ -212,6 +241,7 @@ def main(argv: list[str]) -> None:
     checks = {
         "tools-list": (tools_list, 1),
         "read-file": (read_file, 2),
+        "read-file-structured": (read_file_structured, 2),
         "exec": (exec_cat, 2),
         "list-dir": (list_dir, 2),
         "tool-error": (tool_error, 1),
@@ -221,6 +251,7 @@ def main(argv: list[str]) -> None:
         "metrics-resource": (metrics_resource, 1),
         "structured": (structured, 3),
         "file-is": (file_is, 3),
+        "text-has": (text_has, 3),
     }
     if len(argv) < 2 or argv[1] not in checks or len(argv) - 2 != checks[argv[1]][1]:
         fail(f"usage: see the docstring of {argv[0]}; got {argv[1:]}")

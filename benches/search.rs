@@ -16,7 +16,8 @@
 //! search the whole registry (it runs out of file descriptors, see [`RMF_SUBTREE`]), so the
 //! three are also compared on one large crate of it.
 //!
-//! The client is a raw JSON-RPC writer/reader on each server's pipes (no SDK); a call's time
+//! The client is a raw JSON-RPC writer/reader on each server's pipes (`common/stdio.rs`, no
+//! SDK; toolport sends the matches in the structured result only, `--payload structured`); a call's time
 //! is from writing the request to reading the whole answer. Each round runs every query
 //! against every tool in an order that rotates each round; the figure per tool is the median
 //! over rounds, and a ratio is the median of the per-round ratios (paired).
@@ -32,15 +33,16 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::args::bench_mode;
 use crate::common::stats::median;
+use crate::common::stdio::Server;
 use crate::common::toolport_bin;
 
 /// Default rounds: each runs every query on every tool once.
@@ -73,80 +75,6 @@ const QUERIES: &[Query] = &[
         literal: false,
     },
 ];
-
-/// An MCP server over stdio.
-struct Server {
-    name: &'static str,
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(name: &'static str, mut cmd: Command) -> Self {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {name}: {e}"));
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Self {
-            name,
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        };
-        server.request(
-            "initialize",
-            &json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
-        );
-        server
-            .stdin
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
-            .unwrap();
-        server
-    }
-
-    /// Send one request and read its answer's `result`.
-    fn request(&mut self, method: &str, params: &Value) -> Value {
-        self.next_id += 1;
-        let line = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-            .to_string() + "\n";
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "{} closed stdout",
-                self.name
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
-            // Skip notifications and server requests; the answer carries our id.
-            if message.get("method").is_none() && message["id"] == json!(self.next_id) {
-                return message
-                    .get("result")
-                    .cloned()
-                    .unwrap_or_else(|| panic!("{}: {message}", self.name));
-            }
-        }
-    }
-
-    fn call(&mut self, tool: &str, arguments: &Value) -> Value {
-        self.request("tools/call", &json!({"name": tool, "arguments": arguments}))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The tools compared.
 enum Tool {
@@ -312,6 +240,8 @@ fn main() {
         .arg("--root")
         .arg(&tree)
         .args(["--read-max-bytes", READ_MAX_BYTES])
+        // The matches are counted from the structured result.
+        .args(["--payload", "structured"])
         .env("XDG_CONFIG_HOME", config_home.path())
         .env_remove("RUST_LOG");
     for (key, _) in std::env::vars() {
@@ -319,7 +249,7 @@ fn main() {
             toolport.env_remove(key);
         }
     }
-    let mut tools = vec![Tool::Toolport(Server::start("toolport", toolport))];
+    let mut tools = vec![Tool::Toolport(Server::start("toolport", toolport).0)];
     let mut full = Set {
         tree: tree.clone(),
         tools: vec![0],
@@ -347,10 +277,9 @@ fn main() {
         (true, Some(subtree)) => {
             let mut cmd = Command::new("rust-mcp-filesystem");
             cmd.arg(&subtree);
-            tools.push(Tool::RustMcpFilesystem(Server::start(
-                "rust-mcp-filesystem",
-                cmd,
-            )));
+            tools.push(Tool::RustMcpFilesystem(
+                Server::start("rust-mcp-filesystem", cmd).0,
+            ));
             let mut set = Set {
                 tree: subtree,
                 tools: vec![0],

@@ -91,6 +91,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         metrics: observe::metrics::Metrics::new(catalog.commands_running(), catalog.web_requests()),
         budgets: Arc::new(config.limits.calls.clone()),
         jobs: catalog.jobs(),
+        payload: config.tools.payload,
     };
     {
         let registry = shared.registry.load();

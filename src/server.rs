@@ -50,8 +50,10 @@ use crate::observe::metrics::{self, Metrics, SessionOpen};
 use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::registry::{ExecuteError, LiveRegistry};
 use crate::tool::{
-    ConfirmFallback, Confirmation, Confirmer, ProgressSink, Session, ToolContext, ToolOutput,
+    ConfirmFallback, Confirmation, Confirmer, Payload, ProgressSink, Session, ToolContext,
+    ToolOutput,
 };
+use crate::tools::PayloadSetting;
 use crate::workspace::{Workspace, client_root_path};
 
 /// How long to wait for the client's answer to `roots/list`. A client that declares roots but
@@ -108,6 +110,28 @@ pub struct Shared {
     pub budgets: Arc<BudgetSettings>,
     /// The commands that outlived their call: MCP tasks are these jobs.
     pub jobs: crate::tools::exec::JobTable,
+    /// Where results' payload goes (`[tools] payload`).
+    pub payload: PayloadSetting,
+}
+
+/// Clients (their `clientInfo.name`) that pass their model `structuredContent` alone when a
+/// tool has an output schema, dropping the text block: Claude Code (anthropics/claude-code
+/// #79944), Codex and opencode (which chose to follow Codex). `auto` sends them the payload
+/// in `structuredContent`; every other client gets it in the text block, as the spec's
+/// fallback and most clients read it.
+const STRUCTURED_CLIENTS: &[&str] = &["claude-code", "codex-mcp-client", "codex", "opencode"];
+
+/// Where a session's results carry their payload.
+fn payload_for(setting: PayloadSetting, client: Option<&str>) -> Payload {
+    match setting {
+        PayloadSetting::Text => Payload::Text,
+        PayloadSetting::Structured => Payload::Structured,
+        PayloadSetting::Both => Payload::Both,
+        PayloadSetting::Auto => match client {
+            Some(name) if STRUCTURED_CLIENTS.contains(&name) => Payload::Structured,
+            _ => Payload::Text,
+        },
+    }
 }
 
 /// A tool's output as a successful `tools/call` result.
@@ -187,12 +211,18 @@ impl ToolportServer {
     /// it with every request), else from `initialize` (never on stateless HTTP, where rmcp
     /// fills in a placeholder of its own).
     fn client_name(&self, context: &RequestContext<RoleServer>) -> Option<String> {
-        let info = context.meta.client_info().or_else(|| {
+        let info = self.client_info(context)?;
+        Some(format!("{} {}", info.name, info.version))
+    }
+
+    /// Who the client says it is: in the request's `_meta` (2026-07-28), else in its
+    /// `initialize` (never a stateless request's: its peer is not the caller).
+    fn client_info(&self, context: &RequestContext<RoleServer>) -> Option<Implementation> {
+        context.meta.client_info().or_else(|| {
             (self.transport != "http-stateless")
                 .then(|| context.peer.peer_info().map(|i| i.client_info.clone()))
                 .flatten()
-        })?;
-        Some(format!("{} {}", info.name, info.version))
+        })
     }
 
     /// Who the call's jobs belong to: this session, which kills them when it ends. Stateless
@@ -660,6 +690,10 @@ impl ServerHandler for ToolportServer {
             }),
             facts: facts.clone(),
             session: self.job_owner(&context),
+            payload: payload_for(
+                self.shared.payload,
+                self.client_info(&context).as_ref().map(|i| i.name.as_str()),
+            ),
         };
         let args = request.arguments.clone().unwrap_or_default();
         let mut failure = None;

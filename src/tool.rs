@@ -64,6 +64,26 @@ impl ToolOutput {
     }
 }
 
+/// Where a result's payload goes: the bulk of it (a file's text, grep's matches, a listing,
+/// a command's output) that a tool would otherwise send twice, in the text block and in
+/// `structuredContent`. Clients disagree on which of the two their model reads (Claude Code,
+/// Codex and opencode pass the model `structuredContent` alone when a tool has an output
+/// schema; most others pass the text), so the server picks the form per session from the
+/// client's name, or as the operator sets it (`[tools] payload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Payload {
+    /// The text block carries the payload; `structuredContent` carries the rest.
+    Text,
+    /// `structuredContent` carries everything; the text block says what the result is,
+    /// without the payload.
+    Structured,
+    /// Both carry it (the spec's default shape; for local runs and exports, which read the
+    /// text and the structured value separately).
+    #[default]
+    Both,
+}
+
 /// Why a tool call failed. Each message is written for a model to act on: what was wrong and
 /// what is allowed. These become `isError: true` results, never JSON-RPC errors.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -309,6 +329,8 @@ pub struct ToolContext {
     pub(crate) facts: Arc<CallFacts>,
     /// The session the call belongs to (jobs it starts are that session's).
     pub(crate) session: Session,
+    /// Where the result's payload goes (the session's client decides, see [`Payload`]).
+    pub(crate) payload: Payload,
 }
 
 /// Who a call belongs to: a job belongs to the session that started it, and is killed when
@@ -356,6 +378,7 @@ impl ToolContext {
             workspace,
             facts: Arc::default(),
             session: Session::local(),
+            payload: Payload::Both,
         }
     }
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::instructions::{InstructionsFor, render_instructions};
 use crate::schema::{JsonObject, input_schema_for, output_schema_for};
-use crate::tool::{AiTool, Annotations, ToolContext, ToolError, ToolOutput};
+use crate::tool::{AiTool, Annotations, Payload, ToolContext, ToolError, ToolOutput};
 use crate::workspace::Workspace;
 
 /// What a built-in tool says about itself besides its types. Built when the tool is built, so
@@ -70,6 +70,44 @@ pub(crate) trait TypedTool: Send + Sync + 'static {
 
     /// The result as text written for a model to read (not a JSON dump).
     fn render(&self, output: &Self::Output) -> String;
+
+    /// The output's top-level fields that carry its payload (a file's text, the matches, a
+    /// listing, a command's output): sent once per result, in the text block or in
+    /// `structuredContent`, as the call's [`Payload`] says. Empty (the default): the result
+    /// is small and both carry all of it.
+    const PAYLOAD: &'static [&'static str] = &[];
+
+    /// The text block when `structuredContent` carries the payload: what [`TypedTool::render`]
+    /// says, without the payload (where the text stopped, how to go on). Only called for a
+    /// tool with a [`TypedTool::PAYLOAD`].
+    fn summary(&self, output: &Self::Output) -> String {
+        self.render(output)
+    }
+}
+
+/// What the published output schema says of a payload field, after its own description.
+const PAYLOAD_NOTE: &str = "Sent once per result: in structuredContent for clients whose model reads it (Claude Code, Codex, opencode), otherwise in the text content block and left out here ([tools] payload).";
+
+/// Mark the payload fields of an output schema as optional and say where they are sent.
+fn describe_payload(schema: &mut JsonObject, fields: &[&str]) {
+    if fields.is_empty() {
+        return;
+    }
+    if let Some(Value::Array(required)) = schema.get_mut("required") {
+        required.retain(|name| !fields.iter().any(|field| name == field));
+    }
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else {
+        return;
+    };
+    for field in fields {
+        if let Some(Value::Object(property)) = properties.get_mut(*field) {
+            let description = match property.get("description") {
+                Some(Value::String(own)) => format!("{own} {PAYLOAD_NOTE}"),
+                _ => PAYLOAD_NOTE.to_owned(),
+            };
+            property.insert("description".into(), Value::String(description));
+        }
+    }
 }
 
 /// A [`TypedTool`] with its schemas and instructions derived once.
@@ -86,7 +124,8 @@ pub(crate) fn typed<T: TypedTool>(tool: T) -> Arc<dyn AiTool> {
     let spec = tool.spec();
     let mut input_schema = input_schema_for::<T::Params>();
     tool.adjust_input_schema(&mut input_schema);
-    let output_schema = output_schema_for::<T::Output>();
+    let mut output_schema = output_schema_for::<T::Output>();
+    describe_payload(&mut output_schema, T::PAYLOAD);
     let instructions = render_instructions(InstructionsFor {
         name: spec.name,
         description: &spec.description,
@@ -152,12 +191,25 @@ impl<T: TypedTool> AiTool for Typed<T> {
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let params = parse(args)?;
         let output = self.tool.run(params, ctx).await?;
-        let text = self.tool.render(&output);
-        let structured = serde_json::to_value(&output).map_err(|e| {
+        let payload = if T::PAYLOAD.is_empty() {
+            Payload::Both
+        } else {
+            ctx.payload
+        };
+        let text = match payload {
+            Payload::Structured => self.tool.summary(&output),
+            Payload::Text | Payload::Both => self.tool.render(&output),
+        };
+        let mut structured = serde_json::to_value(&output).map_err(|e| {
             ToolError::ExecutionFailed(format!(
                 "the result could not be serialised ({e}); this is a bug in toolport"
             ))
         })?;
+        if let (Payload::Text, Value::Object(fields)) = (payload, &mut structured) {
+            for field in T::PAYLOAD {
+                fields.remove(*field);
+            }
+        }
         Ok(ToolOutput::new(structured, text))
     }
 }

@@ -13,9 +13,9 @@ pub(crate) mod fs;
 mod selection;
 pub(crate) mod web;
 
-pub(crate) use selection::FileTools;
 pub(crate) use selection::SelectionArgs;
 pub use selection::ToolSelection;
+pub(crate) use selection::{FileTools, PayloadSetting};
 
 /// What the built-in tools are built with: each tool family's own settings.
 #[derive(Debug, Clone, Copy)]

@@ -1,6 +1,6 @@
-//! Which tools are served: the `[tools]` section of the config file and the
-//! `--enable-tool` / `--disable-tool` flags (`TOOLPORT_ENABLED_TOOLS`,
-//! `TOOLPORT_DISABLED_TOOLS`).
+//! Which tools are served, and where their results' payload goes: the `[tools]` section of
+//! the config file and the `--enable-tool` / `--disable-tool` / `--payload` flags
+//! (`TOOLPORT_ENABLED_TOOLS`, `TOOLPORT_DISABLED_TOOLS`, `TOOLPORT_PAYLOAD`).
 
 use clap::Args;
 use regex::Regex;
@@ -32,6 +32,28 @@ pub(crate) struct SelectionArgs {
         global = true
     )]
     pub(crate) disabled_tools: Vec<String>,
+
+    /// Where a result's payload (file text, matches, listings, command output) is sent, once:
+    /// `auto` (by the client: structuredContent for Claude Code, Codex and opencode, the
+    /// text block for the rest), `text`, `structured`, or `both` (twice, as before).
+    #[arg(long, value_name = "FORM", env = "TOOLPORT_PAYLOAD", global = true)]
+    pub(crate) payload: Option<PayloadSetting>,
+}
+
+/// Where results' payload goes (`[tools] payload`, `--payload`); `auto` decides per session
+/// from the client's name (see `server::payload_for`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PayloadSetting {
+    /// By the client.
+    #[default]
+    Auto,
+    /// Always in the text block.
+    Text,
+    /// Always in structuredContent.
+    Structured,
+    /// In both (twice).
+    Both,
 }
 
 /// The `[tools]` section of the config file.
@@ -43,9 +65,10 @@ pub(crate) struct FileTools {
     tags: Option<Vec<String>>,
     category: Option<String>,
     name_pattern: Option<String>,
+    payload: Option<PayloadSetting>,
 }
 
-/// Which tools are served.
+/// Which tools are served, and where their results' payload goes.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ToolSelection {
     /// Only these tools (`None`: all).
@@ -60,6 +83,8 @@ pub struct ToolSelection {
     pub(crate) name_pattern: Option<String>,
     #[serde(skip)]
     name_regex: Option<Regex>,
+    /// Where results' payload goes.
+    pub(crate) payload: PayloadSetting,
 }
 
 impl ToolSelection {
@@ -91,6 +116,7 @@ impl ToolSelection {
             category: file.category,
             name_pattern: file.name_pattern,
             name_regex,
+            payload: args.payload.or(file.payload).unwrap_or_default(),
         })
     }
 

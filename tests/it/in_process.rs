@@ -84,6 +84,7 @@ fn serve(
         metrics: toolport::observe::metrics::Metrics::standalone(),
         budgets: Default::default(),
         jobs: Default::default(),
+        payload: Default::default(),
     });
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);

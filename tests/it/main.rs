@@ -36,6 +36,8 @@ mod http;
 mod in_process;
 // The ready-made client configs in `mcp-config/` start a working server.
 mod mcp_config;
+// Where a result's payload goes, by client and by setting; each form matches the schema.
+mod payload;
 // Plugin tools: manifests, templates, policy, registration, live reload, the examples.
 mod plugins;
 // Metrics: the toolport://metrics resource and /metrics move with calls.

@@ -292,18 +292,40 @@ impl TypedTool for JobOutput {
         if r.stdout.is_empty() && r.stderr.is_empty() {
             text.push_str("\n(no new output)");
         }
-        text.push_str(&format!(
-            "\nnext: stdout_offset {}, stderr_offset {}{}",
-            r.stdout_offset,
-            r.stderr_offset,
-            if r.more {
-                " (more output is waiting: call again)"
-            } else {
-                ""
-            }
-        ));
+        text.push_str(&next_offsets(r));
         text
     }
+
+    const PAYLOAD: &'static [&'static str] = &["stdout", "stderr"];
+
+    fn summary(&self, r: &OutputResult) -> String {
+        let mut text = render_state(&r.state);
+        if r.stdout.is_empty() && r.stderr.is_empty() {
+            text.push_str("\n(no new output)");
+        } else {
+            text.push_str(&format!(
+                "\n[{} bytes of stdout and {} of stderr are in structuredContent.stdout and .stderr]",
+                r.stdout.len(),
+                r.stderr.len()
+            ));
+        }
+        text.push_str(&next_offsets(r));
+        text
+    }
+}
+
+/// Where the next call reads from.
+fn next_offsets(r: &OutputResult) -> String {
+    format!(
+        "\nnext: stdout_offset {}, stderr_offset {}{}",
+        r.stdout_offset,
+        r.stderr_offset,
+        if r.more {
+            " (more output is waiting: call again)"
+        } else {
+            ""
+        }
+    )
 }
 
 /// Wait until the job has output past the offsets, ends, or `wait` passes, reporting progress

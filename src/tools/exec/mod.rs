@@ -151,6 +151,42 @@ impl ExecuteCommand {
 }
 
 fn render(r: &ExecResult) -> String {
+    let mut text = heading(r);
+    for (name, body, total) in [
+        ("stdout", &r.stdout, r.stdout_bytes),
+        ("stderr", &r.stderr, r.stderr_bytes),
+    ] {
+        if body.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("--- {name} ({total} bytes) ---\n{body}"));
+        if !body.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if r.stdout.is_empty() && r.stderr.is_empty() {
+        text.push_str("(no output)\n");
+    }
+    text.pop();
+    text
+}
+
+/// The text beside a structured result that carries the output.
+fn summary(r: &ExecResult) -> String {
+    let mut text = heading(r);
+    if r.stdout.is_empty() && r.stderr.is_empty() {
+        text.push_str("(no output)");
+    } else {
+        text.push_str(&format!(
+            "[stdout ({} bytes) and stderr ({} bytes) are in structuredContent.stdout and .stderr]",
+            r.stdout_bytes, r.stderr_bytes
+        ));
+    }
+    text
+}
+
+/// The command, where it ran and how it ended (or the job it became), one line each.
+fn heading(r: &ExecResult) -> String {
     let mut text = format!("$ {}\n(in {})\n", r.command_line, r.cwd);
     let outcome = if r.timed_out {
         format!("killed after the {} s timeout", r.timeout)
@@ -179,22 +215,6 @@ fn render(r: &ExecResult) -> String {
             r.timeout
         ));
     }
-    for (name, body, total) in [
-        ("stdout", &r.stdout, r.stdout_bytes),
-        ("stderr", &r.stderr, r.stderr_bytes),
-    ] {
-        if body.is_empty() {
-            continue;
-        }
-        text.push_str(&format!("--- {name} ({total} bytes) ---\n{body}"));
-        if !body.ends_with('\n') {
-            text.push('\n');
-        }
-    }
-    if r.stdout.is_empty() && r.stderr.is_empty() {
-        text.push_str("(no output)\n");
-    }
-    text.pop();
     text
 }
 
@@ -257,6 +277,12 @@ impl TypedTool for ExecuteCommand {
 
     fn render(&self, output: &ExecResult) -> String {
         render(output)
+    }
+
+    const PAYLOAD: &'static [&'static str] = &["stdout", "stderr"];
+
+    fn summary(&self, output: &ExecResult) -> String {
+        summary(output)
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {

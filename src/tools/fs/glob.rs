@@ -130,6 +130,12 @@ impl TypedTool for Glob {
         render(output)
     }
 
+    const PAYLOAD: &'static [&'static str] = &["files"];
+
+    fn summary(&self, output: &GlobResult) -> String {
+        summary(output)
+    }
+
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<GlobResult, ToolError> {
         let limit = self.settings.list_max_entries;
         let max = p.max_results.map_or(limit, |n| {
@@ -246,14 +252,27 @@ fn render(r: &GlobResult) -> String {
         text.push_str(&f.path);
         text.push('\n');
     }
+    text.push_str(&footer(r, ""));
+    text
+}
+
+/// The text beside a structured result that carries the files.
+fn summary(r: &GlobResult) -> String {
+    if r.files.is_empty() {
+        return render(r);
+    }
+    footer(r, "; the files are in structuredContent.files")
+}
+
+/// The count, and what to do when the result was cut; `more` goes before the closing bracket.
+fn footer(r: &GlobResult, more: &str) -> String {
     if r.truncated {
-        text.push_str(&format!(
-            "[{} of {} matching files; truncated: narrow the pattern or path, or raise max_results up to the server's limit]",
+        format!(
+            "[{} of {} matching files; truncated: narrow the pattern or path, or raise max_results up to the server's limit{more}]",
             r.files.len(),
             r.total_matches
-        ));
+        )
     } else {
-        text.push_str(&format!("[{} matching files]", r.files.len()));
+        format!("[{} matching files{more}]", r.files.len())
     }
-    text
 }

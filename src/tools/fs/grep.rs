@@ -181,6 +181,12 @@ impl TypedTool for Grep {
         render(output)
     }
 
+    const PAYLOAD: &'static [&'static str] = &["matches"];
+
+    fn summary(&self, output: &GrepResult) -> String {
+        summary(output)
+    }
+
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<GrepResult, ToolError> {
         let matcher = build_matcher(&p)?;
         let caps = Caps {
@@ -600,21 +606,40 @@ fn render(r: &GrepResult) -> String {
             text.push_str(&format!("{}-{line}\n", m.line_number + 1 + i as u64));
         }
     }
-    text.push_str(&format!(
-        "\n[{} matching lines in {files} files; {} files searched",
+    text.push('\n');
+    text.push_str(&footer(r, files, ""));
+    text
+}
+
+/// The text beside a structured result that carries the matches.
+fn summary(r: &GrepResult) -> String {
+    if r.matches.is_empty() {
+        return render(r);
+    }
+    // Matches come grouped by file.
+    let files = r.matches.chunk_by(|a, b| a.path == b.path).count() as u64;
+    footer(r, files, "; the matches are in structuredContent.matches")
+}
+
+/// The counts, and what to do when the result was cut; `more` goes before the closing bracket.
+fn footer(r: &GrepResult, files: u64, more: &str) -> String {
+    let mut text = format!(
+        "[{} matching lines in {files} files; {} files searched",
         r.matches.len(),
         r.files_searched
-    ));
+    );
     match r.cut_by {
         Some(Cap::Results(n)) => text.push_str(&format!(
-            "; truncated at max_results={n}: there are more matches. Narrow the search with path or glob, or raise max_results]"
+            "; truncated at max_results={n}: there are more matches. Narrow the search with path or glob, or raise max_results"
         )),
         Some(Cap::Bytes(n)) => text.push_str(&format!(
-            "; truncated at the size limit of {}: there are more matches. Narrow the search with path or glob]",
+            "; truncated at the size limit of {}: there are more matches. Narrow the search with path or glob",
             human_bytes(n as u64)
         )),
-        None => text.push(']'),
+        None => {}
     }
+    text.push_str(more);
+    text.push(']');
     text
 }
 

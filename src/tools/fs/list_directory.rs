@@ -130,12 +130,15 @@ impl TypedTool for ListDirectory {
 
     fn render(&self, output: &ListResult) -> String {
         let mut text = render(output);
-        if output.depth < output.requested_depth {
-            text.push_str(&format!(
-                "\n[depth {} was capped to the server's maximum of {}]",
-                output.requested_depth, output.depth
-            ));
-        }
+        text.push_str(&capped(output));
+        text
+    }
+
+    const PAYLOAD: &'static [&'static str] = &["entries"];
+
+    fn summary(&self, output: &ListResult) -> String {
+        let mut text = summary(output);
+        text.push_str(&capped(output));
         text
     }
 
@@ -330,13 +333,8 @@ impl Visitor<'_> {
 }
 
 fn render(r: &ListResult) -> String {
-    let mut text = format!("{} ({} entries", r.path, r.entries.len());
-    if r.truncated {
-        text.push_str(
-            ", truncated: the entry limit was reached; list a subdirectory or lower depth",
-        );
-    }
-    text.push_str(")\n");
+    let mut text = heading(r);
+    text.push('\n');
     if r.entries.is_empty() {
         text.push_str("(empty)\n");
     }
@@ -349,5 +347,38 @@ fn render(r: &ListResult) -> String {
         }
     }
     text.pop();
+    text
+}
+
+/// A note when the depth asked for was over the server's maximum.
+fn capped(r: &ListResult) -> String {
+    if r.depth < r.requested_depth {
+        format!(
+            "\n[depth {} was capped to the server's maximum of {}]",
+            r.requested_depth, r.depth
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// The text beside a structured result that carries the entries.
+fn summary(r: &ListResult) -> String {
+    let mut text = heading(r);
+    if !r.entries.is_empty() {
+        text.push_str("\n[the entries are in structuredContent.entries]");
+    }
+    text
+}
+
+/// The directory, how many entries, and whether the list was cut.
+fn heading(r: &ListResult) -> String {
+    let mut text = format!("{} ({} entries", r.path, r.entries.len());
+    if r.truncated {
+        text.push_str(
+            ", truncated: the entry limit was reached; list a subdirectory or lower depth",
+        );
+    }
+    text.push(')');
     text
 }

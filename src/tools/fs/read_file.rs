@@ -163,6 +163,12 @@ impl TypedTool for ReadFile {
         render(output)
     }
 
+    const PAYLOAD: &'static [&'static str] = &["content"];
+
+    fn summary(&self, output: &ReadFileResult) -> String {
+        summary(output)
+    }
+
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ReadFileResult, ToolError> {
         let window = Window::from_params(&p)?;
         let requested = encoding_for_label(&p.encoding)?;
@@ -725,8 +731,7 @@ fn mismatch(display: &str, encoding: &'static Encoding, at: u64, line: u64) -> T
 /// The text a model reads: the content, then a note when there is more.
 fn render(r: &ReadFileResult) -> String {
     let mut text = r.content.clone();
-    let whole = r.offset == 1 && r.returned_lines == r.total_lines && !r.truncated;
-    if whole {
+    if is_whole(r) {
         if text.is_empty() {
             text.push_str("(empty file)");
         }
@@ -735,6 +740,29 @@ fn render(r: &ReadFileResult) -> String {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
+    text.push_str(&note(r));
+    text
+}
+
+/// The text beside a structured result that carries the content: where it is, and how to
+/// go on.
+fn summary(r: &ReadFileResult) -> String {
+    if is_whole(r) {
+        return format!(
+            "[the whole file, {} lines ({} bytes), in {}: the text is in structuredContent.content]",
+            r.total_lines, r.size_bytes, r.path
+        );
+    }
+    note(r)
+}
+
+/// Whether the result is the whole file.
+fn is_whole(r: &ReadFileResult) -> bool {
+    r.offset == 1 && r.returned_lines == r.total_lines && !r.truncated
+}
+
+/// Which lines were returned, and how to read on.
+fn note(r: &ReadFileResult) -> String {
     let last = r.offset + r.returned_lines.saturating_sub(1);
     let shown = if r.returned_lines == 0 {
         "no lines".to_owned()
@@ -757,8 +785,7 @@ fn render(r: &ReadFileResult) -> String {
         }
         (None, None) => note.push_str("; end of file]"),
     }
-    text.push_str(&note);
-    text
+    note
 }
 
 #[cfg(test)]

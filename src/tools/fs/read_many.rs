@@ -130,6 +130,12 @@ impl TypedTool for ReadManyFiles {
         render(output)
     }
 
+    const PAYLOAD: &'static [&'static str] = &["files"];
+
+    fn summary(&self, output: &ReadManyResult) -> String {
+        summary(output)
+    }
+
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ReadManyResult, ToolError> {
         let mut paths = p.paths.unwrap_or_default();
         if paths.is_empty() && p.glob.is_none() {
@@ -280,14 +286,27 @@ fn render(r: &ReadManyResult) -> String {
         }
         text.push('\n');
     }
-    text.push_str(&format!(
+    text.push_str(&footer(r, read, ""));
+    text
+}
+
+/// The text beside a structured result that carries the files.
+fn summary(r: &ReadManyResult) -> String {
+    let read = r.files.iter().filter(|f| f.content.is_some()).count();
+    footer(r, read, "; the files are in structuredContent.files")
+}
+
+/// The counts, and whether anything was cut; `more` goes before the closing bracket.
+fn footer(r: &ReadManyResult, read: usize, more: &str) -> String {
+    let mut text = format!(
         "[{read} of {} files read, {} bytes",
         r.files.len(),
         r.total_bytes
-    ));
+    );
     if r.truncated {
         text.push_str("; truncated: some files were not read or were cut");
     }
+    text.push_str(more);
     text.push(']');
     text
 }

@@ -516,34 +516,67 @@ fn parse_url(raw: &str) -> Result<Url, ToolError> {
 }
 
 fn render(out: &FetchOutput, start: u64) -> String {
+    let mut text = heading(out);
+    text.push_str("\n\n");
+    text.push_str(&out.content);
+    if let Some(note) = position(out, start) {
+        text.push_str("\n\n");
+        text.push_str(&note);
+    }
+    text
+}
+
+/// The character of the page the returned content starts at.
+fn start_of(out: &FetchOutput) -> u64 {
+    out.next_start_index
+        .unwrap_or(out.total_length)
+        .saturating_sub(out.content.chars().count() as u64)
+}
+
+/// The text beside a structured result that carries the content.
+fn summary(out: &FetchOutput, start: u64) -> String {
+    let mut text = heading(out);
+    text.push_str("\n[the content is in structuredContent.content]");
+    if let Some(note) = position(out, start) {
+        text.push('\n');
+        text.push_str(&note);
+    }
+    text
+}
+
+/// The title, the URL, the status and the type.
+fn heading(out: &FetchOutput) -> String {
     let mut text = String::new();
     if let Some(title) = &out.title {
         text.push_str(&format!("# {title}\n"));
     }
     text.push_str(&format!(
-        "{} ({} {}){}\n\n",
+        "{} ({} {}){}",
         out.url,
         out.status,
         out.content_type,
         if out.cached { ", cached" } else { "" }
     ));
-    text.push_str(&out.content);
+    text
+}
+
+/// Where the returned characters are in the page, and how to read on.
+fn position(out: &FetchOutput, start: u64) -> Option<String> {
     let end = start + out.content.chars().count() as u64;
     match out.next_start_index {
-        Some(next) => text.push_str(&format!(
-            "\n\n[characters {start} to {end} of {}; to read on, call fetch_url again with start_index = {next}]",
+        Some(next) => Some(format!(
+            "[characters {start} to {end} of {}; to read on, call fetch_url again with start_index = {next}]",
             out.total_length
         )),
-        None if out.truncated => text.push_str(
-            "\n\n[the response was larger than the byte cap and was cut; the rest of the page is not available]",
+        None if out.truncated => Some(
+            "[the response was larger than the byte cap and was cut; the rest of the page is not available]".to_owned(),
         ),
-        None if start > 0 => text.push_str(&format!(
-            "\n\n[characters {start} to {end} of {}; end of the page]",
+        None if start > 0 => Some(format!(
+            "[characters {start} to {end} of {}; end of the page]",
             out.total_length
         )),
-        None => {}
+        None => None,
     }
-    text
 }
 
 #[async_trait]
@@ -578,11 +611,13 @@ impl TypedTool for FetchUrl {
     }
 
     fn render(&self, output: &FetchOutput) -> String {
-        let start = output
-            .next_start_index
-            .unwrap_or(output.total_length)
-            .saturating_sub(output.content.chars().count() as u64);
-        render(output, start)
+        render(output, start_of(output))
+    }
+
+    const PAYLOAD: &'static [&'static str] = &["content"];
+
+    fn summary(&self, output: &FetchOutput) -> String {
+        summary(output, start_of(output))
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<FetchOutput, ToolError> {

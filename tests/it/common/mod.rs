@@ -73,14 +73,17 @@ pub(crate) fn bare_command(cwd: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// Remove any TOOLPORT_* settings and point the config dir somewhere empty.
+/// Remove any TOOLPORT_* settings and point the config dir somewhere empty. Results carry
+/// their payload in both halves (`TOOLPORT_PAYLOAD=both`), so a test of a tool can read
+/// every field of its structured result; `payload.rs` tests the forms clients get by default.
 pub(crate) fn isolate(cmd: &mut Command, dir: &Path) {
     for (key, _) in std::env::vars() {
         if key.starts_with("TOOLPORT_") {
             cmd.env_remove(key);
         }
     }
-    cmd.env("XDG_CONFIG_HOME", dir.join(".no-config"))
+    cmd.env("TOOLPORT_PAYLOAD", "both")
+        .env("XDG_CONFIG_HOME", dir.join(".no-config"))
         .env("RUST_LOG", "warn")
         .current_dir(dir);
 }
@@ -101,6 +104,8 @@ pub(crate) struct TestClient {
     progress_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<ProgressNotificationParam>>>>,
     list_changed_tx: mpsc::UnboundedSender<()>,
     list_changed_rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<()>>>>,
+    /// The `clientInfo.name` it gives (the server shapes results by it).
+    pub name: &'static str,
 }
 
 impl Default for TestClient {
@@ -118,6 +123,7 @@ impl Default for TestClient {
             roots_asked_rx: Arc::new(Mutex::new(Some(roots_asked_rx))),
             progress_tx,
             progress_rx: Arc::new(Mutex::new(Some(rx))),
+            name: "toolport-tests",
         }
     }
 }
@@ -191,7 +197,7 @@ impl ClientHandler for TestClient {
         if self.elicit.is_some() {
             caps.elicitation = Some(Default::default());
         }
-        ClientConfig::new(caps, Implementation::new("toolport-tests", "0.0.1"))
+        ClientConfig::new(caps, Implementation::new(self.name, "0.0.1"))
     }
 
     async fn list_roots(
