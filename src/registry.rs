@@ -2,8 +2,10 @@
 //! tools only through it.
 //!
 //! Everything that can be done once per tool is done at registration: the definition is
-//! validated, the MCP form is built, and the input-schema validator is compiled. A call then
-//! costs a hash lookup plus one validation pass.
+//! validated and the MCP form is built. The input-schema validator is compiled on the tool's
+//! first call and kept: compiling (jsonschema checks each schema against its draft's
+//! meta-schema first, and builds that meta-validator once per process) was most of the
+//! server's cold start. A call then costs a hash lookup plus one validation pass.
 //!
 //! The served set is a [`LiveRegistry`]: an immutable `ToolRegistry` behind an atomic pointer,
 //! so a reload (plugins) swaps the whole set at once while calls in flight keep the registry
@@ -11,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
@@ -77,7 +79,22 @@ struct Entry {
     tool: Arc<dyn AiTool>,
     definition: ToolDefinition,
     mcp: rmcp::model::Tool,
-    validator: jsonschema::Validator,
+    /// Compiled on the first call (or given by the tool, which compiled it to check itself).
+    validator: OnceLock<Result<jsonschema::Validator, DefinitionError>>,
+}
+
+impl Entry {
+    /// The compiled input schema, compiled now if this is the first call.
+    fn validator(&self) -> Result<&jsonschema::Validator, ToolError> {
+        self.validator
+            .get_or_init(|| self.definition.validator())
+            .as_ref()
+            .map_err(|e| {
+                ToolError::ExecutionFailed(format!(
+                    "{e}; the tool cannot be called until its schema is fixed"
+                ))
+            })
+    }
 }
 
 /// The tool registry. Registration order is the listing order.
@@ -113,10 +130,10 @@ impl ToolRegistry {
             tool.input_schema(),
             tool.output_schema(),
         )?;
-        let validator = match tool.compiled_input_schema() {
-            Some(validator) => validator,
-            None => definition.validator()?,
-        };
+        let validator = OnceLock::new();
+        if let Some(compiled) = tool.compiled_input_schema() {
+            let _ = validator.set(Ok(compiled));
+        }
         let mcp = definition.to_mcp_with(tool.title(), tool.annotations());
         self.index.insert(name, self.entries.len());
         self.entries.push(Arc::new(Entry {
@@ -351,12 +368,12 @@ impl LiveRegistry {
 
 /// Validate arguments against a tool's compiled schema and describe every violation.
 fn check_arguments(entry: &Entry, instance: &Value) -> Result<(), ToolError> {
-    if entry.validator.is_valid(instance) {
+    let validator = entry.validator()?;
+    if validator.is_valid(instance) {
         return Ok(());
     }
     let schema = &entry.definition.input_schema;
-    let mut lines: Vec<String> = entry
-        .validator
+    let mut lines: Vec<String> = validator
         .iter_errors(instance)
         .map(|error| {
             let pointer = error.instance_path().to_string();
@@ -474,6 +491,58 @@ mod tests {
             fallback: ConfirmFallback::Deny,
         });
         ctx
+    }
+
+    /// A tool whose schema no validator can compile.
+    struct BadSchema;
+
+    #[async_trait]
+    impl AiTool for BadSchema {
+        fn name(&self) -> &str {
+            "bad_schema"
+        }
+        fn description(&self) -> &str {
+            "A tool with a broken schema."
+        }
+        fn input_schema(&self) -> JsonObject {
+            json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}})
+                .as_object()
+                .cloned()
+                .unwrap()
+        }
+        async fn execute(&self, _: JsonObject, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+            panic!("a tool whose schema does not compile must never run");
+        }
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_fails_the_call_with_the_reason() {
+        let mut r = ToolRegistry::new();
+        // Compiled on the first call, not at registration (cold start).
+        assert!(r.register(Arc::new(BadSchema)).unwrap());
+        let err = futures::executor::block_on(r.execute("bad_schema", JsonObject::new(), &ctx()))
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains("bad_schema") && message.contains("schema"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn every_builtin_input_schema_compiles() {
+        let config = crate::config::Config::default();
+        let built = crate::tools::builtin_tools(config.builtin_settings()).unwrap();
+        let mut r = ToolRegistry::new();
+        for tool in built.tools {
+            r.register(tool).unwrap();
+        }
+        assert!(r.entries.len() >= 17);
+        for entry in &r.entries {
+            if let Err(e) = entry.validator() {
+                panic!("{}: {e}", entry.definition.name);
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Typed tools: how every built-in tool is written. A [`TypedTool`] is a params type and an
 //! output type (serde + schemars: the types are the schemas), one async [`TypedTool::run`],
 //! a text rendering and a [`ToolSpec`] of metadata. [`typed`] turns it into the dynamic
-//! [`AiTool`] the registry holds: the portable schemas and the instructions are derived once,
+//! [`AiTool`] the registry holds: the portable schemas are derived once (the instructions on
+//! first use),
 //! validated arguments are parsed into the params type, and the output is serialised and
 //! rendered.
 //!
@@ -77,6 +78,13 @@ pub(crate) trait TypedTool: Send + Sync + 'static {
     /// is small and both carry all of it.
     const PAYLOAD: &'static [&'static str] = &[];
 
+    /// [`TypedTool::render`] when the text block alone carries the payload: the tool may move
+    /// its payload out of `output` rather than copy it (the structured result leaves it out
+    /// anyway). Default: `render`.
+    fn render_payload(&self, output: &mut Self::Output) -> String {
+        self.render(output)
+    }
+
     /// The text block when `structuredContent` carries the payload: what [`TypedTool::render`]
     /// says, without the payload (where the text stopped, how to go on). Only called for a
     /// tool with a [`TypedTool::PAYLOAD`].
@@ -110,13 +118,14 @@ fn describe_payload(schema: &mut JsonObject, fields: &[&str]) {
     }
 }
 
-/// A [`TypedTool`] with its schemas and instructions derived once.
+/// A [`TypedTool`] with its schemas derived once, and its instructions on first use (only
+/// prompts and `toolport instructions` read them: not worth a cold start).
 struct Typed<T: TypedTool> {
     tool: T,
     spec: ToolSpec,
     input_schema: JsonObject,
     output_schema: JsonObject,
-    instructions: String,
+    instructions: std::sync::OnceLock<String>,
 }
 
 /// The registry's form of a typed tool.
@@ -126,20 +135,12 @@ pub(crate) fn typed<T: TypedTool>(tool: T) -> Arc<dyn AiTool> {
     tool.adjust_input_schema(&mut input_schema);
     let mut output_schema = output_schema_for::<T::Output>();
     describe_payload(&mut output_schema, T::PAYLOAD);
-    let instructions = render_instructions(InstructionsFor {
-        name: spec.name,
-        description: &spec.description,
-        purpose: Some(spec.purpose),
-        input_schema: &input_schema,
-        output_schema: Some(&output_schema),
-        example: Some(&spec.example),
-    });
     Arc::new(Typed {
         tool,
         spec,
         input_schema,
         output_schema,
-        instructions,
+        instructions: std::sync::OnceLock::new(),
     })
 }
 
@@ -177,7 +178,18 @@ impl<T: TypedTool> AiTool for Typed<T> {
         self.spec.annotations
     }
     fn instructions(&self) -> String {
-        self.instructions.clone()
+        self.instructions
+            .get_or_init(|| {
+                render_instructions(InstructionsFor {
+                    name: self.spec.name,
+                    description: &self.spec.description,
+                    purpose: Some(self.spec.purpose),
+                    input_schema: &self.input_schema,
+                    output_schema: Some(&self.output_schema),
+                    example: Some(&self.spec.example),
+                })
+            })
+            .clone()
     }
     fn confirmation(&self, args: &JsonObject, workspace: &Workspace) -> Option<String> {
         if !T::ASKS_CONFIRMATION {
@@ -190,7 +202,7 @@ impl<T: TypedTool> AiTool for Typed<T> {
     }
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let params = parse(args)?;
-        let output = self.tool.run(params, ctx).await?;
+        let mut output = self.tool.run(params, ctx).await?;
         let payload = if T::PAYLOAD.is_empty() {
             Payload::Both
         } else {
@@ -198,7 +210,8 @@ impl<T: TypedTool> AiTool for Typed<T> {
         };
         let text = match payload {
             Payload::Structured => self.tool.summary(&output),
-            Payload::Text | Payload::Both => self.tool.render(&output),
+            Payload::Text => self.tool.render_payload(&mut output),
+            Payload::Both => self.tool.render(&output),
         };
         let mut structured = serde_json::to_value(&output).map_err(|e| {
             ToolError::ExecutionFailed(format!(

@@ -90,12 +90,29 @@ impl StdioTransport<BoxReader> {
         );
         let (writer, output) = driven(
             std::io::stdout().as_fd(),
-            |fd| pipe::Sender::from_owned_fd(fd).map(|tx| Box::new(tx) as BoxWriter),
+            |fd| {
+                grow_pipe(&fd);
+                pipe::Sender::from_owned_fd(fd).map(|tx| Box::new(tx) as BoxWriter)
+            },
             |stream| Box::new(stream) as BoxWriter,
             || Box::new(tokio::io::stdout()) as BoxWriter,
         );
         tracing::debug!(stdin = input, stdout = output, "stdio transport");
         Self::new(reader, writer)
+    }
+}
+
+/// How large the stdout pipe is made: a 1 MiB answer (read_file's default limit) then goes
+/// into the pipe in one write, instead of sixteen 64 KiB rounds that each wait for the client
+/// to read. 1 MiB is Linux's default `pipe-max-size` for unprivileged processes.
+const STDOUT_PIPE_BYTES: i32 = 1 << 20;
+
+/// Make the stdout pipe [`STDOUT_PIPE_BYTES`] large; a refusal (a lower limit, or the
+/// user's pipe quota used up) keeps the kernel's size, which only costs speed.
+fn grow_pipe(fd: &OwnedFd) {
+    use nix::fcntl::{FcntlArg, fcntl};
+    if let Err(error) = fcntl(fd, FcntlArg::F_SETPIPE_SZ(STDOUT_PIPE_BYTES)) {
+        tracing::debug!(%error, "the stdout pipe keeps its size");
     }
 }
 
@@ -281,21 +298,28 @@ async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// The largest serialisation buffer the writer keeps between messages: a 1 MiB file's answer
+/// with room for escapes.
+const KEPT_BUFFER_BYTES: usize = 4 << 20;
+
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut out: BufWriter<W>,
     mut rx: mpsc::Receiver<Outgoing>,
 ) {
+    // One buffer for every message: a large answer is serialised without growing a new
+    // vector (and copying it) step by step each time.
+    let mut bytes = Vec::new();
     while let Some(message) = rx.recv().await {
-        let mut bytes = match message {
-            Outgoing::Message(message) => match serde_json::to_vec(&message) {
-                Ok(bytes) => bytes,
-                Err(error) => {
+        bytes.clear();
+        match message {
+            Outgoing::Message(message) => {
+                if let Err(error) = serde_json::to_writer(&mut bytes, &message) {
                     tracing::error!(%error, "cannot serialize an outgoing message; dropping it");
                     continue;
                 }
-            },
-            Outgoing::Raw(line) => line.into_bytes(),
-        };
+            }
+            Outgoing::Raw(line) => bytes.extend_from_slice(line.as_bytes()),
+        }
         bytes.push(b'\n');
         if let Err(error) = out.write_all(&bytes).await {
             tracing::debug!(%error, "stdout is closed");
@@ -307,6 +331,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         {
             tracing::debug!(%error, "stdout is closed");
             return;
+        }
+        // A buffer that grew for one huge answer is not kept for the session.
+        if bytes.capacity() > KEPT_BUFFER_BYTES {
+            bytes = Vec::new();
         }
     }
     let _ = out.flush().await;

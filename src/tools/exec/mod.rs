@@ -59,28 +59,14 @@ pub(crate) const NAME: &str = "execute_command";
 const CATEGORY: &str = "exec";
 
 /// Process-wide set-up before the server binary runs commands: give up the controlling
-/// terminal ([`process::detach_controlling_terminal`]) and start the [`watchdog`] from `exe`
-/// (the toolport binary; `/proc/self/exe` in the server). Without a watchdog commands still
-/// run, but a killed server would leave them running: that is logged as a warning.
+/// terminal ([`process::detach_controlling_terminal`]), become the child subreaper
+/// ([`reaper`]) and arm the [`watchdog`] to run from `exe` (the toolport binary;
+/// `/proc/self/exe` in the server), started by the first command. Without a watchdog commands
+/// still run, but a killed server would leave them running: that is logged as a warning.
 pub fn prepare_host(exe: &std::ffi::OsStr) {
     process::detach_controlling_terminal();
-    if watchdog::installed() {
-        return;
-    }
-    match watchdog::Watchdog::spawn(exe) {
-        Ok(dog) => {
-            // The watchdog is a child too: the reaper must never take it for a leftover.
-            reaper::install(&[dog.pid()]);
-            watchdog::install(dog);
-        }
-        Err(error) => {
-            tracing::warn!(
-                %error,
-                "could not start the command watchdog: commands will not die with a killed server"
-            );
-            reaper::install(&[]);
-        }
-    }
+    reaper::install();
+    watchdog::arm(exe);
 }
 
 /// The tool's description, stating the operator's real limits.

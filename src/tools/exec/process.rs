@@ -750,6 +750,8 @@ pub(crate) fn start(spec: RunSpec, options: &StartOptions) -> Result<Arc<Live>, 
         .stderr(Stdio::piped())
         .kill_on_drop(true);
 
+    // The first command starts the watchdog it registers with.
+    watchdog::ensure();
     let mut child = match reaper::spawn_leader(|| cmd.spawn(), Child::id) {
         Ok(child) => child,
         Err(error) => return Err(Box::new(not_started(error))),

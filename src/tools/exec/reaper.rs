@@ -84,10 +84,9 @@ impl Reaper {
     }
 }
 
-/// Make the server a child subreaper, once; `keep` are children to leave alone (the
-/// watchdog). Without it (a kernel that refuses the prctl) commands still run, contained by
-/// their process group only, and a warning says so.
-pub(crate) fn install(keep: &[u32]) {
+/// Make the server a child subreaper, once. Without it (a kernel that refuses the prctl)
+/// commands still run, contained by their process group only, and a warning says so.
+pub(crate) fn install() {
     if REAPER.get().is_some() {
         return;
     }
@@ -95,15 +94,18 @@ pub(crate) fn install(keep: &[u32]) {
         tracing::warn!(%error, "cannot become a child subreaper: a command's processes that call setsid may outlive it");
         return;
     }
-    let owned = Owned {
-        leaders: HashSet::new(),
-        keep: keep.iter().filter_map(|p| i32::try_from(*p).ok()).collect(),
-    };
     let _ = REAPER.set(Reaper {
         prefix: prefix_of(std::process::id()),
         next: AtomicU64::new(1),
-        children: Mutex::new(owned),
+        children: Mutex::new(Owned::default()),
     });
+}
+
+/// A child of the server that sweeps must leave alone (the watchdog).
+pub(crate) fn keep(pid: u32) {
+    if let (Some(reaper), Ok(pid)) = (REAPER.get(), i32::try_from(pid)) {
+        reaper.owned().keep.insert(pid);
+    }
 }
 
 /// The scope of one command: the marker its processes carry.

@@ -19,6 +19,10 @@
 //!
 //! Registration never blocks the server: the pipe is non-blocking, and a watchdog that is gone
 //! or stuck turns registration into a logged warning, not a stalled tool call.
+//!
+//! The server [`arm`]s the watchdog at start and the first command starts it ([`ensure`]), so a
+//! session that runs no command never pays for a second process (a spawn of this binary is most
+//! of a cold start).
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -37,6 +41,9 @@ pub(crate) const WATCHDOG_SUBCOMMAND: &str = "__watchdog";
 
 /// The process-wide watchdog, once [`install`]ed.
 static WATCHDOG: OnceLock<Watchdog> = OnceLock::new();
+
+/// The binary the watchdog runs as, once [`arm`]ed: started by the first command.
+static ARMED: OnceLock<std::ffi::OsString> = OnceLock::new();
 
 /// The server's end of a running watchdog.
 #[derive(Debug)]
@@ -108,13 +115,35 @@ fn set_nonblocking(pipe: &ChildStdin) -> std::io::Result<()> {
 /// Make `watchdog` the one commands register with. When one was installed already the new
 /// one is dropped (its pipe closes, so its process exits).
 pub(crate) fn install(watchdog: Watchdog) {
+    // A child of the server that the reaper's sweeps must leave alone.
+    reaper::keep(watchdog.pid());
     let _ = WATCHDOG.set(watchdog);
 }
 
-/// Whether a watchdog is installed (in the server binary it is; in-process library use, such
-/// as benchmarks, may run without one).
+/// Start the watchdog by running `exe __watchdog` when the first command needs it ([`ensure`]).
+pub(crate) fn arm(exe: &OsStr) {
+    let _ = ARMED.set(exe.to_owned());
+}
+
+/// Start the armed watchdog if it is not running yet: called before every command's spawn.
+/// Without one armed (in-process library use) nothing happens. A watchdog that cannot start is
+/// reported once; commands then run contained by their process group and the reaper only.
+pub(crate) fn ensure() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    let Some(exe) = ARMED.get() else { return };
+    STARTED.call_once(|| match Watchdog::spawn(exe) {
+        Ok(dog) => install(dog),
+        Err(error) => tracing::warn!(
+            %error,
+            "could not start the command watchdog: commands will not die with a killed server"
+        ),
+    });
+}
+
+/// Whether a watchdog is installed or armed to start with the first command (in the server
+/// binary it is; in-process library use, such as benchmarks, may run without one).
 pub fn installed() -> bool {
-    WATCHDOG.get().is_some()
+    WATCHDOG.get().is_some() || ARMED.get().is_some()
 }
 
 /// Tell the watchdog a command's process group exists (call right after the spawn).

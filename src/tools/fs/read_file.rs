@@ -165,6 +165,11 @@ impl TypedTool for ReadFile {
 
     const PAYLOAD: &'static [&'static str] = &["content"];
 
+    /// The content moves into the text: a megabyte is not copied twice.
+    fn render_payload(&self, output: &mut ReadFileResult) -> String {
+        finish(std::mem::take(&mut output.content), output)
+    }
+
     fn summary(&self, output: &ReadFileResult) -> String {
         summary(output)
     }
@@ -730,7 +735,11 @@ fn mismatch(display: &str, encoding: &'static Encoding, at: u64, line: u64) -> T
 
 /// The text a model reads: the content, then a note when there is more.
 fn render(r: &ReadFileResult) -> String {
-    let mut text = r.content.clone();
+    finish(r.content.clone(), r)
+}
+
+/// `text` (the result's content) with the note when there is more.
+fn finish(mut text: String, r: &ReadFileResult) -> String {
     if is_whole(r) {
         if text.is_empty() {
             text.push_str("(empty file)");
