@@ -298,6 +298,13 @@ async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// `message` as one line of JSON, appended to `out`. sonic-rs escapes strings with SIMD, about
+/// 5× faster than serde_json for a megabyte of file text (most of a large read's cost), and
+/// writes the same bytes (tested below against serde_json).
+fn encode(out: &mut Vec<u8>, message: &ServerJsonRpcMessage) -> sonic_rs::Result<()> {
+    sonic_rs::to_writer(out, message)
+}
+
 /// The largest serialisation buffer the writer keeps between messages: a 1 MiB file's answer
 /// with room for escapes.
 const KEPT_BUFFER_BYTES: usize = 4 << 20;
@@ -313,7 +320,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         bytes.clear();
         match message {
             Outgoing::Message(message) => {
-                if let Err(error) = serde_json::to_writer(&mut bytes, &message) {
+                if let Err(error) = encode(&mut bytes, &message) {
                     tracing::error!(%error, "cannot serialize an outgoing message; dropping it");
                     continue;
                 }
@@ -401,6 +408,37 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTrans
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_encode_as_serde_json_writes_them() {
+        let every_control: String = (0u8..0x20).map(char::from).collect();
+        let text = format!(
+            "{every_control} \" \\ / é 😀 \u{7f} \u{2028}\u{2029} \u{fffd} line\nnext\ttab"
+        );
+        let message: ServerJsonRpcMessage = serde_json::from_value(json!({
+            "jsonrpc": "2.0",
+            "id": 7,
+            "result": {
+                "content": [{"type": "text", "text": text}],
+                "structuredContent": {
+                    "text": text,
+                    "numbers": [0, -1, 18446744073709551615_u64, -9223372036854775808_i64, 0.1, -0.0, 1e300, 2.5e-8, 123456.789],
+                    "empty": {"s": "", "a": [], "o": {}},
+                    "flags": [true, false, null],
+                    "keys": {"z": 1, "a": 2, "\n": 3}
+                },
+                "isError": false
+            }
+        }))
+        .unwrap();
+        let mut ours = Vec::new();
+        encode(&mut ours, &message).unwrap();
+        let theirs = serde_json::to_vec(&message).unwrap();
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            String::from_utf8(theirs).unwrap()
+        );
+    }
 
     async fn lines(input: &[u8], max: usize) -> Vec<String> {
         let mut reader = BufReader::with_capacity(4, input);

@@ -281,7 +281,7 @@ fn read(
         Window::Range { start, limit } => (start, limit),
         Window::Tail(n) => {
             file.seek(SeekFrom::Start(bom_len as u64)).map_err(io)?;
-            let counted = scan(file, display, encoding, 1, Some(0), max_bytes, cancel)?;
+            let counted = scan(file, display, encoding, 1, Some(0), max_bytes, 0, cancel)?;
             (counted.total_lines.saturating_sub(n) + 1, None)
         }
         Window::Bytes(at) => {
@@ -302,6 +302,12 @@ fn read(
             inner: &mut *file,
             hash: &mut hash,
         };
+        // A whole-file read returns about the file's size.
+        let expected = if start == 1 && limit.is_none() {
+            usize::try_from(size).unwrap_or(usize::MAX)
+        } else {
+            0
+        };
         scan(
             &mut hashing,
             display,
@@ -309,6 +315,7 @@ fn read(
             start,
             limit,
             max_bytes,
+            expected,
             cancel,
         )?
     };
@@ -665,6 +672,9 @@ impl Collector {
     }
 
     fn feed(&mut self, mut text: &str) {
+        if self.feed_whole(text) {
+            return;
+        }
         while !text.is_empty() {
             let (segment, newline) = match text.find('\n') {
                 Some(i) => (&text[..=i], true),
@@ -683,6 +693,39 @@ impl Collector {
                 self.line_start = self.content.len();
             }
         }
+    }
+
+    /// `text` in one step when none of its lines crosses an edge of the window or the budget
+    /// (the common case: a whole chunk inside the window, or before or after it), so a file
+    /// of short lines is not walked line by line. `false`: nothing was done.
+    fn feed_whole(&mut self, text: &str) -> bool {
+        let Some(last) = text.len().checked_sub(1) else {
+            return true;
+        };
+        // Counting bytes is vectorised; a line break is one byte in UTF-8.
+        let newlines = text.bytes().filter(|&b| b == b'\n').count() as u64;
+        // The last line this text touches (it may go on in the next piece).
+        let last_line = self.line + newlines;
+        let before = last_line < self.start;
+        let after = self.stopped_at.is_some() || self.end.is_some_and(|end| self.line >= end);
+        let inside = self.in_window()
+            && self.end.is_none_or(|end| last_line < end)
+            && self.content.len() + text.len() <= self.max_bytes;
+        if !(before || after || inside) {
+            return false;
+        }
+        if inside {
+            self.content.push_str(text);
+            self.returned += newlines;
+        }
+        if newlines > 0 {
+            // Where the line after the last break starts in `content` (unchanged outside).
+            let tail = text.rfind('\n').map_or(0, |at| last - at);
+            self.line_start = self.content.len() - if inside { tail } else { 0 };
+        }
+        self.line = last_line;
+        self.line_open = text.as_bytes()[last] != b'\n';
+        true
     }
 
     fn take(&mut self, segment: &str) {
@@ -729,6 +772,7 @@ impl Collector {
 
 /// One pass: decode the file from the current position, counting lines and collecting the
 /// window `start..start+limit` (limit `Some(0)` collects nothing).
+#[allow(clippy::too_many_arguments)] // the one pass of read_file, each argument a fact of it
 fn scan(
     file: &mut impl Read,
     display: &str,
@@ -736,6 +780,7 @@ fn scan(
     start: u64,
     limit: Option<u64>,
     max_bytes: usize,
+    expected: usize,
     cancel: &CancellationToken,
 ) -> Result<Scan, ToolError> {
     let mut decoder = encoding.new_decoder_without_bom_handling();
@@ -746,7 +791,8 @@ fn scan(
         line: 1,
         line_open: false,
         line_start: 0,
-        content: String::new(),
+        // Room for the text up front: a megabyte is not grown (and copied) by doubling.
+        content: String::with_capacity(expected.min(max_bytes)),
         returned: 0,
         stopped_at: None,
         cut_line: false,
@@ -886,6 +932,61 @@ mod tests {
             c.feed(&piece.iter().collect::<String>());
         }
         c.finish()
+    }
+
+    /// Feed `text` in pieces of `size` characters.
+    fn collect_in(text: &str, size: usize, start: u64, limit: Option<u64>, max: usize) -> Scan {
+        let mut c = Collector {
+            start,
+            end: limit.map(|l| start + l),
+            max_bytes: max,
+            line: 1,
+            line_open: false,
+            line_start: 0,
+            content: String::new(),
+            returned: 0,
+            stopped_at: None,
+            cut_line: false,
+        };
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(size) {
+            c.feed(&piece.iter().collect::<String>());
+        }
+        c.finish()
+    }
+
+    #[test]
+    fn whole_pieces_and_single_characters_collect_the_same() {
+        // Whole pieces take the one-step path where they can; single characters mostly cross
+        // an edge of the window or the budget line by line. Both must agree everywhere.
+        for text in [
+            "a\nbb\nccc\ndddd\n\neeeee",
+            "a\nbb\nccc\ndddd\n\neeeee\n",
+            "ééé\nx\n\n\nyy",
+            "",
+            "\n",
+            "no newline at all",
+        ] {
+            for start in 1..=7 {
+                for limit in [None, Some(1), Some(2), Some(5)] {
+                    for max in [0, 1, 3, 6, 9, 12, 100] {
+                        let want = collect_in(text, 1, start, limit, max);
+                        for size in [2, 3, 5, 64] {
+                            let got = collect_in(text, size, start, limit, max);
+                            let case = format!(
+                                "{text:?} start {start} limit {limit:?} max {max} pieces of {size}"
+                            );
+                            assert_eq!(got.content, want.content, "{case}");
+                            assert_eq!(got.total_lines, want.total_lines, "{case}");
+                            assert_eq!(got.returned_lines, want.returned_lines, "{case}");
+                            assert_eq!(got.truncated, want.truncated, "{case}");
+                            assert_eq!(got.next_offset, want.next_offset, "{case}");
+                            assert_eq!(got.cut_line, want.cut_line, "{case}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
