@@ -111,6 +111,13 @@ fn parse<P: DeserializeOwned>(args: JsonObject) -> Result<P, ToolError> {
         .map_err(|e| ToolError::InvalidArguments(e.to_string()))
 }
 
+/// [`parse`], for the fuzz target that checks every built-in tool's schema against its params
+/// type (src/fuzzing.rs).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn parse_params<P: DeserializeOwned>(args: JsonObject) -> Result<P, ToolError> {
+    parse(args)
+}
+
 #[async_trait]
 impl<T: TypedTool> AiTool for Typed<T> {
     fn name(&self) -> &str {

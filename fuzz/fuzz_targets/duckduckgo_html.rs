@@ -1,0 +1,35 @@
+//! The DuckDuckGo result page parser (src/tools/web/duckduckgo.rs).
+//!
+//! Input: one byte choosing the hit count (1..=10, as `web_search` asks), then the page body
+//! (any bytes; the parser reads them as lossy UTF-8). Property: no panic; a page that parses
+//! gives at most `count` hits, each with a non-empty title and a distinct http(s) URL (never a
+//! DuckDuckGo redirect or ad link).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use toolport::fuzzing::duckduckgo;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&count, body)) = data.split_first() else {
+        return;
+    };
+    let count = usize::from(count % 10) + 1;
+    let Ok(hits) = duckduckgo(body, count) else {
+        return;
+    };
+    assert!(
+        hits.len() <= count,
+        "{} hits for a count of {count}",
+        hits.len()
+    );
+    let mut seen = std::collections::HashSet::new();
+    for (title, url, _snippet) in &hits {
+        assert!(!title.is_empty(), "a hit without a title: {url}");
+        assert!(
+            url.starts_with("http://") || url.starts_with("https://"),
+            "not a web URL: {url:?}"
+        );
+        assert!(!url.contains("duckduckgo.com/y.js"), "an ad link: {url}");
+        assert!(seen.insert(url.clone()), "a duplicate URL: {url}");
+    }
+});
