@@ -18,6 +18,9 @@
 pub mod cli;
 pub mod config;
 mod definition;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hidden;
 pub mod instructions;
 pub mod observe;

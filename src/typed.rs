@@ -146,9 +146,46 @@ pub(crate) fn typed<T: TypedTool>(tool: T) -> Arc<dyn AiTool> {
 
 /// Validated arguments as the params type. The schema check has already run, so a failure
 /// means the schema and the type disagree; still, say what went wrong.
-fn parse<P: DeserializeOwned>(args: JsonObject) -> Result<P, ToolError> {
+///
+/// JSON Schema's `integer` accepts a number with a zero fraction (`5.0`, as Python's `json`
+/// writes a float), which serde's integer types refuse: such numbers become integers first,
+/// so arguments the schema accepts parse.
+fn parse<P: DeserializeOwned>(mut args: JsonObject) -> Result<P, ToolError> {
+    args.values_mut().for_each(integral_floats_to_integers);
     serde_json::from_value(Value::Object(args))
         .map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}
+
+/// [`parse`], for the fuzz target that checks every built-in tool's schema against its params
+/// type (src/fuzzing.rs).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn parse_params<P: DeserializeOwned>(args: JsonObject) -> Result<P, ToolError> {
+    parse(args)
+}
+
+/// Rewrite every float with a zero fraction that fits an `i64` or `u64` as that integer.
+fn integral_floats_to_integers(value: &mut Value) {
+    match value {
+        Value::Number(number) => {
+            // 2^64 and -2^63, exactly representable: the bounds of u64 and i64 as floats.
+            const U64_END: f64 = 18_446_744_073_709_551_616.0;
+            const I64_MIN: f64 = -9_223_372_036_854_775_808.0;
+            let Some(float) = number.as_f64().filter(|_| number.is_f64()) else {
+                return;
+            };
+            if float.fract() != 0.0 {
+                return;
+            }
+            if (0.0..U64_END).contains(&float) {
+                *number = serde_json::Number::from(float as u64);
+            } else if (I64_MIN..0.0).contains(&float) {
+                *number = serde_json::Number::from(float as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_to_integers),
+        Value::Object(map) => map.values_mut().for_each(integral_floats_to_integers),
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
+    }
 }
 
 #[async_trait]
@@ -224,5 +261,50 @@ impl<T: TypedTool> AiTool for Typed<T> {
             }
         }
         Ok(ToolOutput::new(structured, text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Params {
+        limit: u64,
+        offset: i64,
+        ratio: f64,
+        items: Vec<u32>,
+    }
+
+    /// Found by fuzz/fuzz_targets/tool_arguments.rs: `{"offset": 1.0}` passed read_file's
+    /// schema (`integer`) and then failed to parse ("invalid type: floating point `1.0`,
+    /// expected u64").
+    #[test]
+    fn integral_floats_parse_as_the_integers_the_schema_accepts() {
+        let Value::Object(args) =
+            json!({"limit": 200.0, "offset": -3.0, "ratio": 2.0, "items": [1.0, 2]})
+        else {
+            unreachable!()
+        };
+        let params: Params = parse(args).unwrap();
+        assert_eq!(
+            params,
+            Params {
+                limit: 200,
+                offset: -3,
+                ratio: 2.0,
+                items: vec![1, 2]
+            }
+        );
+        let Value::Object(args) = json!({"limit": 1.5, "offset": 0, "ratio": 0.5, "items": []})
+        else {
+            unreachable!()
+        };
+        assert!(
+            parse::<Params>(args).is_err(),
+            "a fraction is still refused"
+        );
     }
 }

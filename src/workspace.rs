@@ -849,6 +849,13 @@ impl WriteTarget {
         &self.display
     }
 
+    /// The parent directory's handle and the entry's name, for the fuzz target's check that
+    /// the handle is beneath the root.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn parts(&self) -> (&Dir, &std::ffi::OsStr) {
+        (&self.dir, &self.name)
+    }
+
     /// What is at the path now (a symlink is reported as such), or `None`.
     pub(crate) fn existing_kind(&self) -> Option<FileKind> {
         self.existing

@@ -22,9 +22,16 @@ use crate::tool::AiTool;
 use crate::tools::exec::Executor;
 use crate::tools::{Builtins, SelectionError, ToolSelection};
 
+// Reachable from the crate root only for the fuzz targets' entry points (src/fuzzing.rs).
+#[cfg(feature = "fuzzing")]
+pub(crate) mod manifest;
+#[cfg(not(feature = "fuzzing"))]
 mod manifest;
 pub(crate) mod reload;
 mod settings;
+#[cfg(feature = "fuzzing")]
+pub(crate) mod template;
+#[cfg(not(feature = "fuzzing"))]
 mod template;
 mod tool;
 

@@ -196,11 +196,10 @@ fn layers<'a>(program: &'a str, args: &'a [String]) -> Vec<Layer<'a>> {
         name: basename(program),
         args,
     }];
-    // Bounded: a pathological `env env env …` cannot loop forever.
-    while out.len() < 16 {
-        let Some(last) = out.last().copied() else {
-            break;
-        };
+    // Every wrapper is unwrapped, however many there are: each layer's arguments are a strict
+    // suffix of the previous one's, so this ends. (A cap on the layers once let `env` × 16
+    // hide the `rm -rf` under them from every rule.)
+    while let Some(last) = out.last().copied() {
         if !WRAPPERS.contains(&last.name) {
             break;
         }
@@ -949,6 +948,22 @@ mod tests {
             assert!(confirms(&p, line), "{line}");
         }
         assert_eq!(decide(&p, "env FOO=1 ls"), Decision::Allow);
+    }
+
+    /// Found by fuzz/fuzz_targets/command_policy.rs: the layers were capped at 16, so sixteen
+    /// wrappers hid the command under them from every rule (built-in, confirm and deny).
+    #[test]
+    fn any_number_of_wrappers_is_seen_through() {
+        for depth in [15, 16, 17, 40] {
+            let line = format!("{}rm -rf /", "env ".repeat(depth));
+            assert!(confirms(&policy(), &line), "{depth} wrappers");
+            let line = format!("{}git push", "nice ".repeat(depth));
+            let deny = Policy::new(&[], &["git push".into()], &[], false).unwrap();
+            assert!(
+                matches!(decide(&deny, &line), Decision::Deny { .. }),
+                "{depth} wrappers"
+            );
+        }
     }
 
     #[test]

@@ -282,17 +282,27 @@ pub(crate) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: 
 }
 
 /// The host part of a `Host` header value (no port, no IPv6 brackets, no trailing dot),
-/// normalized.
+/// normalized. `None` for a value that is not `host[:port]` or `[v6]` / `[v6]:port`.
 fn host_of(value: &str) -> Option<String> {
     let value = value.trim();
+    let port_ok = |port: &str| port.bytes().all(|b| b.is_ascii_digit());
     let host = if let Some(rest) = value.strip_prefix('[') {
-        rest.split_once(']')?.0
+        let (inside, after) = rest.split_once(']')?;
+        if !(after.is_empty() || after.strip_prefix(':').is_some_and(port_ok)) {
+            return None;
+        }
+        inside
     } else {
         match value.rsplit_once(':') {
-            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+            Some((host, port)) if port_ok(port) => host,
             _ => value,
         }
     };
+    // Brackets left over belong to no valid form (`[[::1]::1]`, `localhost]`); normalizing
+    // would strip them and read a loopback name.
+    if host.contains(['[', ']']) {
+        return None;
+    }
     let host = normalize_host(host.trim_end_matches('.'));
     (!host.is_empty()).then_some(host)
 }
@@ -425,6 +435,18 @@ mod tests {
         assert_eq!(host_of("127.0.0.1").as_deref(), Some("127.0.0.1"));
         assert_eq!(host_of("localhost.").as_deref(), Some("localhost"));
         assert_eq!(host_of("[::1").as_deref(), None);
+        // Found by fuzz/fuzz_targets/http_gate.rs: malformed values whose leftover brackets
+        // normalizing stripped, reading `::1` or `localhost`.
+        for malformed in [
+            "[[::1]::1]:87:7",
+            "[::1]::1",
+            "[::1]x",
+            "localhost]",
+            "[[localhost]]",
+        ] {
+            assert_eq!(host_of(malformed), None, "{malformed}");
+        }
+        assert_eq!(host_of("[::1]").as_deref(), Some("::1"));
     }
 
     #[test]
