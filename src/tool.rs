@@ -70,8 +70,7 @@ impl ToolOutput {
 /// Codex and opencode pass the model `structuredContent` alone when a tool has an output
 /// schema; most others pass the text), so the server picks the form per session from the
 /// client's name, or as the operator sets it (`[tools] payload`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Payload {
     /// The text block carries the payload; `structuredContent` carries the rest.
     Text,

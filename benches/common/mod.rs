@@ -42,7 +42,7 @@ pub(crate) fn prepare_commands() {
     toolport::tools::exec::prepare_host(toolport_bin().as_os_str());
     assert!(
         toolport::tools::exec::watchdog::installed(),
-        "the watchdog did not start"
+        "the watchdog was not armed"
     );
 }
 

@@ -913,25 +913,9 @@ fn note(r: &ReadFileResult) -> String {
 mod tests {
     use super::*;
 
+    /// Feed `text` in awkward pieces of 3 characters, to exercise lines split across chunks.
     fn collect(text: &str, start: u64, limit: Option<u64>, max: usize) -> Scan {
-        let mut c = Collector {
-            start,
-            end: limit.map(|l| start + l),
-            max_bytes: max,
-            line: 1,
-            line_open: false,
-            line_start: 0,
-            content: String::new(),
-            returned: 0,
-            stopped_at: None,
-            cut_line: false,
-        };
-        // Feed in awkward pieces to exercise lines split across chunks.
-        let chars: Vec<char> = text.chars().collect();
-        for piece in chars.chunks(3) {
-            c.feed(&piece.iter().collect::<String>());
-        }
-        c.finish()
+        collect_in(text, 3, start, limit, max)
     }
 
     /// Feed `text` in pieces of `size` characters.
