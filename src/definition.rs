@@ -59,10 +59,10 @@ pub struct ToolDefinition {
     /// What the tool does.
     pub description: String,
     /// JSON Schema of the arguments, `type: "object"` at the top.
-    pub input_schema: JsonObject,
+    pub input_schema: Arc<JsonObject>,
     /// JSON Schema of the structured result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<JsonObject>,
+    pub output_schema: Option<Arc<JsonObject>>,
 }
 
 /// Whether `name` is a valid tool name in every target format.
@@ -76,13 +76,13 @@ impl ToolDefinition {
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
-        input_schema: JsonObject,
-        output_schema: Option<JsonObject>,
+        input_schema: impl Into<Arc<JsonObject>>,
+        output_schema: Option<Arc<JsonObject>>,
     ) -> Result<Self, DefinitionError> {
         let def = Self {
             name: name.into(),
             description: description.into(),
-            input_schema,
+            input_schema: input_schema.into(),
             output_schema,
         };
         def.validate()?;
@@ -103,12 +103,12 @@ impl ToolDefinition {
     /// Compile the input schema into the validator every call is checked with (the registry
     /// does this once per tool, at registration).
     pub(crate) fn validator(&self) -> Result<jsonschema::Validator, DefinitionError> {
-        jsonschema::validator_for(&Value::Object(self.input_schema.clone())).map_err(|e| {
-            DefinitionError::InvalidSchema {
+        jsonschema::validator_for(&Value::Object(JsonObject::clone(&self.input_schema))).map_err(
+            |e| DefinitionError::InvalidSchema {
                 name: self.name.clone(),
                 reason: e.to_string(),
-            }
-        })
+            },
+        )
     }
 
     /// The MCP `Tool` (name, description, schemas). Title and annotations are not part of the
@@ -117,10 +117,10 @@ impl ToolDefinition {
         let mut tool = rmcp::model::Tool::new(
             self.name.clone(),
             self.description.clone(),
-            Arc::new(self.input_schema.clone()),
+            Arc::clone(&self.input_schema),
         );
         if let Some(out) = &self.output_schema {
-            tool = tool.with_raw_output_schema(Arc::new(out.clone()));
+            tool = tool.with_raw_output_schema(Arc::clone(out));
         }
         tool
     }

@@ -208,7 +208,7 @@ impl ToolSchemas {
     pub fn input_schema(&self, name: &str) -> Option<Value> {
         self.registry
             .definition(name)
-            .map(|d| Value::Object(d.input_schema.clone()))
+            .map(|d| Value::Object(JsonObject::clone(&d.input_schema)))
     }
 
     /// The registry's argument check ([`ToolRegistry::validate`]): `Err` with the message the

@@ -417,14 +417,16 @@ mod tests {
         fn description(&self) -> &str {
             "A fake tool."
         }
-        fn input_schema(&self) -> JsonObject {
-            json!({"type": "object", "properties": {
-                "path": {"type": "string"},
-                "count": {"type": "integer", "minimum": 1, "maximum": 10}
-            }, "required": ["path"], "additionalProperties": false})
-            .as_object()
-            .cloned()
-            .unwrap()
+        fn input_schema(&self) -> Arc<JsonObject> {
+            Arc::new(
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string"},
+                    "count": {"type": "integer", "minimum": 1, "maximum": 10}
+                }, "required": ["path"], "additionalProperties": false})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            )
         }
         fn category(&self) -> Option<&str> {
             self.category
@@ -504,11 +506,13 @@ mod tests {
         fn description(&self) -> &str {
             "A tool with a broken schema."
         }
-        fn input_schema(&self) -> JsonObject {
-            json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}})
-                .as_object()
-                .cloned()
-                .unwrap()
+        fn input_schema(&self) -> Arc<JsonObject> {
+            Arc::new(
+                json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            )
         }
         async fn execute(&self, _: JsonObject, _: &ToolContext) -> Result<ToolOutput, ToolError> {
             panic!("a tool whose schema does not compile must never run");

@@ -108,40 +108,36 @@ fn make_portable(schema: &mut Value, side: Side) {
         map.remove("default");
     }
     lift_null(map, side);
-    for key in ["properties", "$defs", "patternProperties"] {
-        if let Some(Value::Object(children)) = map.get_mut(key) {
-            children
+    // One pass over the keys, not a hashed look-up per keyword: this runs on every node of
+    // every tool's schema at start-up.
+    for (key, child) in map.iter_mut() {
+        match (key.as_str(), child) {
+            ("properties" | "$defs" | "patternProperties", Value::Object(children)) => children
                 .values_mut()
-                .for_each(|child| make_portable(child, side));
-        }
-    }
-    for key in [
-        "items",
-        "additionalProperties",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contains",
-    ] {
-        if let Some(child) = map.get_mut(key) {
-            make_portable(child, side);
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-        if let Some(Value::Array(children)) = map.get_mut(key) {
-            children
+                .for_each(|child| make_portable(child, side)),
+            (
+                "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains",
+                child,
+            ) => make_portable(child, side),
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(children)) => children
                 .iter_mut()
-                .for_each(|child| make_portable(child, side));
+                .for_each(|child| make_portable(child, side)),
+            _ => {}
         }
     }
+}
+
+/// `{"type": "null"}`, the branch a nullable schema has.
+fn is_null_type(schema: &Value) -> bool {
+    schema
+        .as_object()
+        .is_some_and(|m| m.len() == 1 && m.get("type").is_some_and(|t| t == "null"))
 }
 
 /// `type: [X, "null"]`, `anyOf: [A, {type: null}]` and `null` in an `enum`: on the input side
 /// the `null` goes (optional means absent); on the output side a nullable field becomes
 /// `anyOf: [{…}, {"type": "null"}]` with its description kept outside.
 fn lift_null(map: &mut Map<String, Value>, side: Side) {
-    let null_type = json!({"type": "null"});
     // `type: [X, "null"]`.
     if let Some(Value::Array(types)) = map.get("type") {
         let rest: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
@@ -163,7 +159,7 @@ fn lift_null(map: &mut Map<String, Value>, side: Side) {
                         inner.insert(key, value);
                     }
                 }
-                map.insert("anyOf".into(), json!([inner, null_type]));
+                map.insert("anyOf".into(), json!([inner, {"type": "null"}]));
             }
             return;
         }
@@ -171,11 +167,11 @@ fn lift_null(map: &mut Map<String, Value>, side: Side) {
     // `anyOf: [A, {type: null}]` (schemars' form for `Option<Enum>` and `Option<Struct>`).
     if side == Side::Input
         && let Some(Value::Array(branches)) = map.get("anyOf")
-        && branches.contains(&null_type)
+        && branches.iter().any(is_null_type)
     {
         let rest: Vec<Value> = branches
             .iter()
-            .filter(|b| **b != null_type)
+            .filter(|b| !is_null_type(b))
             .cloned()
             .collect();
         map.remove("anyOf");
@@ -203,7 +199,9 @@ fn lift_null(map: &mut Map<String, Value>, side: Side) {
 /// Doc comments are wrapped at ~100 columns; a model should see each description as one
 /// paragraph. Single newlines become spaces; blank lines (paragraph breaks) stay.
 fn unwrap_description(map: &mut Map<String, Value>) {
-    if let Some(Value::String(text)) = map.get_mut("description") {
+    if let Some(Value::String(text)) = map.get_mut("description")
+        && text.contains('\n')
+    {
         *text = text
             .split("\n\n")
             .map(|para| {

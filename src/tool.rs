@@ -396,11 +396,12 @@ pub trait AiTool: Send + Sync + 'static {
     /// What the tool does, stating its limits and defaults plainly.
     fn description(&self) -> &str;
 
-    /// JSON Schema of the arguments; `type: "object"` at the top.
-    fn input_schema(&self) -> JsonObject;
+    /// JSON Schema of the arguments; `type: "object"` at the top. Shared, not copied: the
+    /// registry's definition and the MCP listing hold the same schema.
+    fn input_schema(&self) -> Arc<JsonObject>;
 
     /// JSON Schema of the structured result, if the tool returns one.
-    fn output_schema(&self) -> Option<JsonObject> {
+    fn output_schema(&self) -> Option<Arc<JsonObject>> {
         None
     }
 
@@ -428,7 +429,7 @@ pub trait AiTool: Send + Sync + 'static {
             description: self.description(),
             purpose: None,
             input_schema: &self.input_schema(),
-            output_schema: self.output_schema().as_ref(),
+            output_schema: self.output_schema().as_deref(),
             example: None,
         })
     }

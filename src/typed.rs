@@ -123,8 +123,8 @@ fn describe_payload(schema: &mut JsonObject, fields: &[&str]) {
 struct Typed<T: TypedTool> {
     tool: T,
     spec: ToolSpec,
-    input_schema: JsonObject,
-    output_schema: JsonObject,
+    input_schema: Arc<JsonObject>,
+    output_schema: Arc<JsonObject>,
     instructions: std::sync::OnceLock<String>,
 }
 
@@ -138,8 +138,8 @@ pub(crate) fn typed<T: TypedTool>(tool: T) -> Arc<dyn AiTool> {
     Arc::new(Typed {
         tool,
         spec,
-        input_schema,
-        output_schema,
+        input_schema: Arc::new(input_schema),
+        output_schema: Arc::new(output_schema),
         instructions: std::sync::OnceLock::new(),
     })
 }
@@ -199,11 +199,11 @@ impl<T: TypedTool> AiTool for Typed<T> {
     fn description(&self) -> &str {
         &self.spec.description
     }
-    fn input_schema(&self) -> JsonObject {
-        self.input_schema.clone()
+    fn input_schema(&self) -> Arc<JsonObject> {
+        Arc::clone(&self.input_schema)
     }
-    fn output_schema(&self) -> Option<JsonObject> {
-        Some(self.output_schema.clone())
+    fn output_schema(&self) -> Option<Arc<JsonObject>> {
+        Some(Arc::clone(&self.output_schema))
     }
     fn category(&self) -> Option<&str> {
         Some(self.spec.category)

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -113,8 +114,8 @@ pub(crate) struct ToolManifest {
     pub(crate) instructions: Option<String>,
     pub(crate) example: Option<Value>,
     pub(crate) annotations: Annotations,
-    pub(crate) input_schema: JsonObject,
-    pub(crate) output_schema: Option<JsonObject>,
+    pub(crate) input_schema: Arc<JsonObject>,
+    pub(crate) output_schema: Option<Arc<JsonObject>>,
     /// `input_schema`, compiled (the registry uses it as it is).
     pub(crate) input_validator: jsonschema::Validator,
     /// `output_schema`, compiled.
@@ -370,8 +371,8 @@ fn check(tool: FileTool, dir: &Path, limits: Limits, file: &Path) -> Result<Tool
         instructions: tool.instructions,
         example: tool.example.map(Value::Object),
         annotations,
-        input_schema,
-        output_schema: tool.output_schema,
+        input_schema: Arc::new(input_schema),
+        output_schema: tool.output_schema.map(Arc::new),
         input_validator,
         output_validator,
         run: Run {

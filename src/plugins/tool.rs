@@ -236,10 +236,10 @@ impl AiTool for PluginTool {
     fn description(&self) -> &str {
         &self.manifest.description
     }
-    fn input_schema(&self) -> JsonObject {
-        self.manifest.input_schema.clone()
+    fn input_schema(&self) -> Arc<JsonObject> {
+        Arc::clone(&self.manifest.input_schema)
     }
-    fn output_schema(&self) -> Option<JsonObject> {
+    fn output_schema(&self) -> Option<Arc<JsonObject>> {
         self.manifest.output_schema.clone()
     }
     fn category(&self) -> Option<&str> {
@@ -261,7 +261,7 @@ impl AiTool for PluginTool {
                         description: &m.description,
                         purpose: None,
                         input_schema: &m.input_schema,
-                        output_schema: m.output_schema.as_ref(),
+                        output_schema: m.output_schema.as_deref(),
                         example: m.example.as_ref(),
                     })
                 })

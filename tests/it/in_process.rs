@@ -28,8 +28,8 @@ impl AiTool for Panics {
     fn description(&self) -> &str {
         "Always panics."
     }
-    fn input_schema(&self) -> JsonObject {
-        json!({"type": "object"}).as_object().cloned().unwrap()
+    fn input_schema(&self) -> Arc<JsonObject> {
+        Arc::new(json!({"type": "object"}).as_object().cloned().unwrap())
     }
     async fn execute(
         &self,
@@ -50,8 +50,8 @@ impl AiTool for WaitsForCancel {
     fn description(&self) -> &str {
         "Waits until cancelled."
     }
-    fn input_schema(&self) -> JsonObject {
-        json!({"type": "object"}).as_object().cloned().unwrap()
+    fn input_schema(&self) -> Arc<JsonObject> {
+        Arc::new(json!({"type": "object"}).as_object().cloned().unwrap())
     }
     async fn execute(&self, _args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.0.send("started").unwrap();
