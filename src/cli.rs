@@ -192,6 +192,11 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
             Transport::Http(_) => "HTTP",
         }
     );
+    // The tools' schemas wait for their first use (registry.rs), so `initialize` is answered
+    // without them; they are built here, on a worker, while the client reads that answer, so
+    // the first `tools/list` does not wait either.
+    let registry = shared.registry.load();
+    tokio::spawn(async move { registry.describe_all() });
     let served = match transport {
         Transport::Stdio => crate::serve_stdio(shared.clone()).await,
         Transport::Http(_) => crate::serve_http(shared.clone(), config.http.clone()).await,

@@ -1,8 +1,10 @@
 //! [`ToolRegistry`]: the single source of truth for which tools exist. Transports list and call
 //! tools only through it.
 //!
-//! Everything that can be done once per tool is done at registration: the definition is
-//! validated and the MCP form is built. The input-schema validator is compiled on the tool's
+//! Everything that can be done once per tool is done once: the definition is validated and
+//! the MCP form is built, at registration, or on first use for a tool whose definition is
+//! valid by construction (`AiTool::describe_on_first_use`: the typed tools, whose schemas are
+//! derived then, so `initialize` does not wait for them). The input-schema validator is compiled on the tool's
 //! first call and kept: compiling (jsonschema checks each schema against its draft's
 //! meta-schema first, and builds that meta-validator once per process) was most of the
 //! server's cold start. A call then costs a hash lookup plus one validation pass.
@@ -21,7 +23,7 @@ use futures::FutureExt;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::definition::{DefinitionError, ToolDefinition, ToolFormat};
+use crate::definition::{DefinitionError, ToolDefinition, ToolFormat, is_valid_tool_name};
 use crate::instructions::allowed_parameters;
 use crate::tool::{AiTool, Confirmation, JsonObject, ToolContext, ToolError, ToolOutput};
 
@@ -74,20 +76,66 @@ pub enum ExecuteError {
     Tool(#[from] ToolError),
 }
 
-/// A registered tool with everything precomputed for listing and calling it.
+/// A registered tool with everything computed once for listing and calling it.
 struct Entry {
     tool: Arc<dyn AiTool>,
-    definition: ToolDefinition,
-    mcp: rmcp::model::Tool,
+    name: String,
+    /// Built at registration, or on first use (see the module docs).
+    described: OnceLock<Described>,
     /// Compiled on the first call (or given by the tool, which compiled it to check itself).
     validator: OnceLock<Result<jsonschema::Validator, DefinitionError>>,
 }
 
+/// A tool's neutral definition and its MCP listing.
+struct Described {
+    definition: ToolDefinition,
+    mcp: rmcp::model::Tool,
+}
+
+impl Described {
+    /// Checked: an invalid definition is refused.
+    fn new(tool: &dyn AiTool) -> Result<Self, DefinitionError> {
+        let definition = ToolDefinition::new(
+            tool.name(),
+            tool.description(),
+            tool.input_schema(),
+            tool.output_schema(),
+        )?;
+        Ok(Self::with(definition, tool))
+    }
+
+    fn with(definition: ToolDefinition, tool: &dyn AiTool) -> Self {
+        let mcp = definition.to_mcp_with(tool.title(), tool.annotations());
+        Self { definition, mcp }
+    }
+}
+
 impl Entry {
+    /// The definition and listing, built now if this is the first use.
+    fn described(&self) -> &Described {
+        self.described.get_or_init(|| {
+            let tool = self.tool.as_ref();
+            Described::new(tool).unwrap_or_else(|error| {
+                // Only a tool that broke its promise (`describe_on_first_use`) gets here; it is
+                // listed as it describes itself, and its calls fail on its schema.
+                tracing::error!(tool = %self.name, "{error}");
+                Described::with(
+                    ToolDefinition {
+                        name: self.name.clone(),
+                        description: tool.description().to_owned(),
+                        input_schema: tool.input_schema(),
+                        output_schema: tool.output_schema(),
+                    },
+                    tool,
+                )
+            })
+        })
+    }
+
     /// The compiled input schema, compiled now if this is the first call.
     fn validator(&self) -> Result<&jsonschema::Validator, ToolError> {
         self.validator
-            .get_or_init(|| self.definition.validator())
+            .get_or_init(|| self.described().definition.validator())
             .as_ref()
             .map_err(|e| {
                 ToolError::ExecutionFailed(format!(
@@ -124,22 +172,22 @@ impl ToolRegistry {
             tracing::warn!(tool = %name, "a tool with this name is already registered; keeping the first one");
             return Ok(false);
         }
-        let definition = ToolDefinition::new(
-            name.clone(),
-            tool.description(),
-            tool.input_schema(),
-            tool.output_schema(),
-        )?;
+        if !is_valid_tool_name(&name) {
+            return Err(DefinitionError::InvalidName(name));
+        }
+        let described = OnceLock::new();
+        if !tool.describe_on_first_use() {
+            let _ = described.set(Described::new(tool.as_ref())?);
+        }
         let validator = OnceLock::new();
         if let Some(compiled) = tool.compiled_input_schema() {
             let _ = validator.set(Ok(compiled));
         }
-        let mcp = definition.to_mcp_with(tool.title(), tool.annotations());
-        self.index.insert(name, self.entries.len());
+        self.index.insert(name.clone(), self.entries.len());
         self.entries.push(Arc::new(Entry {
             tool,
-            definition,
-            mcp,
+            name,
+            described,
             validator,
         }));
         Ok(true)
@@ -161,10 +209,7 @@ impl ToolRegistry {
 
     /// The names of every tool, in registration order.
     pub(crate) fn names(&self) -> Vec<&str> {
-        self.entries
-            .iter()
-            .map(|e| e.definition.name.as_str())
-            .collect()
+        self.entries.iter().map(|e| e.name.as_str()).collect()
     }
 
     /// A registry holding only the tools that match `filter`, in the same order. Compiled
@@ -175,14 +220,13 @@ impl ToolRegistry {
 
     /// A registry holding only the tools for which `keep(name)` is true.
     pub(crate) fn retain_names(&self, keep: impl Fn(&str) -> bool) -> ToolRegistry {
-        self.retain(|e| keep(&e.definition.name))
+        self.retain(|e| keep(&e.name))
     }
 
     fn retain(&self, keep: impl Fn(&Entry) -> bool) -> ToolRegistry {
         let mut out = ToolRegistry::new();
         for entry in self.entries.iter().filter(|e| keep(e)) {
-            out.index
-                .insert(entry.definition.name.clone(), out.entries.len());
+            out.index.insert(entry.name.clone(), out.entries.len());
             out.entries.push(entry.clone());
         }
         out
@@ -196,7 +240,7 @@ impl ToolRegistry {
                 .entries
                 .iter()
                 .zip(&other.entries)
-                .all(|(a, b)| Arc::ptr_eq(a, b) || a.mcp == b.mcp)
+                .all(|(a, b)| Arc::ptr_eq(a, b) || a.described().mcp == b.described().mcp)
     }
 
     /// The number of tools.
@@ -211,28 +255,41 @@ impl ToolRegistry {
 
     /// The neutral definition of a tool.
     pub fn definition(&self, name: &str) -> Option<&ToolDefinition> {
-        self.entry(name).map(|e| &e.definition)
+        self.entry(name).map(|e| &e.described().definition)
+    }
+
+    /// Build every definition and listing that waits for its first use, now.
+    pub(crate) fn describe_all(&self) {
+        for entry in &self.entries {
+            entry.described();
+        }
     }
 
     /// The MCP `tools/list` entries (with title, output schema and annotations).
     pub(crate) fn mcp_tools(&self) -> Vec<rmcp::model::Tool> {
-        self.entries.iter().map(|e| e.mcp.clone()).collect()
+        self.entries
+            .iter()
+            .map(|e| e.described().mcp.clone())
+            .collect()
     }
 
     /// The MCP entry of one tool.
     pub(crate) fn mcp_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.entry(name).map(|e| e.mcp.clone())
+        self.entry(name).map(|e| e.described().mcp.clone())
     }
 
     /// Every tool's definition in a target format.
     pub(crate) fn definitions(&self, format: ToolFormat) -> Vec<Value> {
         self.entries
             .iter()
-            .map(|e| match format {
-                ToolFormat::Mcp => serde_json::to_value(&e.mcp).unwrap_or(Value::Null),
-                ToolFormat::Openai => e.definition.to_openai(),
-                ToolFormat::Anthropic => e.definition.to_anthropic(),
-                ToolFormat::Ollama => e.definition.to_ollama(),
+            .map(|e| {
+                let Described { definition, mcp } = e.described();
+                match format {
+                    ToolFormat::Mcp => serde_json::to_value(mcp).unwrap_or(Value::Null),
+                    ToolFormat::Openai => definition.to_openai(),
+                    ToolFormat::Anthropic => definition.to_anthropic(),
+                    ToolFormat::Ollama => definition.to_ollama(),
+                }
             })
             .collect()
     }
@@ -372,7 +429,7 @@ fn check_arguments(entry: &Entry, instance: &Value) -> Result<(), ToolError> {
     if validator.is_valid(instance) {
         return Ok(());
     }
-    let schema = &entry.definition.input_schema;
+    let schema = &entry.described().definition.input_schema;
     let mut lines: Vec<String> = validator
         .iter_errors(instance)
         .map(|error| {
@@ -389,7 +446,7 @@ fn check_arguments(entry: &Entry, instance: &Value) -> Result<(), ToolError> {
     let allowed = allowed_parameters(schema);
     Err(ToolError::InvalidArguments(format!(
         "the arguments for {} do not match its schema:\n{}\n{allowed}",
-        entry.definition.name,
+        entry.name,
         lines.join("\n")
     )))
 }
@@ -534,7 +591,7 @@ mod tests {
     }
 
     #[test]
-    fn every_builtin_input_schema_compiles() {
+    fn every_builtin_definition_is_valid_and_its_input_schema_compiles() {
         let config = crate::config::Config::default();
         let built = crate::tools::builtin_tools(config.builtin_settings()).unwrap();
         let mut r = ToolRegistry::new();
@@ -543,10 +600,100 @@ mod tests {
         }
         assert!(r.entries.len() >= 17);
         for entry in &r.entries {
+            // What `describe_on_first_use` promises: a definition valid by construction.
+            if let Err(e) = Described::new(entry.tool.as_ref()) {
+                panic!("{}: {e}", entry.name);
+            }
             if let Err(e) = entry.validator() {
-                panic!("{}: {e}", entry.definition.name);
+                panic!("{}: {e}", entry.name);
             }
         }
+    }
+
+    /// A tool that counts how often its schema is asked for.
+    struct Counted {
+        on_first_use: bool,
+        asked: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait]
+    impl AiTool for Counted {
+        fn name(&self) -> &str {
+            "counted"
+        }
+        fn description(&self) -> &str {
+            "Counts schema requests."
+        }
+        fn input_schema(&self) -> Arc<JsonObject> {
+            self.asked
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Arc::new(json!({"type": "object"}).as_object().cloned().unwrap())
+        }
+        fn describe_on_first_use(&self) -> bool {
+            self.on_first_use
+        }
+        async fn execute(&self, _: JsonObject, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::new(json!({}), String::new()))
+        }
+    }
+
+    #[test]
+    fn a_tool_described_on_first_use_is_described_by_its_first_listing_once() {
+        let asked = |tool: &Counted| tool.asked.load(std::sync::atomic::Ordering::Relaxed);
+        for on_first_use in [true, false] {
+            let tool = Arc::new(Counted {
+                on_first_use,
+                asked: Default::default(),
+            });
+            let mut r = ToolRegistry::new();
+            r.register(tool.clone()).unwrap();
+            assert_eq!(
+                asked(&tool),
+                usize::from(!on_first_use),
+                "on_first_use={on_first_use}"
+            );
+            assert_eq!(r.names(), ["counted"]);
+            assert_eq!(
+                asked(&tool),
+                usize::from(!on_first_use),
+                "names need no schema"
+            );
+            assert_eq!(r.mcp_tools().len(), 1);
+            r.mcp_tools();
+            r.definitions(ToolFormat::Openai);
+            assert_eq!(asked(&tool), 1, "on_first_use={on_first_use}");
+        }
+    }
+
+    #[test]
+    fn an_invalid_name_is_refused_at_registration_even_when_described_later() {
+        struct Named(&'static str);
+        #[async_trait]
+        impl AiTool for Named {
+            fn name(&self) -> &str {
+                self.0
+            }
+            fn description(&self) -> &str {
+                "d"
+            }
+            fn input_schema(&self) -> Arc<JsonObject> {
+                Arc::new(JsonObject::new())
+            }
+            fn describe_on_first_use(&self) -> bool {
+                true
+            }
+            async fn execute(
+                &self,
+                _: JsonObject,
+                _: &ToolContext,
+            ) -> Result<ToolOutput, ToolError> {
+                Ok(ToolOutput::new(json!({}), String::new()))
+            }
+        }
+        let err = ToolRegistry::new()
+            .register(Arc::new(Named("bad name")))
+            .unwrap_err();
+        assert_eq!(err, DefinitionError::InvalidName("bad name".into()));
     }
 
     #[test]

@@ -434,6 +434,15 @@ pub trait AiTool: Send + Sync + 'static {
         })
     }
 
+    /// Whether the registry may build this tool's definition and listing on first use (a
+    /// `tools/list`, a call, an export) instead of at registration. Only for a tool whose input
+    /// schema is an object schema by construction (the typed tools: their schemas are derived
+    /// on first use, which keeps them out of a cold start); for any other tool the registry
+    /// checks the definition when the tool is registered and refuses an invalid one there.
+    fn describe_on_first_use(&self) -> bool {
+        false
+    }
+
     /// The input schema already compiled, for a tool that compiled it to check itself (a
     /// plugin manifest does, when it loads): the registry then does not compile it again.
     /// `None` (the default): the registry compiles [`AiTool::input_schema`].

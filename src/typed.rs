@@ -118,28 +118,45 @@ fn describe_payload(schema: &mut JsonObject, fields: &[&str]) {
     }
 }
 
-/// A [`TypedTool`] with its schemas derived once, and its instructions on first use (only
-/// prompts and `toolport instructions` read them: not worth a cold start).
+/// A [`TypedTool`] with its schemas derived on first use, once (deriving and rewriting
+/// seventeen tools' schemas was the larger part of a cold start, and `initialize` needs only
+/// names and titles), and its instructions on first use (only prompts and `toolport
+/// instructions` read them).
 struct Typed<T: TypedTool> {
     tool: T,
     spec: ToolSpec,
-    input_schema: Arc<JsonObject>,
-    output_schema: Arc<JsonObject>,
+    schemas: std::sync::OnceLock<Schemas>,
     instructions: std::sync::OnceLock<String>,
+}
+
+/// A typed tool's published schemas, shared with the registry's definition and listing.
+struct Schemas {
+    input: Arc<JsonObject>,
+    output: Arc<JsonObject>,
+}
+
+impl<T: TypedTool> Typed<T> {
+    fn schemas(&self) -> &Schemas {
+        self.schemas.get_or_init(|| {
+            let mut input = input_schema_for::<T::Params>();
+            self.tool.adjust_input_schema(&mut input);
+            let mut output = output_schema_for::<T::Output>();
+            describe_payload(&mut output, T::PAYLOAD);
+            Schemas {
+                input: Arc::new(input),
+                output: Arc::new(output),
+            }
+        })
+    }
 }
 
 /// The registry's form of a typed tool.
 pub(crate) fn typed<T: TypedTool>(tool: T) -> Arc<dyn AiTool> {
     let spec = tool.spec();
-    let mut input_schema = input_schema_for::<T::Params>();
-    tool.adjust_input_schema(&mut input_schema);
-    let mut output_schema = output_schema_for::<T::Output>();
-    describe_payload(&mut output_schema, T::PAYLOAD);
     Arc::new(Typed {
         tool,
         spec,
-        input_schema: Arc::new(input_schema),
-        output_schema: Arc::new(output_schema),
+        schemas: std::sync::OnceLock::new(),
         instructions: std::sync::OnceLock::new(),
     })
 }
@@ -200,10 +217,15 @@ impl<T: TypedTool> AiTool for Typed<T> {
         &self.spec.description
     }
     fn input_schema(&self) -> Arc<JsonObject> {
-        Arc::clone(&self.input_schema)
+        Arc::clone(&self.schemas().input)
     }
     fn output_schema(&self) -> Option<Arc<JsonObject>> {
-        Some(Arc::clone(&self.output_schema))
+        Some(Arc::clone(&self.schemas().output))
+    }
+    /// `derive` makes every input schema an object schema (`type: "object"` at the top), so
+    /// the definition is valid by construction and can wait for its first use.
+    fn describe_on_first_use(&self) -> bool {
+        true
     }
     fn category(&self) -> Option<&str> {
         Some(self.spec.category)
@@ -221,8 +243,8 @@ impl<T: TypedTool> AiTool for Typed<T> {
                     name: self.spec.name,
                     description: &self.spec.description,
                     purpose: Some(self.spec.purpose),
-                    input_schema: &self.input_schema,
-                    output_schema: Some(&self.output_schema),
+                    input_schema: &self.schemas().input,
+                    output_schema: Some(&self.schemas().output),
                     example: Some(&self.spec.example),
                 })
             })
