@@ -5,13 +5,20 @@
 //! `tail` takes a second pass. Decoding is strict inside the requested window (a mismatch is an
 //! error naming the byte) and tolerant outside it (only counting lines there). The full pass
 //! also hashes the bytes, so every result carries the file's `sha256` for the write tools'
-//! `expected_sha256`.
+//! `expected_sha256`. A file read again unchanged (same device, inode, size, modification and
+//! change times, and changed more than [`SETTLED`] ago) reuses the digest of its last read
+//! ([`HashCache`]): hashing costs about 0.8 ms per MiB here, more than everything else a
+//! large read does, and models re-read the files they work on.
 //!
 //! A line longer than the size limit (a minified bundle) is returned cut, with
 //! `next_byte_offset`: the byte where the rest begins. A call with `byte_offset` reads raw
 //! text from any character boundary, so every byte of such a line is reachable.
 
+use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use encoding_rs::{DecoderResult, Encoding, UTF_8, UTF_16BE};
@@ -41,6 +48,13 @@ const INLINE_READ_MAX: u64 = CHUNK as u64;
 const PARALLEL_HASH_MIN: u64 = 256 * 1024;
 /// Chunks queued for the hashing thread before the reader waits for it (4 × 64 KiB).
 const HASH_QUEUE_CHUNKS: usize = 4;
+/// How long ago a file must have changed for its digest to be kept: the kernel stamps changes
+/// with a coarse clock (a few milliseconds), so two writes within one tick can leave the same
+/// times on different bytes. A digest taken a second after the last change is of settled
+/// bytes (git's "racily clean" rule).
+const SETTLED: Duration = Duration::from_secs(1);
+/// Digests kept: the files a session works on, at about 150 bytes each.
+const HASH_CACHE_FILES: usize = 64;
 /// How much of the start of a file is checked for NUL bytes to call it binary (as git does).
 const BINARY_SNIFF: usize = 8 * 1024;
 
@@ -136,6 +150,7 @@ pub(crate) struct ReadFileResult {
 #[derive(Debug, Clone)]
 pub(crate) struct ReadFile {
     settings: FsSettings,
+    hashes: Arc<HashCache>,
 }
 
 impl ReadFile {
@@ -143,7 +158,99 @@ impl ReadFile {
     pub(crate) fn new(settings: &FsSettings) -> Self {
         Self {
             settings: settings.clone(),
+            hashes: Arc::default(),
         }
+    }
+}
+
+/// What identifies a file's bytes without reading them, as far as the kernel tells: a write
+/// moves the change time (which no call can set back), a replacement changes the inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileKey {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileKey {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// Whether the file last changed more than `settle` ago.
+    fn settled(&self, settle: Duration) -> bool {
+        let (secs, nanos) = self.ctime;
+        let (Ok(secs), Ok(nanos)) = (u64::try_from(secs), u32::try_from(nanos)) else {
+            return false;
+        };
+        let changed = SystemTime::UNIX_EPOCH + Duration::new(secs, nanos);
+        SystemTime::now()
+            .duration_since(changed)
+            .is_ok_and(|age| age >= settle)
+    }
+}
+
+/// The digests of the last [`HASH_CACHE_FILES`] settled files read whole, most recent last.
+/// A digest is kept only when the file's key was the same before and after the pass that
+/// hashed it, and used only when it is the same before and after the pass that reuses it (a
+/// change in between reads the file again, hashing it). A file changed through a shared memory
+/// map without its times moving can show the digest of its earlier bytes; the write tools hash
+/// the file themselves, so the worst case is a refused write.
+#[derive(Debug)]
+struct HashCache {
+    kept: Mutex<VecDeque<(FileKey, String)>>,
+    /// [`SETTLED`] (a test waits for nothing with zero).
+    settle: Duration,
+}
+
+impl Default for HashCache {
+    fn default() -> Self {
+        Self {
+            kept: Mutex::default(),
+            settle: SETTLED,
+        }
+    }
+}
+
+impl HashCache {
+    fn kept(&self) -> std::sync::MutexGuard<'_, VecDeque<(FileKey, String)>> {
+        self.kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The kept digest of a settled file with this key.
+    fn get(&self, key: &FileKey) -> Option<String> {
+        if !key.settled(self.settle) {
+            return None;
+        }
+        let mut kept = self.kept();
+        let at = kept.iter().position(|(k, _)| k == key)?;
+        let entry = kept.remove(at)?;
+        let digest = entry.1.clone();
+        kept.push_back(entry);
+        Some(digest)
+    }
+
+    /// Keep the digest of a settled file (one per file: an older key of it goes).
+    fn put(&self, key: FileKey, digest: String) {
+        if !key.settled(self.settle) {
+            return;
+        }
+        let mut kept = self.kept();
+        kept.retain(|(k, _)| (k.dev, k.ino) != (key.dev, key.ino));
+        if kept.len() >= HASH_CACHE_FILES {
+            kept.pop_front();
+        }
+        kept.push_back((key, digest));
     }
 }
 
@@ -187,12 +294,16 @@ impl TypedTool for ReadFile {
         let max_bytes = usize::try_from(self.settings.read_max_bytes).unwrap_or(usize::MAX);
         let cancel = ctx.cancel.clone();
         let size = opened.metadata.len();
+        let hashes = Arc::clone(&self.hashes);
         let work = move || {
             let mut file = opened.file;
             let display = opened.display.display().to_string();
-            read(
-                &mut file, &display, size, requested, window, max_bytes, &cancel,
-            )
+            let limits = Limits {
+                max_bytes,
+                cancel: &cancel,
+                hashes: &hashes,
+            };
+            read(&mut file, &display, size, requested, window, &limits)
         };
         if size <= INLINE_READ_MAX {
             work()
@@ -251,6 +362,13 @@ fn not_a_boundary(display: &str, at: u64) -> ToolError {
     ))
 }
 
+/// What a read is bounded and helped by.
+struct Limits<'a> {
+    max_bytes: usize,
+    cancel: &'a CancellationToken,
+    hashes: &'a HashCache,
+}
+
 /// Read the requested window of a file.
 fn read(
     file: &mut std::fs::File,
@@ -258,9 +376,11 @@ fn read(
     size: u64,
     requested: &'static Encoding,
     window: Window,
-    max_bytes: usize,
-    cancel: &CancellationToken,
+    limits: &Limits<'_>,
 ) -> Result<ReadFileResult, ToolError> {
+    let Limits {
+        max_bytes, cancel, ..
+    } = *limits;
     let io =
         |e: std::io::Error| ToolError::ExecutionFailed(format!("reading {display} failed: {e}"));
     // Sniff the start: a BOM decides the encoding; NUL bytes mean binary (except in UTF-16).
@@ -294,62 +414,80 @@ fn read(
             return read_from_byte(file, &file_facts, at, max_bytes, cancel);
         }
     };
-    file.seek(SeekFrom::Start(bom_len as u64)).map_err(io)?;
-    let mut hash = FileHash::new(size);
-    hash.update(&head[..bom_len]);
-    let scanned = {
-        let mut hashing = Hashing {
-            inner: &mut *file,
-            hash: &mut hash,
+    let key = |file: &std::fs::File| file.metadata().map(|m| FileKey::of(&m)).map_err(io);
+    let before = key(file)?;
+    let mut known = limits.hashes.get(&before);
+    loop {
+        file.seek(SeekFrom::Start(bom_len as u64)).map_err(io)?;
+        let reused = known.is_some();
+        let mut hash = match known.take() {
+            Some(digest) => FileHash::Known(digest),
+            None => FileHash::new(size),
         };
-        // A whole-file read returns about the file's size.
-        let expected = if start == 1 && limit.is_none() {
-            usize::try_from(size).unwrap_or(usize::MAX)
+        hash.update(&head[..bom_len]);
+        let scanned = {
+            let mut hashing = Hashing {
+                inner: &mut *file,
+                hash: &mut hash,
+            };
+            // A whole-file read returns about the file's size.
+            let expected = if start == 1 && limit.is_none() {
+                usize::try_from(size).unwrap_or(usize::MAX)
+            } else {
+                0
+            };
+            scan(
+                &mut hashing,
+                display,
+                encoding,
+                start,
+                limit,
+                max_bytes,
+                expected,
+                cancel,
+            )?
+        };
+        let after = key(file)?;
+        if reused && after != before {
+            // Changed while it was read: the kept digest may not be of these bytes.
+            continue;
+        }
+        if start > 1 && start > scanned.total_lines {
+            return Err(ToolError::InvalidArguments(format!(
+                "offset {start} is past the end of {display}, which has {} lines; use an offset from 1 to {}",
+                scanned.total_lines,
+                scanned.total_lines.max(1)
+            )));
+        }
+        let end = limit.map(|l| start.saturating_add(l));
+        let next_offset = scanned
+            .next_offset
+            .or_else(|| end.filter(|&e| e <= scanned.total_lines));
+        // A first line cut by the budget: where its rest begins.
+        let next_byte_offset = if scanned.cut_line {
+            let line_start = line_start_byte(file, encoding, bom_len as u64, start).map_err(io)?;
+            Some(line_start + encoded_len(&scanned.content, encoding))
         } else {
-            0
+            None
         };
-        scan(
-            &mut hashing,
-            display,
-            encoding,
-            start,
-            limit,
-            max_bytes,
-            expected,
-            cancel,
-        )?
-    };
-    if start > 1 && start > scanned.total_lines {
-        return Err(ToolError::InvalidArguments(format!(
-            "offset {start} is past the end of {display}, which has {} lines; use an offset from 1 to {}",
-            scanned.total_lines,
-            scanned.total_lines.max(1)
-        )));
+        let sha256 = hash.finish()?;
+        if !reused && after == before {
+            limits.hashes.put(before, sha256.clone());
+        }
+        return Ok(ReadFileResult {
+            path: display.to_owned(),
+            content: scanned.content,
+            encoding: encoding_name(encoding),
+            total_lines: scanned.total_lines,
+            offset: start,
+            returned_lines: scanned.returned_lines,
+            truncated: scanned.truncated,
+            next_offset,
+            next_byte_offset,
+            size_bytes: size,
+            sha256,
+        });
     }
-    let end = limit.map(|l| start.saturating_add(l));
-    let next_offset = scanned
-        .next_offset
-        .or_else(|| end.filter(|&e| e <= scanned.total_lines));
-    // A first line cut by the budget: where its rest begins.
-    let next_byte_offset = if scanned.cut_line {
-        let line_start = line_start_byte(file, encoding, bom_len as u64, start).map_err(io)?;
-        Some(line_start + encoded_len(&scanned.content, encoding))
-    } else {
-        None
-    };
-    Ok(ReadFileResult {
-        path: display.to_owned(),
-        content: scanned.content,
-        encoding: encoding_name(encoding),
-        total_lines: scanned.total_lines,
-        offset: start,
-        returned_lines: scanned.returned_lines,
-        truncated: scanned.truncated,
-        next_offset,
-        next_byte_offset,
-        size_bytes: size,
-        sha256: hash.finish()?,
-    })
 }
 
 /// What the byte-cursor read needs to know about the file.
@@ -379,6 +517,8 @@ impl<R: Read> Read for Hashing<'_, R> {
 /// [`PARALLEL_HASH_MIN`] bytes or more on a helper thread fed a copy of each chunk, so hashing
 /// overlaps decoding instead of adding to it.
 enum FileHash {
+    /// The digest of this file's last read ([`HashCache`]): nothing to hash.
+    Known(String),
     Inline(Sha256),
     Helper {
         chunks: std::sync::mpsc::SyncSender<Vec<u8>>,
@@ -410,6 +550,7 @@ impl FileHash {
 
     fn update(&mut self, bytes: &[u8]) {
         match self {
+            Self::Known(_) => {}
             Self::Inline(hasher) => hasher.update(bytes),
             Self::Helper { chunks, .. } => {
                 // The helper only stops after `chunks` is dropped, so this cannot fail.
@@ -421,6 +562,7 @@ impl FileHash {
     /// The hash, as lower-case hex.
     fn finish(self) -> Result<String, ToolError> {
         match self {
+            Self::Known(digest) => Ok(digest),
             Self::Inline(hasher) => Ok(hex(&hasher.finalize())),
             Self::Helper { chunks, done } => {
                 drop(chunks);
@@ -973,6 +1115,92 @@ mod tests {
         }
     }
 
+    /// `read` with the default limits and this digest cache.
+    fn read_with(
+        file: &mut std::fs::File,
+        size: u64,
+        window: Window,
+        hashes: &HashCache,
+    ) -> ReadFileResult {
+        let cancel = CancellationToken::new();
+        let limits = Limits {
+            max_bytes: 1 << 20,
+            cancel: &cancel,
+            hashes,
+        };
+        read(file, "f", size, UTF_8, window, &limits).unwrap()
+    }
+
+    const WHOLE: Window = Window::Range {
+        start: 1,
+        limit: None,
+    };
+
+    #[test]
+    fn a_kept_digest_is_reused_only_while_the_file_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        let hashes = HashCache {
+            settle: Duration::ZERO,
+            ..HashCache::default()
+        };
+        let read_now = |hashes: &HashCache| {
+            let mut file = std::fs::File::open(&path).unwrap();
+            let size = file.metadata().unwrap().len();
+            read_with(&mut file, size, WHOLE, hashes)
+        };
+        std::fs::write(&path, "one\n").unwrap();
+        let first = read_now(&hashes);
+        assert_eq!(first.sha256, hex(&Sha256::digest(b"one\n")));
+        assert_eq!(hashes.kept().len(), 1, "a settled file's digest is kept");
+        // A digest no hashing could give, under the file's key: a read that returns it took
+        // it from the cache.
+        let key = FileKey::of(&std::fs::metadata(&path).unwrap());
+        hashes.put(key, "kept".into());
+        assert_eq!(read_now(&hashes).sha256, "kept");
+        // Changed (the size is part of the key even where the clock is coarse): hashed again.
+        std::fs::write(&path, "two, longer\n").unwrap();
+        let changed = read_now(&hashes);
+        assert_eq!(changed.sha256, hex(&Sha256::digest(b"two, longer\n")));
+        assert_eq!(changed.content, "two, longer\n");
+        // A file that changed within the settle time is neither reused nor kept.
+        let unsettled = HashCache::default();
+        unsettled.put(
+            FileKey::of(&std::fs::metadata(&path).unwrap()),
+            "kept".into(),
+        );
+        assert_eq!(read_now(&unsettled).sha256, changed.sha256);
+        assert!(unsettled.kept().is_empty());
+    }
+
+    #[test]
+    fn the_digest_cache_keeps_one_key_per_file_and_the_most_recent_files() {
+        let hashes = HashCache {
+            settle: Duration::ZERO,
+            ..HashCache::default()
+        };
+        let key = |ino: u64, size: u64| FileKey {
+            dev: 1,
+            ino,
+            size,
+            mtime: (1, 0),
+            ctime: (1, 0),
+        };
+        hashes.put(key(1, 10), "old".into());
+        hashes.put(key(1, 11), "new".into());
+        assert_eq!(hashes.get(&key(1, 10)), None, "a file's older key goes");
+        assert_eq!(hashes.get(&key(1, 11)).as_deref(), Some("new"));
+        for ino in 2..=HASH_CACHE_FILES as u64 {
+            hashes.put(key(ino, 0), format!("d{ino}"));
+        }
+        // Full: reading file 1 makes it the most recent, so file 2 is the one to go.
+        assert!(hashes.get(&key(1, 11)).is_some());
+        hashes.put(key(1000, 0), "d1000".into());
+        assert_eq!(hashes.get(&key(2, 0)), None);
+        assert!(hashes.get(&key(1, 11)).is_some());
+        assert_eq!(hashes.kept().len(), HASH_CACHE_FILES);
+    }
+
     #[test]
     fn a_large_file_is_hashed_beside_the_decoding_with_the_same_digest() {
         use std::io::Write;
@@ -987,16 +1215,7 @@ mod tests {
                 start: 2,
                 limit: Some(3),
             };
-            let r = read(
-                &mut file,
-                "f",
-                size as u64,
-                UTF_8,
-                window,
-                1 << 20,
-                &CancellationToken::new(),
-            )
-            .unwrap();
+            let r = read_with(&mut file, size as u64, window, &HashCache::default());
             assert_eq!(r.sha256, hex(&Sha256::digest(bytes)), "{size} bytes");
             assert_eq!(r.content, "0123456789abcdef\n".repeat(3));
         }
