@@ -151,6 +151,15 @@ pub(crate) struct ReadFileResult {
 pub(crate) struct ReadFile {
     settings: FsSettings,
     hashes: Arc<HashCache>,
+    /// One large read at a time per CPU ([`large_reads_at_once`]).
+    large_reads: Arc<tokio::sync::Semaphore>,
+}
+
+/// How many reads of files above [`INLINE_READ_MAX`] run at once: one per CPU. More add
+/// memory (each holds its file's text, and a thread) but no speed; the rest wait their turn
+/// holding nothing.
+fn large_reads_at_once() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 impl ReadFile {
@@ -159,6 +168,7 @@ impl ReadFile {
         Self {
             settings: settings.clone(),
             hashes: Arc::default(),
+            large_reads: Arc::new(tokio::sync::Semaphore::new(large_reads_at_once())),
         }
     }
 }
@@ -308,6 +318,8 @@ impl TypedTool for ReadFile {
         if size <= INLINE_READ_MAX {
             work()
         } else {
+            // The semaphore is never closed, so a permit always comes.
+            let _turn = self.large_reads.acquire().await.ok();
             blocking(work).await
         }
     }
