@@ -2,12 +2,12 @@
 //! packed relative relocations. Both change only where the linker puts things, never what the
 //! program does; any other target, or a debug build, links as cargo would by default.
 //!
-//! Why: a 25 MB position-independent binary pays at start-up for what the kernel and the
-//! dynamic loader touch (BENCHMARKS.md, "Start-up and idle memory").
-//! - **Link order** (`link/startup.order`, lld's `--symbol-ordering-file`): the ~1,400
-//!   functions that run from `exec` to the first `tools/list` answer are scattered over a 16 MB
-//!   text section, and each page fault there maps the 64 KiB around it, so start-up touched
-//!   ~150 windows (≈ 9 MB of resident text). Placed together they fill ~30. The list is made
+//! Why: a 24 MB position-independent binary pays at start-up for what the kernel and the
+//! dynamic loader touch (BENCHMARKS.md, "What changed in this issue, and what is left").
+//! - **Link order** (`link/startup.order`, lld's `--symbol-ordering-file`): the ~2,000
+//!   functions that run from `exec` to the first answers are scattered over a 16 MB text
+//!   section, and each page fault there maps the 64 KiB around it, so start-up touched ~150
+//!   windows (≈ 9 MB of resident text). Placed together they fill ~45. The list is made
 //!   by `link/order.py` from a callgrind run of the release binary; names that a later change
 //!   renamed are skipped (no warning), so a stale list costs memory, never correctness.
 //! - **Packed relative relocations** (`-z pack-relative-relocs`, DT_RELR, glibc ≥ 2.36): the

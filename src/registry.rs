@@ -4,8 +4,8 @@
 //! Everything that can be done once per tool is done once: the definition is validated and
 //! the MCP form is built, at registration, or on first use for a tool whose definition is
 //! valid by construction (`AiTool::describe_on_first_use`: the typed tools, whose schemas are
-//! derived then, so `initialize` does not wait for them). The input-schema validator is compiled on the tool's
-//! first call and kept: compiling (jsonschema checks each schema against its draft's
+//! derived then, so `initialize` does not wait for them). The input-schema validator is
+//! compiled on the tool's first call and kept: compiling (jsonschema checks each schema against its draft's
 //! meta-schema first, and builds that meta-validator once per process) was most of the
 //! server's cold start. A call then costs a hash lookup plus one validation pass.
 //!
@@ -612,14 +612,25 @@ mod tests {
 
     /// A tool that counts how often its schema is asked for.
     struct Counted {
+        name: &'static str,
         on_first_use: bool,
         asked: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Counted {
+        fn new(name: &'static str, on_first_use: bool) -> Self {
+            Self {
+                name,
+                on_first_use,
+                asked: Default::default(),
+            }
+        }
     }
 
     #[async_trait]
     impl AiTool for Counted {
         fn name(&self) -> &str {
-            "counted"
+            self.name
         }
         fn description(&self) -> &str {
             "Counts schema requests."
@@ -641,10 +652,7 @@ mod tests {
     fn a_tool_described_on_first_use_is_described_by_its_first_listing_once() {
         let asked = |tool: &Counted| tool.asked.load(std::sync::atomic::Ordering::Relaxed);
         for on_first_use in [true, false] {
-            let tool = Arc::new(Counted {
-                on_first_use,
-                asked: Default::default(),
-            });
+            let tool = Arc::new(Counted::new("counted", on_first_use));
             let mut r = ToolRegistry::new();
             r.register(tool.clone()).unwrap();
             assert_eq!(
@@ -667,31 +675,8 @@ mod tests {
 
     #[test]
     fn an_invalid_name_is_refused_at_registration_even_when_described_later() {
-        struct Named(&'static str);
-        #[async_trait]
-        impl AiTool for Named {
-            fn name(&self) -> &str {
-                self.0
-            }
-            fn description(&self) -> &str {
-                "d"
-            }
-            fn input_schema(&self) -> Arc<JsonObject> {
-                Arc::new(JsonObject::new())
-            }
-            fn describe_on_first_use(&self) -> bool {
-                true
-            }
-            async fn execute(
-                &self,
-                _: JsonObject,
-                _: &ToolContext,
-            ) -> Result<ToolOutput, ToolError> {
-                Ok(ToolOutput::new(json!({}), String::new()))
-            }
-        }
         let err = ToolRegistry::new()
-            .register(Arc::new(Named("bad name")))
+            .register(Arc::new(Counted::new("bad name", true)))
             .unwrap_err();
         assert_eq!(err, DefinitionError::InvalidName("bad name".into()));
     }

@@ -298,10 +298,23 @@ impl TypedTool for ReadFile {
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ReadFileResult, ToolError> {
+        self.read_up_to(p, self.settings.read_max_bytes, ctx).await
+    }
+}
+
+impl ReadFile {
+    /// A call's read with its own size limit (`read_many_files` shares one budget among its
+    /// files), sharing this tool's digest cache and large-read turns.
+    pub(super) async fn read_up_to(
+        &self,
+        p: Params,
+        max_bytes: u64,
+        ctx: &ToolContext,
+    ) -> Result<ReadFileResult, ToolError> {
         let window = Window::from_params(&p)?;
         let requested = encoding_for_label(&p.encoding)?;
         let opened = ctx.workspace.open_file(&p.path)?;
-        let max_bytes = usize::try_from(self.settings.read_max_bytes).unwrap_or(usize::MAX);
+        let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
         let cancel = ctx.cancel.clone();
         let size = opened.metadata.len();
         let hashes = Arc::clone(&self.hashes);

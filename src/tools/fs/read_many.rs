@@ -97,6 +97,9 @@ pub(crate) struct ReadManyResult {
 #[derive(Debug, Clone)]
 pub(crate) struct ReadManyFiles {
     settings: FsSettings,
+    /// Reads each file: one `read_file`, kept, so its digest cache and large-read turns serve
+    /// every call.
+    reader: ReadFile,
 }
 
 impl ReadManyFiles {
@@ -104,6 +107,7 @@ impl ReadManyFiles {
     pub(crate) fn new(settings: &FsSettings) -> Self {
         Self {
             settings: settings.clone(),
+            reader: ReadFile::new(settings),
         }
     }
 }
@@ -230,12 +234,9 @@ impl ReadManyFiles {
         max_bytes: u64,
         ctx: &ToolContext,
     ) -> FileEntry {
-        let settings = FsSettings {
-            read_max_bytes: max_bytes,
-            ..self.settings.clone()
-        };
-        match ReadFile::new(&settings)
-            .run(read_file::Params::whole(path), ctx)
+        match self
+            .reader
+            .read_up_to(read_file::Params::whole(path), max_bytes, ctx)
             .await
         {
             Ok(read) => FileEntry {
