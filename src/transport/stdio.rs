@@ -12,6 +12,7 @@
 //! message (rmcp's and ours) goes through that task. On stdin EOF `receive` returns `None`,
 //! rmcp drains in-flight responses, and `close` flushes the writer before the process exits.
 
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
@@ -63,6 +64,10 @@ enum Line {
 pub struct StdioTransport<R> {
     reader: BufReader<R>,
     partial: Partial,
+    /// Our error replies not yet in the writer's queue. They wait here, not in a local of
+    /// `receive`: rmcp drops `receive` whenever another branch of its `select!` wins, and a
+    /// reply waiting for room in a full queue must not be dropped with it.
+    replies: VecDeque<String>,
     tx: Option<mpsc::Sender<Outgoing>>,
     writer: Option<JoinHandle<()>>,
 }
@@ -187,44 +192,46 @@ fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
 impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
     /// The transport over a reader and a writer.
     pub fn new<W: AsyncWrite + Unpin + Send + 'static>(reader: R, writer: W) -> Self {
-        let (tx, rx) = mpsc::channel(OUTGOING_QUEUE);
+        Self::with_queue(reader, writer, OUTGOING_QUEUE)
+    }
+
+    /// [`Self::new`] with `queue` outgoing messages queued at most.
+    fn with_queue<W: AsyncWrite + Unpin + Send + 'static>(
+        reader: R,
+        writer: W,
+        queue: usize,
+    ) -> Self {
+        let (tx, rx) = mpsc::channel(queue);
         let writer = tokio::spawn(write_loop(BufWriter::new(writer), rx));
         Self {
             reader: BufReader::with_capacity(64 * 1024, reader),
             partial: Partial::default(),
+            replies: VecDeque::new(),
             tx: Some(tx),
             writer: Some(writer),
         }
     }
 }
 
-/// Queue an error reply with a raw id (which may be `null`).
-async fn reply_error(
-    tx: Option<mpsc::Sender<Outgoing>>,
-    id: Value,
-    code: ErrorCode,
-    message: String,
-) {
-    let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code.0, "message": message}});
-    if let Some(tx) = tx {
-        let _ = tx.send(Outgoing::Raw(line.to_string())).await;
-    }
+/// An error reply with a raw id (which may be `null`), as one line.
+fn error_line(id: &Value, code: ErrorCode, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code.0, "message": message}}).to_string()
 }
 
-/// Answer a line that is not a valid message; log and drop what must not be answered.
-async fn reject(tx: Option<mpsc::Sender<Outgoing>>, line: &[u8], error: serde_json::Error) {
+/// The answer to a line that is not a valid message, if it gets one (a malformed response
+/// does not); logs what was wrong either way.
+fn reject(line: &[u8], error: &serde_json::Error) -> Option<String> {
     let value: Value = match serde_json::from_slice(line) {
         Ok(value) => value,
         Err(parse) => {
             tracing::warn!(%parse, "received a line that is not JSON");
-            reply_error(
-                tx,
-                Value::Null,
+            return Some(error_line(
+                &Value::Null,
                 ErrorCode::PARSE_ERROR,
-                format!("Parse error: the line is not valid JSON ({parse}); send one JSON-RPC message per line"),
-            )
-            .await;
-            return;
+                &format!(
+                    "Parse error: the line is not valid JSON ({parse}); send one JSON-RPC message per line"
+                ),
+            ));
         }
     };
     let id = value
@@ -238,7 +245,7 @@ async fn reject(tx: Option<mpsc::Sender<Outgoing>>, line: &[u8], error: serde_js
     {
         // A malformed response: JSON-RPC forbids replying to responses.
         tracing::warn!(%error, "dropping a malformed response from the client");
-        return;
+        return None;
     }
     let message = if value.is_array() {
         "Invalid Request: batches are not supported; send one JSON-RPC message per line".to_owned()
@@ -246,7 +253,7 @@ async fn reject(tx: Option<mpsc::Sender<Outgoing>>, line: &[u8], error: serde_js
         format!("Invalid Request: not a valid JSON-RPC 2.0 message for this server ({error})")
     };
     tracing::warn!(%error, "received an invalid JSON-RPC message");
-    reply_error(tx, id, ErrorCode::INVALID_REQUEST, message).await;
+    Some(error_line(&id, ErrorCode::INVALID_REQUEST, &message))
 }
 
 /// Read one line, up to `max` bytes. A longer line is consumed and discarded without
@@ -347,6 +354,27 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     let _ = out.flush().await;
 }
 
+impl<R> StdioTransport<R> {
+    /// Move the waiting error replies into the writer's queue, in order, waiting for room.
+    /// Cancel-safe: a reply leaves `replies` only together with the queue slot it goes into.
+    async fn queue_replies(&mut self) {
+        while !self.replies.is_empty() {
+            let permit = match &self.tx {
+                Some(tx) => tx.reserve().await.ok(),
+                None => None,
+            };
+            match (permit, self.replies.pop_front()) {
+                (Some(permit), Some(line)) => permit.send(Outgoing::Raw(line)),
+                // The writer is gone (stdout closed): nothing can be answered any more.
+                _ => {
+                    self.replies.clear();
+                    break;
+                }
+            }
+        }
+    }
+}
+
 impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTransport<R> {
     type Error = io::Error;
 
@@ -366,18 +394,17 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTrans
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            self.queue_replies().await;
             let line = match read_line(&mut self.reader, &mut self.partial, MAX_LINE_BYTES).await {
                 Ok(Line::Data(line)) => line,
                 Ok(Line::Eof) => return None,
                 Ok(Line::TooLong(len)) => {
                     tracing::warn!(len, "received a line longer than the limit");
-                    reply_error(
-                        self.tx.clone(),
-                        Value::Null,
+                    self.replies.push_back(error_line(
+                        &Value::Null,
                         ErrorCode::INVALID_REQUEST,
-                        format!("Invalid Request: the message is {len} bytes, over the limit of {MAX_LINE_BYTES} bytes per line"),
-                    )
-                    .await;
+                        &format!("Invalid Request: the message is {len} bytes, over the limit of {MAX_LINE_BYTES} bytes per line"),
+                    ));
                     continue;
                 }
                 Err(error) => {
@@ -391,7 +418,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTrans
             }
             match serde_json::from_slice::<ClientJsonRpcMessage>(trimmed) {
                 Ok(message) => return Some(message),
-                Err(error) => reject(self.tx.clone(), trimmed, error).await,
+                Err(error) => self.replies.extend(reject(trimmed, &error)),
             }
         }
     }
@@ -438,6 +465,50 @@ mod tests {
             String::from_utf8(ours).unwrap(),
             String::from_utf8(theirs).unwrap()
         );
+    }
+
+    /// rmcp drops `receive` whenever another branch of its `select!` wins. An error reply
+    /// waiting for room in a full outgoing queue then must still be sent, in order, once the
+    /// client reads again.
+    #[tokio::test]
+    async fn error_replies_survive_a_dropped_receive_while_the_queue_is_full() {
+        use std::time::Duration;
+        const WAIT: Duration = Duration::from_secs(10);
+        // The client's end of stdout holds 64 bytes and is not read yet: the writer blocks on
+        // the first reply, the one-message queue takes the second, the third waits for room.
+        let (client_out, server_out) = tokio::io::duplex(64);
+        let input: &[u8] = b"not json 1\nnot json 2\nnot json 3\n";
+        let mut transport = StdioTransport::with_queue(input, server_out, 1);
+        let dropped = tokio::time::timeout(Duration::from_millis(100), transport.receive()).await;
+        assert!(dropped.is_err(), "receive must wait for room in the queue");
+        let reader = tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(client_out).lines();
+            let mut got = Vec::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                got.push(line);
+            }
+            got
+        });
+        let end = tokio::time::timeout(WAIT, transport.receive())
+            .await
+            .unwrap();
+        assert!(end.is_none(), "the input ends after the three lines");
+        tokio::time::timeout(WAIT, transport.close())
+            .await
+            .unwrap()
+            .unwrap();
+        drop(transport);
+        let got = tokio::time::timeout(WAIT, reader).await.unwrap().unwrap();
+        let parsed: Vec<Value> = got
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(parsed.len(), 3, "{got:?}");
+        for (i, reply) in parsed.iter().enumerate() {
+            assert_eq!(reply["error"]["code"], -32700, "{reply}");
+            let message = reply["error"]["message"].as_str().unwrap();
+            assert!(message.contains("not valid JSON"), "reply {i}: {message}");
+        }
     }
 
     async fn lines(input: &[u8], max: usize) -> Vec<String> {
