@@ -25,6 +25,8 @@
 //! skipped with the reason.
 //!
 //! Run with `cargo bench --bench peers` (`TOOLPORT_PEERS_ROUNDS` sets the rounds, default 3).
+//! `TOOLPORT_PEERS_BASELINE=PATH` adds another toolport binary (say, a build of the previous
+//! commit) as one more server, so a change is measured against what it replaces in one run.
 //! `TOOLPORT_PEERS_WRITE=1` also writes the table into BENCHMARKS.md between the
 //! `<!-- peers:begin -->` and `<!-- peers:end -->` markers. Under `cargo test --benches` it
 //! runs toolport alone, a few calls of each row, as a smoke test; those numbers are not
@@ -74,6 +76,8 @@ const READ_MAX_BYTES: &str = "4194304";
 const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_millis(1100);
 /// The server under test's name in the table.
 const TOOLPORT: &str = "toolport";
+/// The name of the other toolport binary (`TOOLPORT_PEERS_BASELINE`) in the table.
+const BASELINE: &str = "toolport baseline";
 /// The peer versions this bench pins.
 const RMF_VERSION: &str = "0.4.5";
 /// Where the Node server's entry point is, under `benches/node`.
@@ -82,6 +86,8 @@ const NODE_SERVER: &str = "node_modules/@modelcontextprotocol/server-filesystem/
 /// One server under test: how to start it and how it names its read tool.
 struct Peer {
     name: String,
+    /// A toolport binary (this build or the baseline): started without the caller's config.
+    toolport: bool,
     program: PathBuf,
     args: Vec<String>,
     read_tool: &'static str,
@@ -91,7 +97,7 @@ impl Peer {
     fn command(&self, root: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args).arg(root);
-        if self.name == TOOLPORT {
+        if self.toolport {
             // Only the flags count: no config file or setting from the caller's environment.
             cmd.env("XDG_CONFIG_HOME", root.join(".no-config"))
                 .env_remove("RUST_LOG");
@@ -202,10 +208,11 @@ fn make_root(dir: &Path) {
     std::thread::sleep(SETTLE_WAIT);
 }
 
-fn toolport() -> Peer {
+fn toolport(name: &str, program: PathBuf) -> Peer {
     Peer {
-        name: TOOLPORT.into(),
-        program: toolport_bin(),
+        name: name.into(),
+        toolport: true,
+        program,
         args: vec![
             "--read-max-bytes".into(),
             READ_MAX_BYTES.into(),
@@ -225,6 +232,7 @@ fn rust_mcp_filesystem() -> Result<Peer, String> {
     };
     let peer = |program: PathBuf| Peer {
         name: format!("rust-mcp-filesystem {RMF_VERSION}"),
+        toolport: false,
         program,
         args: Vec::new(),
         read_tool: "read_text_file",
@@ -298,6 +306,7 @@ fn node_server() -> Result<Peer, String> {
             "Node server-filesystem {}",
             package["version"].as_str().unwrap_or("?")
         ),
+        toolport: false,
         program: node.into(),
         args: vec![entry.display().to_string()],
         read_tool: "read_text_file",
@@ -412,8 +421,11 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     make_root(&root);
-    let mut peers = vec![toolport()];
+    let mut peers = vec![toolport(TOOLPORT, toolport_bin())];
     if !quick {
+        if let Some(baseline) = std::env::var_os("TOOLPORT_PEERS_BASELINE") {
+            peers.push(toolport(BASELINE, baseline.into()));
+        }
         for found in [rust_mcp_filesystem(), node_server()] {
             match found {
                 Ok(peer) => peers.push(peer),

@@ -51,10 +51,7 @@ pub fn run() -> ExitCode {
     // Only the server exports traces (`toolport call` runs a tool without MCP: untraced).
     let traces = matches!(command_to_run, Command::Serve).then_some(&config.telemetry);
     let exporter = init_logging(config.log_level.as_deref(), traces);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_for(&command_to_run, &config) {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("toolport: cannot start the async runtime: {error}");
@@ -68,6 +65,20 @@ pub fn run() -> ExitCode {
         exporter.shutdown();
     }
     code
+}
+
+/// The async runtime for `command`. Serving HTTP takes many clients at once: a worker thread
+/// per CPU. Everything else (a stdio session has one client; the other commands run once)
+/// runs its async work on this thread and its blocking work (file system calls, hashing,
+/// reaping processes) on tokio's blocking pool, whose threads start when first needed: a
+/// stdio server starts one thread instead of three, which shortens its start and saves their
+/// stacks and allocator caches (BENCHMARKS.md, "toolport against its peers").
+fn runtime_for(command: &Command, config: &Config) -> io::Result<tokio::runtime::Runtime> {
+    let mut builder = match (command, config.transport()) {
+        (Command::Serve, Transport::Http(_)) => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    builder.enable_all().build()
 }
 
 /// Logs go to stderr only. `--log-level` / `TOOLPORT_LOG_LEVEL` / the file's `log_level` win;
@@ -193,10 +204,11 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
         }
     );
     // The tools' schemas wait for their first use (registry.rs), so `initialize` is answered
-    // without them; they are built here, on a worker, while the client reads that answer, so
+    // without them; they are built here, on a blocking-pool thread (a stdio session's runtime
+    // has one thread, which must stay free to answer), while the client reads that answer, so
     // the first `tools/list` does not wait either.
     let registry = shared.registry.load();
-    tokio::spawn(async move { registry.describe_all() });
+    tokio::task::spawn_blocking(move || registry.describe_all());
     let served = match transport {
         Transport::Stdio => crate::serve_stdio(shared.clone()).await,
         Transport::Http(_) => crate::serve_http(shared.clone(), config.http.clone()).await,
