@@ -203,12 +203,11 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
             Transport::Http(_) => "HTTP",
         }
     );
-    // The tools' schemas wait for their first use (registry.rs), so `initialize` is answered
-    // without them; they are built here, on a blocking-pool thread (a stdio session's runtime
-    // has one thread, which must stay free to answer), while the client reads that answer, so
-    // the first `tools/list` does not wait either.
-    let registry = shared.registry.load();
-    tokio::task::spawn_blocking(move || registry.describe_all());
+    // The tools' schemas wait for their first use (registry.rs): `initialize` is answered
+    // without them and the first `tools/list` builds them, on the session's thread. Building
+    // them beside the `initialize` answer on another thread was slower to both answers on two
+    // CPUs (a thread to start, with its own allocator pages) and kept that thread's memory
+    // (BENCHMARKS.md, "toolport against its peers").
     let served = match transport {
         Transport::Stdio => crate::serve_stdio(shared.clone()).await,
         Transport::Http(_) => crate::serve_http(shared.clone(), config.http.clone()).await,

@@ -258,13 +258,6 @@ impl ToolRegistry {
         self.entry(name).map(|e| &e.described().definition)
     }
 
-    /// Build every definition and listing that waits for its first use, now.
-    pub(crate) fn describe_all(&self) {
-        for entry in &self.entries {
-            entry.described();
-        }
-    }
-
     /// The MCP `tools/list` entries (with title, output schema and annotations).
     pub(crate) fn mcp_tools(&self) -> Vec<rmcp::model::Tool> {
         self.entries
