@@ -203,11 +203,9 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
             Transport::Http(_) => "HTTP",
         }
     );
-    // The tools' schemas wait for their first use (registry.rs): `initialize` is answered
-    // without them and the first `tools/list` builds them, on the session's thread. Building
-    // them beside the `initialize` answer on another thread was slower to both answers on two
-    // CPUs (a thread to start, with its own allocator pages) and kept that thread's memory
-    // (BENCHMARKS.md, "toolport against its peers").
+    // No warm-up of the tools' schemas (registry.rs builds them on first use, the first
+    // `tools/list`): building them on another thread beside the `initialize` answer was slower
+    // to both answers on two CPUs (BENCHMARKS.md, "toolport against its peers").
     let served = match transport {
         Transport::Stdio => crate::serve_stdio(shared.clone()).await,
         Transport::Http(_) => crate::serve_http(shared.clone(), config.http.clone()).await,

@@ -52,13 +52,14 @@ pub(crate) fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, S
     )?);
     let web_requests = web::RequestCounter::default();
     let (job_output, job_input, job_kill, job_list) = exec::job_tools(&executor);
+    let read_file = fs::ReadFile::new(settings.fs);
     let mut tools = vec![
-        typed(fs::ReadFile::new(settings.fs)),
+        typed(read_file.clone()),
         typed(fs::ListDirectory::new(settings.fs)),
         typed(fs::PathInfo),
         typed(fs::Grep::new(settings.fs)),
         typed(fs::Glob::new(settings.fs)),
-        typed(fs::ReadManyFiles::new(settings.fs)),
+        typed(fs::ReadManyFiles::new(settings.fs, read_file)),
     ];
     if settings.write.write != fs::WriteMode::Off {
         tools.extend([

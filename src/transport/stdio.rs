@@ -363,13 +363,13 @@ impl<R> StdioTransport<R> {
                 Some(tx) => tx.reserve().await.ok(),
                 None => None,
             };
-            match (permit, self.replies.pop_front()) {
-                (Some(permit), Some(line)) => permit.send(Outgoing::Raw(line)),
+            let Some(permit) = permit else {
                 // The writer is gone (stdout closed): nothing can be answered any more.
-                _ => {
-                    self.replies.clear();
-                    break;
-                }
+                self.replies.clear();
+                return;
+            };
+            if let Some(line) = self.replies.pop_front() {
+                permit.send(Outgoing::Raw(line));
             }
         }
     }

@@ -97,17 +97,17 @@ pub(crate) struct ReadManyResult {
 #[derive(Debug, Clone)]
 pub(crate) struct ReadManyFiles {
     settings: FsSettings,
-    /// Reads each file: one `read_file`, kept, so its digest cache and large-read turns serve
-    /// every call.
+    /// Reads each file: the served `read_file` itself (a clone shares its state), so one
+    /// digest cache and one set of large-read turns serve both tools.
     reader: ReadFile,
 }
 
 impl ReadManyFiles {
-    /// The tool with the operator's limits.
-    pub(crate) fn new(settings: &FsSettings) -> Self {
+    /// The tool with the operator's limits, reading through `reader`.
+    pub(crate) fn new(settings: &FsSettings, reader: ReadFile) -> Self {
         Self {
             settings: settings.clone(),
-            reader: ReadFile::new(settings),
+            reader,
         }
     }
 }
