@@ -206,9 +206,13 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
     // No warm-up of the tools' schemas (registry.rs builds them on first use, the first
     // `tools/list`): building them on another thread beside the `initialize` answer was slower
     // to both answers on two CPUs (BENCHMARKS.md, "toolport against its peers").
+    // Boxed: the stdio session's future is ~18 KB, and unboxed it sat in every command's
+    // future on the main thread's stack, whose pages stay resident (~30 page faults a start).
     let served = match transport {
-        Transport::Stdio => crate::serve_stdio(shared.clone()).await,
-        Transport::Http(_) => crate::serve_http(shared.clone(), config.http.clone()).await,
+        Transport::Stdio => Box::pin(crate::serve_stdio(shared.clone())).await,
+        Transport::Http(_) => {
+            Box::pin(crate::serve_http(shared.clone(), config.http.clone())).await
+        }
     };
     flush_audit(&shared).await;
     // The jobs end with the server; their output files go now (the watchdog does it too,

@@ -23,10 +23,11 @@
 //! Hard links: a hard link inside a root to a file elsewhere *is* that file, and is readable.
 //! The operator decides what lives inside the roots.
 
+use std::borrow::Cow;
 use std::io;
 use std::os::fd::AsFd;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, Metadata, OpenOptions};
@@ -358,19 +359,30 @@ pub(crate) struct Root {
 }
 
 /// Which patterns make a path a secret.
+///
+/// The patterns are parsed when the server starts (a bad one is a start-up error naming it),
+/// and compiled into glob sets by the first path check: a session that never touches a file
+/// (a web search, a command) does not pay for the automata. Clones (the narrowed workspace of
+/// each client) share one compilation.
 #[derive(Debug, Clone)]
 struct SecretRules {
+    /// Patterns without a `/`: matched against each path component.
+    component: Arc<[(Glob, String)]>,
+    /// Patterns with a `/`: matched against the whole relative path (as `**/pattern`).
+    whole: Arc<[(Glob, String)]>,
+    compiled: Arc<OnceLock<Result<CompiledSecrets, String>>>,
+}
+
+/// [`SecretRules`]' glob sets; match `i` is pattern `i` of its list.
+#[derive(Debug)]
+struct CompiledSecrets {
     component: GlobSet,
-    component_patterns: Vec<String>,
     whole: GlobSet,
-    whole_patterns: Vec<String>,
 }
 
 impl SecretRules {
     fn new(patterns: &[String]) -> Result<Self, WorkspaceError> {
-        let mut component = GlobSetBuilder::new();
-        let mut whole = GlobSetBuilder::new();
-        let (mut component_patterns, mut whole_patterns) = (Vec::new(), Vec::new());
+        let (mut component, mut whole) = (Vec::new(), Vec::new());
         for pattern in patterns {
             let trimmed = pattern.trim_end_matches('/');
             let err = |e: globset::Error| WorkspaceError::Pattern {
@@ -379,40 +391,62 @@ impl SecretRules {
             };
             if trimmed.contains('/') {
                 let glob = format!("**/{}", trimmed.trim_start_matches('/'));
-                whole.add(Glob::new(&glob).map_err(err)?);
-                whole_patterns.push(pattern.clone());
+                whole.push((Glob::new(&glob).map_err(err)?, pattern.clone()));
             } else {
-                component.add(Glob::new(trimmed).map_err(err)?);
-                component_patterns.push(pattern.clone());
+                component.push((Glob::new(trimmed).map_err(err)?, pattern.clone()));
             }
         }
-        let build = |b: GlobSetBuilder| {
-            b.build().map_err(|e| WorkspaceError::Pattern {
-                pattern: patterns.join(", "),
-                reason: e.to_string(),
-            })
-        };
         Ok(Self {
-            component: build(component)?,
-            component_patterns,
-            whole: build(whole)?,
-            whole_patterns,
+            component: component.into(),
+            whole: whole.into(),
+            compiled: Arc::default(),
         })
     }
 
-    /// The pattern that makes `rel` (a path relative to a root) a secret, if any.
-    fn matching(&self, rel: &Path) -> Option<&str> {
+    /// The glob sets, compiled on first use. Compiling parsed globs fails only past the
+    /// regex engine's size limits; the error is kept and every check then refuses (below).
+    fn compiled(&self) -> Result<&CompiledSecrets, &str> {
+        let set = |globs: &[(Glob, String)]| {
+            let mut builder = GlobSetBuilder::new();
+            for (glob, _) in globs {
+                builder.add(glob.clone());
+            }
+            builder.build().map_err(|e| e.to_string())
+        };
+        self.compiled
+            .get_or_init(|| {
+                Ok(CompiledSecrets {
+                    component: set(&self.component)?,
+                    whole: set(&self.whole)?,
+                })
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+
+    /// The pattern that makes `rel` (a path relative to a root) a secret, if any. Fails
+    /// closed: if the patterns could not be compiled, every path is refused with the reason.
+    fn matching(&self, rel: &Path) -> Option<Cow<'_, str>> {
+        let compiled = match self.compiled() {
+            Ok(compiled) => compiled,
+            Err(reason) => {
+                return Some(Cow::Owned(format!(
+                    "workspace.secret_patterns (they could not be compiled: {reason})"
+                )));
+            }
+        };
         for part in rel.components() {
             if let Component::Normal(name) = part
-                && let Some(&i) = self.component.matches(Path::new(name)).first()
+                && let Some(&i) = compiled.component.matches(Path::new(name)).first()
             {
-                return Some(&self.component_patterns[i]);
+                return Some(Cow::Borrowed(&self.component[i].1));
             }
         }
-        self.whole
+        compiled
+            .whole
             .matches(rel)
             .first()
-            .map(|&i| self.whole_patterns[i].as_str())
+            .map(|&i| Cow::Borrowed(self.whole[i].1.as_str()))
     }
 }
 
@@ -654,7 +688,7 @@ impl Workspace {
         match self.secrets.matching(rel) {
             Some(pattern) => Err(PathError::Secret {
                 path: target.display.display().to_string(),
-                pattern: pattern.to_owned(),
+                pattern: pattern.into_owned(),
             }),
             None => Ok(()),
         }
@@ -1285,7 +1319,11 @@ mod tests {
             ("docs/ssh.md", None),
             ("pem", None),
         ] {
-            assert_eq!(defaults.matching(Path::new(path)), expected, "{path}");
+            assert_eq!(
+                defaults.matching(Path::new(path)).as_deref(),
+                expected,
+                "{path}"
+            );
         }
         let whole = rules(&["config/prod/*.toml", "secrets/"]);
         for (path, expected) in [
@@ -1295,8 +1333,41 @@ mod tests {
             ("secrets", Some("secrets/")),
             ("a/secrets/b.txt", Some("secrets/")),
         ] {
-            assert_eq!(whole.matching(Path::new(path)), expected, "{path}");
+            assert_eq!(
+                whole.matching(Path::new(path)).as_deref(),
+                expected,
+                "{path}"
+            );
         }
+    }
+
+    #[test]
+    fn secret_rules_compile_on_first_use_once_for_all_clones() {
+        let rules = rules(DEFAULT_SECRET_PATTERNS);
+        let narrowed = rules.clone();
+        assert!(rules.compiled.get().is_none(), "compiled at start");
+        assert_eq!(
+            narrowed.matching(Path::new("a/.env")).as_deref(),
+            Some(".env*")
+        );
+        assert!(rules.compiled.get().is_some(), "a clone compiled its own");
+        assert!(Arc::ptr_eq(&rules.compiled, &narrowed.compiled));
+    }
+
+    #[test]
+    fn secret_rules_that_failed_to_compile_refuse_every_path() {
+        let rules = rules(&[".env*"]);
+        rules
+            .compiled
+            .set(Err("regex too big".into()))
+            .expect("not compiled yet");
+        let refusal = rules.matching(Path::new("src/main.rs"));
+        assert!(
+            refusal
+                .as_deref()
+                .is_some_and(|r| r.contains("could not be compiled: regex too big")),
+            "{refusal:?}"
+        );
     }
 
     #[test]
