@@ -12,7 +12,7 @@
 //! query, and with a careless provider it could carry a key. Keys themselves travel in headers
 //! only (see [`super::provider::SearchProvider::request`]).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, RETRY_AFTER, USER_AGENT};
@@ -113,10 +113,11 @@ impl Fetcher {
     }
 
     /// Ask `provider` for `query`: wait for the throttle, send, retry 429s as allowed, read the
-    /// body up to the cap, and let the provider parse or explain it.
+    /// body up to the cap, and let the provider parse (on a blocking thread: a results page
+    /// takes milliseconds, and a stdio session's async work shares one thread) or explain it.
     pub(crate) async fn search(
         &self,
-        provider: &dyn SearchProvider,
+        provider: &Arc<dyn SearchProvider>,
         throttle: &Throttle,
         query: Query<'_>,
     ) -> Result<Vec<Hit>, Failure> {
@@ -172,7 +173,19 @@ impl Fetcher {
                 // An unreadable or oversized error body still has a status worth explaining.
                 return Err(provider.explain_status(status, body.as_deref().unwrap_or_default()));
             }
-            return provider.parse(&body?, query);
+            let (body, provider, text, count) =
+                (body?, provider.clone(), query.text.to_owned(), query.count);
+            let parsed = crate::tools::blocking(move || {
+                Ok(provider.parse(&body, Query { text: &text, count }))
+            })
+            .await;
+            return parsed.unwrap_or_else(|error| {
+                Err(Failure::new(
+                    id,
+                    FailureKind::Parse,
+                    format!("{name}: the answer was not read ({error})"),
+                ))
+            });
         }
     }
 

@@ -155,7 +155,8 @@ pub(crate) struct SearchOutput {
 
 /// A provider with its throttle.
 struct Backend {
-    provider: Box<dyn SearchProvider>,
+    /// Shared with the blocking thread that parses its answers.
+    provider: Arc<dyn SearchProvider>,
     throttle: Throttle,
 }
 
@@ -191,16 +192,16 @@ impl std::fmt::Debug for WebSearch {
     }
 }
 
-fn build_provider(settings: &WebSettings, id: ProviderId) -> Option<Box<dyn SearchProvider>> {
+fn build_provider(settings: &WebSettings, id: ProviderId) -> Option<Arc<dyn SearchProvider>> {
     let p = settings.provider(id);
     let base = p.base_url.clone()?;
     Some(match id {
-        ProviderId::Duckduckgo => Box::new(duckduckgo::DuckDuckGo::new(base)),
-        ProviderId::Searxng => Box::new(searxng::Searxng::new(base)),
-        ProviderId::Brave => Box::new(brave::Brave::new(base, p.api_key.clone()?)),
-        ProviderId::Tavily => Box::new(tavily::Tavily::new(base, p.api_key.clone()?)),
+        ProviderId::Duckduckgo => Arc::new(duckduckgo::DuckDuckGo::new(base)),
+        ProviderId::Searxng => Arc::new(searxng::Searxng::new(base)),
+        ProviderId::Brave => Arc::new(brave::Brave::new(base, p.api_key.clone()?)),
+        ProviderId::Tavily => Arc::new(tavily::Tavily::new(base, p.api_key.clone()?)),
         ProviderId::Google => {
-            Box::new(google::Google::new(base, p.api_key.clone()?, p.cx.clone()?))
+            Arc::new(google::Google::new(base, p.api_key.clone()?, p.cx.clone()?))
         }
     })
 }
@@ -259,7 +260,7 @@ impl WebSearch {
             let id = backend.provider.id();
             let attempt = self
                 .fetcher
-                .search(backend.provider.as_ref(), &backend.throttle, query);
+                .search(&backend.provider, &backend.throttle, query);
             let outcome = tokio::select! {
                 biased;
                 _ = ctx.cancel.cancelled() => {
