@@ -10,7 +10,6 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
 use regex::Regex;
 use serde_json::Value;
 
@@ -39,7 +38,7 @@ const USAGE_ERROR: u8 = 2;
 
 /// Run the command line of this process.
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_command_line();
     let config = match Config::load(&cli.global, |key| std::env::var(key).ok()) {
         Ok(config) => config,
         Err(error) => {
