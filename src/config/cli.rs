@@ -63,9 +63,9 @@ impl Cli {
     ///
     /// A command line that names no subcommand (how MCP clients start a stdio server) is
     /// parsed against the global options alone: building the whole command copies each of the
-    /// 19 global options into each of the 6 subcommands (clap's propagation), which was a
-    /// fifth of the instructions before the `initialize` answer and ~25 page faults of
-    /// allocator memory. Anything else, and any argument that could be a subcommand, help or
+    /// 19 global options into each of the 6 subcommands (clap's propagation): parsing took
+    /// ~300,000 of a start's 2.1 million instructions and ~23 page faults of allocator memory,
+    /// now ~105,000 and none of those faults (callgrind, perf; BENCHMARKS.md). Anything else, and any argument that could be a subcommand, help or
     /// version, or that the light parse rejects, goes to the full parse, which decides (and
     /// words the errors).
     pub(crate) fn parse_command_line() -> Self {
