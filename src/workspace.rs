@@ -404,7 +404,8 @@ impl SecretRules {
     }
 
     /// The glob sets, compiled on first use. Compiling parsed globs fails only past the
-    /// regex engine's size limits; the error is kept and every check then refuses (below).
+    /// regex engine's size limits; the error is logged and kept, and every check then refuses
+    /// (below).
     fn compiled(&self) -> Result<&CompiledSecrets, &str> {
         let set = |globs: &[(Glob, String)]| {
             let mut builder = GlobSetBuilder::new();
@@ -415,10 +416,16 @@ impl SecretRules {
         };
         self.compiled
             .get_or_init(|| {
-                Ok(CompiledSecrets {
-                    component: set(&self.component)?,
-                    whole: set(&self.whole)?,
-                })
+                let compiled = set(&self.component)
+                    .and_then(|component| Ok((component, set(&self.whole)?)))
+                    .map(|(component, whole)| CompiledSecrets { component, whole });
+                if let Err(reason) = &compiled {
+                    tracing::error!(
+                        %reason,
+                        "workspace.secret_patterns could not be compiled; every path is refused"
+                    );
+                }
+                compiled
             })
             .as_ref()
             .map_err(String::as_str)

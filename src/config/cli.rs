@@ -2,9 +2,8 @@
 //! feature's own flags. Parsing does no I/O; [`super::Config::load`] layers the result over the
 //! file and validates it.
 
-use std::path::PathBuf;
-
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 use clap::{Args, FromArgMatches as _, Parser, Subcommand};
 
@@ -64,10 +63,10 @@ impl Cli {
     /// A command line that names no subcommand (how MCP clients start a stdio server) is
     /// parsed against the global options alone: building the whole command copies each of the
     /// 19 global options into each of the 6 subcommands (clap's propagation): parsing took
-    /// ~300,000 of a start's 2.1 million instructions and ~23 page faults of allocator memory,
-    /// now ~105,000 and none of those faults (callgrind, perf; BENCHMARKS.md). Anything else, and any argument that could be a subcommand, help or
-    /// version, or that the light parse rejects, goes to the full parse, which decides (and
-    /// words the errors).
+    /// ~300,000 of a start's 2.27 million instructions and ~23 page faults of allocator
+    /// memory, now ~105,000 and none of those faults (callgrind, perf; BENCHMARKS.md).
+    /// Anything else, and any argument that could be a subcommand, help or version, or that
+    /// the light parse rejects, goes to the full parse, which decides (and words the errors).
     pub(crate) fn parse_command_line() -> Self {
         let argv: Vec<OsString> = std::env::args_os().collect();
         Self::parse_globals_only(&argv).unwrap_or_else(|| Self::parse_from(argv))
