@@ -179,10 +179,7 @@ impl ToolSchemas {
             params_check(&fs::PathInfo),
             params_check(&fs::Grep::new(settings.fs)),
             params_check(&fs::Glob::new(settings.fs)),
-            params_check(&fs::ReadManyFiles::new(
-                settings.fs,
-                fs::ReadFile::new(settings.fs),
-            )),
+            params_check(&fs::ReadManyFiles::new(fs::ReadFile::new(settings.fs))),
             params_check(&fs::WriteFile::new(*settings.write)),
             params_check(&fs::EditFile::new(*settings.write)),
             params_check(&fs::CreateDirectory::new(*settings.write)),

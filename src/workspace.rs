@@ -407,18 +407,9 @@ impl SecretRules {
     /// regex engine's size limits; the error is logged and kept, and every check then refuses
     /// (below).
     fn compiled(&self) -> Result<&CompiledSecrets, &str> {
-        let set = |globs: &[(Glob, String)]| {
-            let mut builder = GlobSetBuilder::new();
-            for (glob, _) in globs {
-                builder.add(glob.clone());
-            }
-            builder.build().map_err(|e| e.to_string())
-        };
         self.compiled
             .get_or_init(|| {
-                let compiled = set(&self.component)
-                    .and_then(|component| Ok((component, set(&self.whole)?)))
-                    .map(|(component, whole)| CompiledSecrets { component, whole });
+                let compiled = self.compile();
                 if let Err(reason) = &compiled {
                     tracing::error!(
                         %reason,
@@ -429,6 +420,20 @@ impl SecretRules {
             })
             .as_ref()
             .map_err(String::as_str)
+    }
+
+    fn compile(&self) -> Result<CompiledSecrets, String> {
+        let set = |globs: &[(Glob, String)]| {
+            let mut builder = GlobSetBuilder::new();
+            for (glob, _) in globs {
+                builder.add(glob.clone());
+            }
+            builder.build().map_err(|e| e.to_string())
+        };
+        Ok(CompiledSecrets {
+            component: set(&self.component)?,
+            whole: set(&self.whole)?,
+        })
     }
 
     /// The pattern that makes `rel` (a path relative to a root) a secret, if any. Fails
@@ -1357,7 +1362,10 @@ mod tests {
             narrowed.matching(Path::new("a/.env")).as_deref(),
             Some(".env*")
         );
-        assert!(rules.compiled.get().is_some(), "a clone compiled its own");
+        assert!(
+            rules.compiled.get().is_some(),
+            "the clone's first check compiled for itself only"
+        );
         assert!(Arc::ptr_eq(&rules.compiled, &narrowed.compiled));
     }
 

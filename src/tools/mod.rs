@@ -59,7 +59,7 @@ pub(crate) fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, S
         typed(fs::PathInfo),
         typed(fs::Grep::new(settings.fs)),
         typed(fs::Glob::new(settings.fs)),
-        typed(fs::ReadManyFiles::new(settings.fs, read_file)),
+        typed(fs::ReadManyFiles::new(read_file)),
     ];
     if settings.write.write != fs::WriteMode::Off {
         tools.extend([

@@ -171,6 +171,11 @@ impl ReadFile {
             large_reads: Arc::new(tokio::sync::Semaphore::new(large_reads_at_once())),
         }
     }
+
+    /// The operator's limits it reads with.
+    pub(super) fn settings(&self) -> &FsSettings {
+        &self.settings
+    }
 }
 
 /// What identifies a file's bytes without reading them, as far as the kernel tells: a write

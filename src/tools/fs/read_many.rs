@@ -96,19 +96,15 @@ pub(crate) struct ReadManyResult {
 /// The `read_many_files` tool.
 #[derive(Debug, Clone)]
 pub(crate) struct ReadManyFiles {
-    settings: FsSettings,
     /// Reads each file: the served `read_file` itself (a clone shares its state), so one
-    /// digest cache and one set of large-read turns serve both tools.
+    /// digest cache, one set of large-read turns and one set of limits serve both tools.
     reader: ReadFile,
 }
 
 impl ReadManyFiles {
-    /// The tool with the operator's limits, reading through `reader`.
-    pub(crate) fn new(settings: &FsSettings, reader: ReadFile) -> Self {
-        Self {
-            settings: settings.clone(),
-            reader,
-        }
+    /// The tool reading through `reader`, with its limits.
+    pub(crate) fn new(reader: ReadFile) -> Self {
+        Self { reader }
     }
 }
 
@@ -121,7 +117,7 @@ impl TypedTool for ReadManyFiles {
         ToolSpec {
             name: "read_many_files",
             title: "Read many files",
-            description: description(&self.settings),
+            description: description(self.reader.settings()),
             purpose: "Read a handful of related files at once (a module and its tests, every config file) instead of one read_file call each. For one large file, use read_file and page through it.",
             example: json!({"paths": ["Cargo.toml", "src/lib.rs"], "glob": "src/tools/*.rs"}),
             category: CATEGORY,
@@ -153,7 +149,7 @@ impl TypedTool for ReadManyFiles {
                 paths.len()
             )));
         }
-        let budget = self.settings.read_max_bytes;
+        let budget = self.reader.settings().read_max_bytes;
         let per_file = p
             .max_bytes_per_file
             .unwrap_or(DEFAULT_MAX_BYTES_PER_FILE)
