@@ -142,10 +142,11 @@ pub struct ToolSchemas {
 }
 
 fn params_check<T: TypedTool>(tool: &T) -> (&'static str, ParamsCheck) {
+    let name = tool.spec().name;
     (
-        tool.spec().name,
-        Box::new(|args: &JsonObject| {
-            crate::typed::parse_params::<T::Params>(args.clone())
+        name,
+        Box::new(move |args: &JsonObject| {
+            crate::typed::parse_params::<T::Params>(name, args.clone())
                 .map(drop)
                 .map_err(|e| e.to_string())
         }),

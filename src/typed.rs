@@ -162,22 +162,65 @@ pub(crate) fn typed<T: TypedTool>(tool: T) -> Arc<dyn AiTool> {
 }
 
 /// Validated arguments as the params type. The schema check has already run, so a failure
-/// means the schema and the type disagree; still, say what went wrong.
+/// means a value the schema allows but the Rust type does not hold: an integer outside the
+/// type's range (the portable schemas state only the lower bound, see src/schema.rs). The
+/// error names the argument and the range, in the form of the schema check's errors.
 ///
 /// JSON Schema's `integer` accepts a number with a zero fraction (`5.0`, as Python's `json`
 /// writes a float), which serde's integer types refuse: such numbers become integers first,
 /// so arguments the schema accepts parse.
-fn parse<P: DeserializeOwned>(mut args: JsonObject) -> Result<P, ToolError> {
+fn parse<P: DeserializeOwned>(tool: &str, mut args: JsonObject) -> Result<P, ToolError> {
     args.values_mut().for_each(integral_floats_to_integers);
-    serde_json::from_value(Value::Object(args))
-        .map_err(|e| ToolError::InvalidArguments(e.to_string()))
+    serde_path_to_error::deserialize(Value::Object(args)).map_err(|error| {
+        let path = error.path().to_string();
+        let field = if path == "." {
+            "arguments".to_owned()
+        } else {
+            format!("`{path}`")
+        };
+        ToolError::InvalidArguments(format!(
+            "the arguments for {tool} do not fit its parameter types:\n- {field}: {}",
+            with_integer_range(&error.into_inner().to_string())
+        ))
+    })
+}
+
+/// serde's message with the Rust integer type it names (`…, expected u64`) replaced by the
+/// range the model may use (`…, expected an integer from 0 to 18446744073709551615`).
+fn with_integer_range(message: &str) -> String {
+    let range = |(min, max): (i128, i128)| format!("an integer from {min} to {max}");
+    let bounds = |ty: &str| -> Option<(i128, i128)> {
+        Some(match ty {
+            "u8" => (0, u8::MAX.into()),
+            "u16" => (0, u16::MAX.into()),
+            "u32" => (0, u32::MAX.into()),
+            "u64" => (0, u64::MAX.into()),
+            "usize" => (0, usize::MAX.try_into().ok()?),
+            "i8" => (i8::MIN.into(), i8::MAX.into()),
+            "i16" => (i16::MIN.into(), i16::MAX.into()),
+            "i32" => (i32::MIN.into(), i32::MAX.into()),
+            "i64" => (i64::MIN.into(), i64::MAX.into()),
+            "isize" => (isize::MIN.try_into().ok()?, isize::MAX.try_into().ok()?),
+            _ => return None,
+        })
+    };
+    match message.rsplit_once(", expected ") {
+        Some((head, ty)) => match bounds(ty) {
+            Some(bounds) => format!("{head}, expected {}", range(bounds)),
+            None => message.to_owned(),
+        },
+        None => message.to_owned(),
+    }
 }
 
 /// [`parse`], for the fuzz target that checks every built-in tool's schema against its params
 /// type (src/fuzzing.rs).
 #[cfg(feature = "fuzzing")]
-pub(crate) fn parse_params<P: DeserializeOwned>(args: JsonObject) -> Result<P, ToolError> {
-    parse(args)
+pub(crate) fn parse_params<P: DeserializeOwned>(
+    tool: &str,
+    args: JsonObject,
+) -> Result<P, ToolError> {
+    parse(tool, args)
 }
 
 /// Rewrite every float with a zero fraction that fits an `i64` or `u64` as that integer.
@@ -256,11 +299,11 @@ impl<T: TypedTool> AiTool for Typed<T> {
         }
         // Arguments that do not parse are refused by `execute` with the reason; asking the
         // user about them first would be pointless.
-        let params = parse::<T::Params>(args.clone()).ok()?;
+        let params = parse::<T::Params>(self.spec.name, args.clone()).ok()?;
         self.tool.confirmation(&params, workspace)
     }
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let params = parse(args)?;
+        let params = parse(self.spec.name, args)?;
         let mut output = self.tool.run(params, ctx).await?;
         let payload = if T::PAYLOAD.is_empty() {
             Payload::Both
@@ -310,7 +353,7 @@ mod tests {
         else {
             unreachable!()
         };
-        let params: Params = parse(args).unwrap();
+        let params: Params = parse("t", args).unwrap();
         assert_eq!(
             params,
             Params {
@@ -325,8 +368,48 @@ mod tests {
             unreachable!()
         };
         assert!(
-            parse::<Params>(args).is_err(),
+            parse::<Params>("t", args).is_err(),
             "a fraction is still refused"
+        );
+    }
+
+    /// An integer the schema allows (`integer`, `minimum: 0`) but the Rust type cannot hold:
+    /// the error names the tool, the argument (nested too) and the range, not serde's type.
+    #[test]
+    fn an_integer_out_of_the_types_range_is_refused_with_the_argument_and_the_range() {
+        let refusal = |args: Value| {
+            let Value::Object(args) = args else {
+                unreachable!()
+            };
+            match parse::<Params>("read_file", args) {
+                Err(ToolError::InvalidArguments(message)) => message,
+                other => panic!("expected invalid arguments, got {other:?}"),
+            }
+        };
+        let message = refusal(json!({"limit": 1e20, "offset": 0, "ratio": 0.5, "items": []}));
+        assert_eq!(
+            message,
+            "the arguments for read_file do not fit its parameter types:\n- `limit`: invalid \
+             type: floating point `1e+20`, expected an integer from 0 to 18446744073709551615"
+        );
+        let message = refusal(json!({"limit": 1, "offset": 0, "ratio": 0.5, "items": [1, 5e9]}));
+        assert!(
+            message.ends_with(
+                "- `items[1]`: invalid value: integer `5000000000`, expected an integer from 0 \
+                 to 4294967295"
+            ),
+            "{message}"
+        );
+        let message = refusal(json!({"limit": 1, "offset": 1e19, "ratio": 0.5, "items": []}));
+        assert!(
+            message
+                .ends_with("expected an integer from -9223372036854775808 to 9223372036854775807"),
+            "{message}"
+        );
+        // Anything else keeps serde's words.
+        assert_eq!(
+            with_integer_range("invalid type: string \"x\", expected a boolean"),
+            "invalid type: string \"x\", expected a boolean"
         );
     }
 }

@@ -9,7 +9,8 @@
 //! parse into the tool's params type (the schema and the Rust type agree), so a validated call
 //! never fails on its arguments. Known and left alone: an integer outside the Rust type's range
 //! (`1e20` or `2^64` for a `u64`, `-1` where the schema has no `minimum`) passes the schema's
-//! `integer` and is refused when parsed, with serde's message naming the value and the type.
+//! `integer` and is refused when parsed, with a message naming the argument, the value and the
+//! range.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -42,6 +42,28 @@ async fn a_wrong_type_names_the_field_and_the_expected_type() {
     );
 }
 
+/// The schema says only `minimum: 0` for a `u64`, so `1e20` passes it; the tool's own parse
+/// refuses it and names the argument and the range, not serde's Rust type.
+#[tokio::test]
+async fn an_integer_too_large_for_the_parameter_names_it_and_the_range() {
+    let (_d, root) = tempdir();
+    std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    let client = connect(&root).await;
+    let message = err(&call(
+        &client,
+        "read_file",
+        json!({"path": "a.txt", "offset": 1e20}),
+    )
+    .await);
+    assert!(
+        message.contains(
+            "the arguments for read_file do not fit its parameter types:\n- `offset`: invalid \
+             type: floating point `1e+20`, expected an integer from 0 to 18446744073709551615"
+        ),
+        "{message}"
+    );
+}
+
 #[tokio::test]
 async fn an_extra_argument_is_rejected_with_the_allowed_list() {
     let (_d, root) = tempdir();
