@@ -8,8 +8,10 @@
 //!   functions that run from `exec` to the first answers are scattered over a 16 MB text
 //!   section, and each page fault there maps the 64 KiB around it, so start-up touched ~150
 //!   windows (≈ 9 MB of resident text). Placed together they fill ~45. The list is made
-//!   by `link/order.py` from a callgrind run of the release binary; names that a later change
-//!   renamed are skipped (no warning), so a stale list costs memory, never correctness.
+//!   by `link/order.py` from a callgrind run of the release binary, and is exact only for the
+//!   code it was recorded from (fat LTO renames and re-inlines after any change: re-record it
+//!   as the last step of a change, ARCHITECTURE.md); names that no longer exist are skipped
+//!   (no warning), so a stale list costs memory, never correctness.
 //! - **Packed relative relocations** (`-z pack-relative-relocs`, DT_RELR, glibc ≥ 2.36): the
 //!   41,000 relative relocations of a PIE take 1 MB as RELA entries, which the loader reads at
 //!   every start; as RELR they take a few KiB. The binary stays position-independent (ASLR).

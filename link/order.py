@@ -4,12 +4,18 @@ first answers of a stdio session, for lld's --symbol-ordering-file (see build.rs
 
     python3 link/order.py [path/to/toolport]     (default: target/release/toolport)
 
-It runs the binary under valgrind's callgrind (`apt-get install valgrind`) for one session:
-initialize, tools/list, read_file and list_directory on a scratch root, then end of input.
-Every function of the binary's own object that ran is listed once, in callgrind's order,
-by its mangled name. Re-run it after a change that moves start-up code (the peers bench's
-idle RSS row shows when: BENCHMARKS.md); names that no longer exist are skipped by the
-linker, so a stale list costs memory, never correctness.
+It runs the binary under valgrind's callgrind (`apt-get install valgrind`) for one session,
+twice (each message after the answer to the one before, then all at once): initialize,
+tools/list, read_file and list_directory on a scratch root, then end of input.
+Every function of the binary's own object that ran is listed once, by its mangled name.
+
+The list is exact for the build it was recorded from. Fat LTO renumbers the suffix of the
+local copies it makes (`…E.34240`) and may inline differently after any change to the code,
+so a list recorded before a change misses some start-up functions of the build after it,
+and each one missed costs a 64 KiB window of resident text (one small change: 150 names
+missed, 1.7 MB more resident; BENCHMARKS.md). Re-run it as the last step of a change to the
+code, before measuring; names that no longer exist are skipped by the linker, so a stale
+list costs memory and start-up time, never correctness.
 """
 
 import json
@@ -23,21 +29,50 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "link", "startup.order")
 
 
-def session(root):
-    """The stdio session the order is recorded from, as newline-delimited JSON-RPC."""
+def messages(root):
+    """The stdio session the order is recorded from: JSON-RPC messages, and whether an answer
+    comes back for each (notifications get none)."""
     small = os.path.join(root, "small.txt")
-    messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "order", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {"name": "read_file", "arguments": {"path": small}}},
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-         "params": {"name": "list_directory", "arguments": {"path": root}}},
+    return [
+        ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+          "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                     "clientInfo": {"name": "order", "version": "1"}}}, True),
+        ({"jsonrpc": "2.0", "method": "notifications/initialized"}, False),
+        ({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, True),
+        ({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+          "params": {"name": "read_file", "arguments": {"path": small}}}, True),
+        ({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+          "params": {"name": "list_directory", "arguments": {"path": root}}}, True),
     ]
-    return "".join(json.dumps(m) + "\n" for m in messages)
+
+
+def record(binary, root, out, paced):
+    """Run the session under callgrind into `out`: all messages at once, or (`paced`) each
+    after the answer to the one before, as clients and the peers bench send them. Which
+    runtime paths run (a read that finds its line waiting, or parks and is woken) depends on
+    that, so the order is the union of both."""
+    proc = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}",
+         binary, "--root", root],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    answers = []
+    try:
+        for message, answered in messages(root):
+            proc.stdin.write(json.dumps(message) + "\n")
+            if paced:
+                proc.stdin.flush()
+                if answered:
+                    answers.append(proc.stdout.readline())
+        proc.stdin.close()
+        answers += proc.stdout.readlines()
+        stderr = proc.stderr.read()
+        proc.wait(timeout=300)
+    finally:
+        proc.kill()
+    answers = [json.loads(a) for a in answers if a.strip()]
+    ids = sorted(a.get("id") for a in answers if "id" in a)
+    if ids != [1, 2, 3, 4] or any("error" in a for a in answers):
+        sys.exit(f"the session did not get its four answers: {answers}\n{stderr[-2000:]}")
 
 
 def functions(callgrind_out, binary):
@@ -71,19 +106,17 @@ def functions(callgrind_out, binary):
 def main():
     binary = os.path.realpath(sys.argv[1] if len(sys.argv) > 1
                               else os.path.join(ROOT, "target", "release", "toolport"))
+    order, seen = [], set()
     with tempfile.TemporaryDirectory() as root:
         with open(os.path.join(root, "small.txt"), "w") as f:
             f.write("a small file\n" * 40)
-        out = os.path.join(root, "callgrind.out")
-        run = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}",
-             binary, "--root", root],
-            input=session(root), capture_output=True, text=True, timeout=300)
-        answers = [json.loads(l) for l in run.stdout.splitlines() if l.strip()]
-        ids = sorted(a.get("id") for a in answers if "id" in a)
-        if ids != [1, 2, 3, 4] or any("error" in a for a in answers):
-            sys.exit(f"the session did not get its four answers: {run.stdout[-2000:]}\n{run.stderr[-2000:]}")
-        order = functions(out, binary)
+        for paced in (True, False):
+            out = os.path.join(root, "callgrind.out")
+            record(binary, root, out, paced)
+            for fn in functions(out, binary):
+                if fn not in seen:
+                    seen.add(fn)
+                    order.append(fn)
     with open(OUT, "w") as f:
         f.write("".join(name + "\n" for name in order))
     print(f"{len(order)} functions -> {os.path.relpath(OUT, ROOT)}")
