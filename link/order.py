@@ -75,6 +75,10 @@ def record(binary, root, out, paced):
         sys.exit(f"the session did not get its four answers: {answers}\n{stderr[-2000:]}")
 
 
+# A linker symbol as callgrind names it with `--demangle=no`: mangled Rust or a C name.
+SYMBOL = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
+
+
 def functions(callgrind_out, binary):
     """Functions of `binary`'s object in the callgrind output, first appearance first."""
     objects, names, seen, order = {}, {}, set(), []
@@ -95,7 +99,9 @@ def functions(callgrind_out, binary):
                 kind, key, name = m.groups()
                 if name:
                     names[key] = name
-                if kind == "fn" and current == binary:
+                # callgrind's own names (`f'2` for a recursion level, `0x…` for code without
+                # a symbol, `(below main)`) are no linker symbols.
+                if kind == "fn" and current == binary and SYMBOL.match(names[key]):
                     fn = names[key]
                     if fn not in seen:
                         seen.add(fn)
@@ -106,17 +112,16 @@ def functions(callgrind_out, binary):
 def main():
     binary = os.path.realpath(sys.argv[1] if len(sys.argv) > 1
                               else os.path.join(ROOT, "target", "release", "toolport"))
-    order, seen = [], set()
+    runs = []
     with tempfile.TemporaryDirectory() as root:
         with open(os.path.join(root, "small.txt"), "w") as f:
             f.write("a small file\n" * 40)
         for paced in (True, False):
             out = os.path.join(root, "callgrind.out")
             record(binary, root, out, paced)
-            for fn in functions(out, binary):
-                if fn not in seen:
-                    seen.add(fn)
-                    order.append(fn)
+            runs.append(functions(out, binary))
+    # The union, each function once, where it first appears.
+    order = list(dict.fromkeys(fn for run in runs for fn in run))
     with open(OUT, "w") as f:
         f.write("".join(name + "\n" for name in order))
     print(f"{len(order)} functions -> {os.path.relpath(OUT, ROOT)}")

@@ -143,6 +143,19 @@ impl ParamDoc<'_> {
     }
 }
 
+/// How an argument error names the value it is about: the path from the arguments object to
+/// it, keys and array indexes joined with `.` and quoted (`` `items.1` ``), or `arguments` for
+/// the object itself. One form for the schema check (registry.rs) and the params parse
+/// (typed.rs).
+pub(crate) fn argument_field<S: AsRef<str>>(path: impl IntoIterator<Item = S>) -> String {
+    let parts: Vec<S> = path.into_iter().collect();
+    if parts.is_empty() {
+        return "arguments".into();
+    }
+    let joined: Vec<&str> = parts.iter().map(AsRef::as_ref).collect();
+    format!("`{}`", joined.join("."))
+}
+
 /// "Allowed parameters: path (string, required), offset (integer)." for an argument error.
 pub(crate) fn allowed_parameters(schema: &JsonObject) -> String {
     let docs = param_docs(schema);

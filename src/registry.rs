@@ -24,7 +24,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::definition::{DefinitionError, ToolDefinition, ToolFormat, is_valid_tool_name};
-use crate::instructions::allowed_parameters;
+use crate::instructions::{allowed_parameters, argument_field};
 use crate::tool::{AiTool, Confirmation, JsonObject, ToolContext, ToolError, ToolOutput};
 
 /// Criteria for [`ToolRegistry::filter`]; all given criteria must hold (AND).
@@ -427,11 +427,7 @@ fn check_arguments(entry: &Entry, instance: &Value) -> Result<(), ToolError> {
         .iter_errors(instance)
         .map(|error| {
             let pointer = error.instance_path().to_string();
-            let field = if pointer.is_empty() {
-                "arguments".to_owned()
-            } else {
-                format!("`{}`", pointer.trim_start_matches('/').replace('/', "."))
-            };
+            let field = argument_field(pointer.split('/').filter(|part| !part.is_empty()));
             format!("- {field}: {error}")
         })
         .collect();

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::instructions::{InstructionsFor, render_instructions};
+use crate::instructions::{InstructionsFor, argument_field, render_instructions};
 use crate::schema::{JsonObject, input_schema_for, output_schema_for};
 use crate::tool::{AiTool, Annotations, Payload, ToolContext, ToolError, ToolOutput};
 use crate::workspace::Workspace;
@@ -172,12 +172,13 @@ pub(crate) fn typed<T: TypedTool>(tool: T) -> Arc<dyn AiTool> {
 fn parse<P: DeserializeOwned>(tool: &str, mut args: JsonObject) -> Result<P, ToolError> {
     args.values_mut().for_each(integral_floats_to_integers);
     serde_path_to_error::deserialize(Value::Object(args)).map_err(|error| {
-        let path = error.path().to_string();
-        let field = if path == "." {
-            "arguments".to_owned()
-        } else {
-            format!("`{path}`")
-        };
+        use serde_path_to_error::Segment;
+        let field = argument_field(error.path().iter().map(|segment| match segment {
+            Segment::Seq { index } => index.to_string(),
+            Segment::Map { key } => key.clone(),
+            Segment::Enum { variant } => variant.clone(),
+            Segment::Unknown => "?".to_owned(),
+        }));
         ToolError::InvalidArguments(format!(
             "the arguments for {tool} do not fit its parameter types:\n- {field}: {}",
             with_integer_range(&error.into_inner().to_string())
@@ -395,7 +396,7 @@ mod tests {
         let message = refusal(json!({"limit": 1, "offset": 0, "ratio": 0.5, "items": [1, 5e9]}));
         assert!(
             message.ends_with(
-                "- `items[1]`: invalid value: integer `5000000000`, expected an integer from 0 \
+                "- `items.1`: invalid value: integer `5000000000`, expected an integer from 0 \
                  to 4294967295"
             ),
             "{message}"
