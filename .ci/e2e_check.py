@@ -5,18 +5,18 @@ Each check reads one JSON file the Inspector wrote on stdout ({"result": ...}) a
 exits non-zero with a clear message when the result is not what toolport must answer.
 
   e2e_check.py tools-list   OUT.json                  tools/list has read_file, list_directory, path_info, execute_command, web_search
-  e2e_check.py read-file    OUT.json EXPECTED_FILE    read_file returned EXPECTED_FILE's exact text once: in the text block, not in structuredContent
+  e2e_check.py read-file    OUT.json EXPECTED_FILE    read_file returned EXPECTED_FILE's exact text in the text block and in structuredContent (an unknown client gets both)
   e2e_check.py read-file-structured OUT.json EXPECTED_FILE  ... once, in structuredContent.content (--payload structured)
   e2e_check.py list-dir     OUT.json NAME             list_directory listed an entry NAME in its text, not isError
   e2e_check.py tool-error   OUT.json                  the tool call was refused (isError: true)
-  e2e_check.py exec         OUT.json EXPECTED_FILE    execute_command `cat FILE` exited 0 with the exact text (in the text block)
+  e2e_check.py exec         OUT.json EXPECTED_FILE    execute_command `cat FILE` exited 0 with the exact text (in the text block and structuredContent.stdout)
   e2e_check.py tools-list-plugins OUT.json            tools/list has the built-ins and the example plugin tools
   e2e_check.py plugin-text  OUT.json TEXT             a text plugin tool succeeded and its text contains TEXT
   e2e_check.py plugin-json  OUT.json                  system_info succeeded with structuredContent (uptime, memory)
   e2e_check.py metrics-resource OUT.json              resources/read toolport://metrics gave JSON samples
   e2e_check.py structured   OUT.json KEY JSON         a call succeeded and structuredContent[KEY] == JSON
   e2e_check.py file-is      OUT.json FILE TEXT        a call succeeded and FILE now holds exactly TEXT
-  e2e_check.py text-has     OUT.json KEY TEXT         a call succeeded, its text block contains TEXT and structuredContent has no KEY (the payload is sent once)
+  e2e_check.py text-has     OUT.json KEY TEXT         a call succeeded, its text block contains TEXT and structuredContent has KEY (the payload in both halves)
 """
 
 import json
@@ -88,18 +88,18 @@ def text_of(result: dict) -> str:
 
 
 def read_file(out: str, expected_file: str) -> None:
-    """The Inspector is a client toolport does not single out: the file comes in the text block."""
+    """The Inspector is a client toolport does not single out: the file comes in both halves."""
     with open(expected_file, encoding="utf-8", newline="") as f:
         expected = f.read()
     sc = succeeded(out)
     got = text_of(load_result(out))
     if got != expected:
         fail(f"read_file's text block differs from the file.\n  expected: {expected!r}\n  got:      {got!r}")
-    if "content" in sc:
-        fail(f"read_file sent the file twice (structuredContent.content too): {json.dumps(sc)[:300]}")
+    if sc.get("content") != expected:
+        fail(f"read_file's structuredContent.content differs from the file (an unknown client gets both).\n  expected: {expected!r}\n  got:      {sc.get('content')!r}")
     if len(sc.get("sha256", "")) != 64:
         fail(f"read_file's structuredContent has no sha256: {json.dumps(sc)[:300]}")
-    print(f"ok: read_file -> {len(expected.encode('utf-8'))} bytes, exact content, once, in the text block")
+    print(f"ok: read_file -> {len(expected.encode('utf-8'))} bytes, exact content, in the text block and structuredContent")
 
 
 def read_file_structured(out: str, expected_file: str) -> None:
@@ -128,8 +128,8 @@ def exec_cat(out: str, expected_file: str) -> None:
     text = text_of(result)
     if f"--- stdout ({len(expected.encode('utf-8'))} bytes) ---\n{expected}" not in text + "\n":
         fail(f"execute_command's text block does not hold the file as stdout.\n  expected: {expected!r}\n  got:      {text!r}")
-    if "stdout" in sc:
-        fail(f"execute_command sent stdout twice (structuredContent.stdout too): {json.dumps(sc)[:300]}")
+    if sc.get("stdout") != expected:
+        fail(f"execute_command's structuredContent.stdout is not the file (an unknown client gets both): {json.dumps(sc)[:300]}")
     print(f"ok: execute_command cat -> exit 0, {len(expected.encode('utf-8'))} bytes of stdout")
 
 
@@ -220,9 +220,9 @@ def text_has(out: str, key: str, text: str) -> None:
     got = text_of(load_result(out))
     if text not in got:
         fail(f"the text block does not contain {text!r}: {got[:500]!r}")
-    if key in sc:
-        fail(f"the payload was sent twice (structuredContent.{key} too): {json.dumps(sc)[:300]}")
-    print(f"ok: the text block has {text!r}, structuredContent has no {key}")
+    if key not in sc:
+        fail(f"structuredContent has no {key} (an unknown client gets the payload in both halves): {json.dumps(sc)[:300]}")
+    print(f"ok: the text block has {text!r}, structuredContent has {key}")
 
 
 def file_is(out: str, path: str, text: str) -> None:

@@ -17,8 +17,11 @@
 //!   once, so a call in flight finishes with the tool it started with;
 //! - MCP tasks ([`tasks`]): for a client that declares the tasks extension, a call whose
 //!   command became a job is answered with a task (the job), and `tasks/get`/`tasks/cancel`
-//!   reach it.
+//!   reach it;
+//! - where a session's results carry their payload ([`clients`]: by the client's name, or as
+//!   the operator fixed it).
 
+mod clients;
 mod tasks;
 
 use std::sync::{Arc, RwLock};
@@ -50,8 +53,7 @@ use crate::observe::metrics::{self, Metrics, SessionOpen};
 use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::registry::{ExecuteError, LiveRegistry};
 use crate::tool::{
-    ConfirmFallback, Confirmation, Confirmer, Payload, ProgressSink, Session, ToolContext,
-    ToolOutput,
+    ConfirmFallback, Confirmation, Confirmer, ProgressSink, Session, ToolContext, ToolOutput,
 };
 use crate::tools::PayloadSetting;
 use crate::workspace::{Workspace, client_root_path};
@@ -112,26 +114,6 @@ pub struct Shared {
     pub jobs: crate::tools::exec::JobTable,
     /// Where results' payload goes (`[tools] payload`).
     pub payload: PayloadSetting,
-}
-
-/// Clients (their `clientInfo.name`) that pass their model `structuredContent` alone when a
-/// tool has an output schema, dropping the text block: Claude Code (anthropics/claude-code
-/// #79944), Codex and opencode (which chose to follow Codex). `auto` sends them the payload
-/// in `structuredContent`; every other client gets it in the text block, as the spec's
-/// fallback and most clients read it.
-const STRUCTURED_CLIENTS: &[&str] = &["claude-code", "codex-mcp-client", "codex", "opencode"];
-
-/// Where a session's results carry their payload.
-fn payload_for(setting: PayloadSetting, client: Option<&str>) -> Payload {
-    match setting {
-        PayloadSetting::Text => Payload::Text,
-        PayloadSetting::Structured => Payload::Structured,
-        PayloadSetting::Both => Payload::Both,
-        PayloadSetting::Auto => match client {
-            Some(name) if STRUCTURED_CLIENTS.contains(&name) => Payload::Structured,
-            _ => Payload::Text,
-        },
-    }
 }
 
 /// A tool's output as a successful `tools/call` result.
@@ -690,7 +672,7 @@ impl ServerHandler for ToolportServer {
             }),
             facts: facts.clone(),
             session: self.job_owner(&context),
-            payload: payload_for(
+            payload: clients::payload_for(
                 self.shared.payload,
                 self.client_info(&context).as_ref().map(|i| i.name.as_str()),
             ),

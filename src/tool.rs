@@ -67,9 +67,9 @@ impl ToolOutput {
 /// Where a result's payload goes: the bulk of it (a file's text, grep's matches, a listing,
 /// a command's output) that a tool would otherwise send twice, in the text block and in
 /// `structuredContent`. Clients disagree on which of the two their model reads (Claude Code,
-/// Codex and opencode pass the model `structuredContent` alone when a tool has an output
-/// schema; most others pass the text), so the server picks the form per session from the
-/// client's name, or as the operator sets it (`[tools] payload`).
+/// Codex and VS Code pass the model `structuredContent` alone; Claude Desktop, Zed and others
+/// the text alone), so the server picks the form per session from the client's name — both
+/// for a client it does not know — or as the operator sets it (`[tools] payload`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Payload {
     /// The text block carries the payload; `structuredContent` carries the rest.
@@ -77,8 +77,9 @@ pub enum Payload {
     /// `structuredContent` carries everything; the text block says what the result is,
     /// without the payload.
     Structured,
-    /// Both carry it (the spec's default shape; for local runs and exports, which read the
-    /// text and the structured value separately).
+    /// Both carry it (the spec's shape: for every client not known to read one of the two,
+    /// and for local runs and exports, which read the text and the structured value
+    /// separately).
     #[default]
     Both,
 }

@@ -94,7 +94,7 @@ pub(crate) trait TypedTool: Send + Sync + 'static {
 }
 
 /// What the published output schema says of a payload field, after its own description.
-const PAYLOAD_NOTE: &str = "Sent once per result: in structuredContent for clients whose model reads it (Claude Code, Codex, opencode), otherwise in the text content block and left out here ([tools] payload).";
+const PAYLOAD_NOTE: &str = "Left out here, and carried by the text content block instead, for clients whose model reads only the text ([tools] payload).";
 
 /// Mark the payload fields of an output schema as optional and say where they are sent.
 fn describe_payload(schema: &mut JsonObject, fields: &[&str]) {

@@ -34,14 +34,15 @@ pub(crate) struct SelectionArgs {
     pub(crate) disabled_tools: Vec<String>,
 
     /// Where a result's payload (file text, matches, listings, command output) is sent, once:
-    /// `auto` (by the client: structuredContent for Claude Code, Codex and opencode, the
-    /// text block for the rest), `text`, `structured`, or `both` (twice, as before).
+    /// `auto` (by the client: structuredContent for Claude Code, Codex and VS Code, the text
+    /// block for Claude Desktop, Zed, Continue, Cline, Goose and opencode, both for every other
+    /// client), `text`, `structured`, or `both`.
     #[arg(long, value_name = "FORM", env = "TOOLPORT_PAYLOAD", global = true)]
     pub(crate) payload: Option<PayloadSetting>,
 }
 
 /// Where results' payload goes (`[tools] payload`, `--payload`); `auto` decides per session
-/// from the client's name (see `server::payload_for`).
+/// from the client's name (see `server::clients`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum PayloadSetting {

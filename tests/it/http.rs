@@ -396,15 +396,10 @@ async fn an_idle_session_expires() {
     let mut expired = false;
     for _ in 0..5 {
         tokio::time::sleep(Duration::from_millis(1500)).await;
-        let status = within(
-            authed(post_mcp(&server, list))
-                .header("mcp-session-id", &session)
-                .header("mcp-protocol-version", "2025-06-18")
-                .send(),
-        )
-        .await
-        .unwrap()
-        .status();
+        let status = within(on_session(&server, &session, list).send())
+            .await
+            .unwrap()
+            .status();
         if status == 404 {
             expired = true;
             break;
@@ -420,6 +415,13 @@ async fn an_idle_session_expires() {
 
 // ---------------------------------------------------------------- disconnects and shutdown
 
+/// A POST of `body` to `/mcp` on `session` (with the token and the protocol version).
+fn on_session(server: &Server, session: &str, body: &str) -> reqwest::RequestBuilder {
+    authed(post_mcp(server, body))
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+}
+
 /// Open a raw stateful session and return its id.
 async fn raw_session(server: &Server) -> String {
     let response = within(authed(post_mcp(server, INIT)).send()).await.unwrap();
@@ -430,16 +432,35 @@ async fn raw_session(server: &Server) -> String {
         .to_owned();
     drop(response);
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let response = within(on_session(server, &session, initialized).send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    session
+}
+
+#[tokio::test]
+async fn delete_ends_a_session_with_204_as_the_python_sdk_expects() {
+    // The Python SDK logs "Session termination failed: 202" for anything but 200 or 204.
+    let (_d, root) = workspace();
+    let server = start(&root, &[], Some(TOKEN)).await;
+    let session = raw_session(&server).await;
     let response = within(
-        authed(post_mcp(server, initialized))
+        authed(http().delete(format!("{}/mcp", server.url)))
             .header("mcp-session-id", &session)
             .header("mcp-protocol-version", "2025-06-18")
             .send(),
     )
     .await
     .unwrap();
-    assert_eq!(response.status(), 202);
-    session
+    assert_eq!(response.status(), 204);
+    assert_eq!(within(response.bytes()).await.unwrap().len(), 0);
+    // The session is gone: a request on it finds nothing.
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let response = within(on_session(&server, &session, list).send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
 }
 
 #[tokio::test]
@@ -450,14 +471,9 @@ async fn a_session_answer_is_one_event_without_a_priming_event() {
     let server = start(&root, &[], Some(TOKEN)).await;
     let session = raw_session(&server).await;
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-    let response = within(
-        authed(post_mcp(&server, list))
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .send(),
-    )
-    .await
-    .unwrap();
+    let response = within(on_session(&server, &session, list).send())
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     let body = within(response.text()).await.unwrap();
     let data: Vec<&str> = body.lines().filter(|l| l.starts_with("data:")).collect();
@@ -493,14 +509,9 @@ async fn a_disconnect_cancels_the_running_command_stateful() {
     eventually("the command is killed", || !alive(pid)).await;
     // The session itself is still usable.
     let list = r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#;
-    let response = within(
-        authed(post_mcp(&server, list))
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .send(),
-    )
-    .await
-    .unwrap();
+    let response = within(on_session(&server, &session, list).send())
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
 }
 

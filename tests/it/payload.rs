@@ -1,7 +1,8 @@
-//! Where a result's payload goes (`[tools] payload`): once, in the text block for a client the
-//! server does not know, in `structuredContent` for Claude Code, Codex and opencode (whose
-//! model reads that alone), in both when the operator says so. Every form's structured result
-//! validates against the tool's published output schema.
+//! Where a result's payload goes (`[tools] payload`): in both halves for a client the server
+//! does not know, once in `structuredContent` for a client whose model reads that alone
+//! (Claude Code, Codex, VS Code), once in the text block for one whose model reads the text
+//! alone (Claude Desktop, Zed, …), in one form for everyone when the operator fixes it. Every
+//! form's structured result validates against the tool's published output schema.
 
 use std::fs;
 use std::path::Path;
@@ -56,20 +57,92 @@ fn file_with_lines(root: &Path) -> String {
 }
 
 #[tokio::test]
-async fn an_unknown_client_gets_the_file_once_in_the_text_block() {
+async fn an_unknown_client_gets_the_file_in_both_halves() {
+    // The Python SDK's clients all send `mcp`, and disagree on which half they read (Pydantic
+    // AI takes structuredContent, LangChain the text): only both is right for each of them.
     let (_d, root) = tempdir();
     let text = file_with_lines(&root);
-    let client = connect_command(default_form(&root, &[]), TestClient::default()).await;
-    let result = call(&client, "read_file", json!({"path": "notes.txt"})).await;
-    let structured = valid_structured(&client, "read_file", &result).await;
-    assert_eq!(super::common::text(&result), text);
+    for name in ["mcp", "toolport-tests", "cursor-vscode"] {
+        let client = connect_command(default_form(&root, &[]), named(name)).await;
+        let result = call(&client, "read_file", json!({"path": "notes.txt"})).await;
+        let structured = valid_structured(&client, "read_file", &result).await;
+        assert_eq!(super::common::text(&result), text, "{name}");
+        assert_eq!(structured["content"], json!(text), "{name}");
+        assert_eq!(structured["total_lines"], json!(5), "{name}");
+        within(client.cancel()).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_client_whose_model_reads_the_text_gets_the_file_once_there() {
+    let (_d, root) = tempdir();
+    let text = file_with_lines(&root);
+    for name in ["claude-ai", "Zed", "continue-client", "Cline", "opencode"] {
+        let client = connect_command(default_form(&root, &[]), named(name)).await;
+        let result = call(&client, "read_file", json!({"path": "notes.txt"})).await;
+        let structured = valid_structured(&client, "read_file", &result).await;
+        assert_eq!(super::common::text(&result), text, "{name}");
+        assert!(
+            structured.get("content").is_none(),
+            "{name}: the content is sent twice: {structured}"
+        );
+        assert!(structured["sha256"].as_str().is_some_and(|s| s.len() == 64));
+        within(client.cancel()).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn vs_code_gets_the_file_once_in_structured_content() {
+    // VS Code drops a text block when structuredContent is there: the payload must be in it.
+    let (_d, root) = tempdir();
+    let text = file_with_lines(&root);
+    for name in ["Visual Studio Code", "Visual Studio Code - Insiders"] {
+        let client = connect_command(default_form(&root, &[]), named(name)).await;
+        let result = call(&client, "read_file", json!({"path": "notes.txt"})).await;
+        let structured = valid_structured(&client, "read_file", &result).await;
+        assert_eq!(structured["content"], json!(text), "{name}");
+        assert!(
+            !super::common::text(&result).contains("line 1 of the file"),
+            "{name}: the content is sent twice"
+        );
+        within(client.cancel()).await.unwrap();
+    }
+}
+
+/// A file of `size` bytes: lines of printable ASCII (JSON escapes only the line breaks).
+fn large_file(root: &Path, size: usize) -> String {
+    let line = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-+\n";
+    let mut text = line.repeat(size / line.len() + 1);
+    text.truncate(size - 1);
+    text.push('\n');
+    fs::write(root.join("large.txt"), &text).unwrap();
+    text
+}
+
+/// The most a 1 MiB read may cost Claude Code on the wire, as a multiple of the file: the
+/// payload once (plus its JSON escaping and the result's metadata), not twice.
+const ONE_PAYLOAD_ON_THE_WIRE: f64 = 1.15;
+
+#[tokio::test]
+async fn claude_code_gets_a_large_read_once_on_the_wire() {
+    let (_d, root) = tempdir();
+    let size = 1 << 20;
+    let text = large_file(&root, size);
+    let mut cmd = default_form(&root, &[]);
+    cmd.env("RUST_LOG", "warn");
+    let mut raw = Raw::from_command(cmd);
+    raw.initialize_as("claude-code").await;
+    raw.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"large.txt"}}}"#)
+        .await;
+    let line = raw.recv_line().await;
+    let reply: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(reply["result"]["structuredContent"]["content"], json!(text));
+    let ratio = line.len() as f64 / size as f64;
     assert!(
-        structured.get("content").is_none(),
-        "the content is sent twice: {structured}"
+        ratio <= ONE_PAYLOAD_ON_THE_WIRE,
+        "a 1 MiB read is {} bytes on the wire ({ratio:.3}x the file)",
+        line.len()
     );
-    assert_eq!(structured["total_lines"], json!(5));
-    assert!(structured["sha256"].as_str().is_some_and(|s| s.len() == 64));
-    within(client.cancel()).await.unwrap();
 }
 
 #[tokio::test]
@@ -107,7 +180,7 @@ async fn claude_code_gets_the_file_once_in_structured_content() {
 async fn grep_and_commands_send_their_payload_once() {
     let (_d, root) = tempdir();
     fs::write(root.join("a.txt"), "needle here\nhay\n").unwrap();
-    for (name, in_text) in [("toolport-tests", true), ("codex-mcp-client", false)] {
+    for (name, in_text) in [("Zed", true), ("codex-mcp-client", false)] {
         let client = connect_command(default_form(&root, &[]), named(name)).await;
         let result = call(&client, "grep", json!({"pattern": "needle"})).await;
         let structured = valid_structured(&client, "grep", &result).await;
@@ -139,9 +212,10 @@ async fn the_operator_can_send_both_or_fix_the_form() {
     let (_d, root) = tempdir();
     let text = file_with_lines(&root);
     for (flag, client_name, in_text, in_structured) in [
-        ("both", "toolport-tests", true, true),
-        ("structured", "toolport-tests", false, true),
+        ("both", "claude-code", true, true),
+        ("structured", "Zed", false, true),
         ("text", "claude-code", true, false),
+        ("text", "mcp", true, false),
     ] {
         let client = connect_command(
             default_form(&root, &["--payload", flag]),

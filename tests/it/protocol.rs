@@ -112,61 +112,6 @@ async fn prompts_hold_every_tools_instructions() {
     assert!(error.contains("unknown prompt"), "{error}");
 }
 
-/// A raw JSON-RPC session over the binary's stdin/stdout, for wire-level checks.
-struct Raw {
-    child: tokio::process::Child,
-    stdin: Option<tokio::process::ChildStdin>,
-    stdout: BufReader<tokio::process::ChildStdout>,
-}
-
-impl Raw {
-    fn start(root: &std::path::Path) -> Self {
-        Self::start_with(root, &[])
-    }
-
-    fn start_with(root: &std::path::Path, args: &[&str]) -> Self {
-        let mut cmd = command(root, args);
-        // Logs at info prove that logging never reaches stdout.
-        cmd.env("RUST_LOG", "debug")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Self {
-            child,
-            stdin: Some(stdin),
-            stdout,
-        }
-    }
-
-    async fn send(&mut self, line: &[u8]) {
-        let stdin = self.stdin.as_mut().unwrap();
-        within(stdin.write_all(line)).await.unwrap();
-        within(stdin.write_all(b"\n")).await.unwrap();
-        within(stdin.flush()).await.unwrap();
-    }
-
-    /// The next line on stdout, which must be JSON.
-    async fn recv(&mut self) -> Value {
-        let mut line = String::new();
-        within(self.stdout.read_line(&mut line)).await.unwrap();
-        serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"))
-    }
-
-    async fn initialize(&mut self) {
-        self.send(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#).await;
-        let reply = self.recv().await;
-        assert_eq!(reply["id"], json!(0));
-        assert_eq!(reply["result"]["serverInfo"]["name"], json!("toolport"));
-        self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .await;
-    }
-}
-
 /// The envelope and code of a JSON-RPC error reply, as one object (the message is left out:
 /// its wording is rmcp's).
 fn rpc_error(reply: &Value) -> Value {

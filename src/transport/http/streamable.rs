@@ -3,7 +3,7 @@
 //! rmcp's `StreamableHttpService` does the protocol: sessions (`LocalSessionManager`, idle
 //! expiry = `--session-idle-timeout`), stateless mode, 2026-07-28 stateless requests,
 //! progress as SSE, 404 for an unknown session, 413 for an oversized body while reading it.
-//! Two things it does not do are added here:
+//! What it does not do is added here:
 //! - **the session cap** (rmcp has none): sessions live in [`CappedSessions`], which takes a
 //!   slot of the shared cap for each, and a middleware in front of rmcp ([`track`]) answers
 //!   503 to an `initialize` that would open a session beyond `max_sessions`;
@@ -13,6 +13,11 @@
 //!   stateless mode, where the handler lives only as long as the response.) The flip side:
 //!   a client cannot resume a dropped POST stream with `Last-Event-ID` and still get the
 //!   result; the call is gone, which is what an operator expects of a disconnect.
+//!
+//! - **`DELETE` answered `204 No Content`**: rmcp ends the session and answers `202
+//!   Accepted`, which the MCP Python SDK's client (and so LangChain's adapters, the OpenAI
+//!   Agents SDK and Pydantic AI) logs as a warning, "Session termination failed: 202", at the
+//!   end of every session; it expects 200 or 204, as the TypeScript SDK accepts too.
 //!
 //! [`track`] reads the POST body once (bounded by the body cap) to learn the request's
 //! id and method, and hands the same bytes on.
@@ -25,7 +30,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{Method, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use futures::{Stream, StreamExt};
@@ -116,6 +121,9 @@ struct Probe {
 }
 
 async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next) -> Response {
+    if request.method() == Method::DELETE {
+        return session_ended(next.run(request).await);
+    }
     if request.method() != Method::POST {
         return next.run(request).await;
     }
@@ -162,6 +170,19 @@ async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next
         }),
     };
     Response::from_parts(parts, Body::from_stream(guarded))
+}
+
+/// rmcp's answer to a `DELETE` that ended the session (`202 Accepted`) as `204 No Content`;
+/// any other answer (404 for an unknown session, 400 without one) as it is.
+fn session_ended(response: Response) -> Response {
+    if response.status() != StatusCode::ACCEPTED {
+        return response;
+    }
+    let (mut parts, _) = response.into_parts();
+    parts.status = StatusCode::NO_CONTENT;
+    parts.headers.remove(header::CONTENT_TYPE);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::empty())
 }
 
 /// A request whose response stream is still open.

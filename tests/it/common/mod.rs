@@ -4,6 +4,7 @@
 //! - this file: the client, connecting, calling a tool, reading results, `pick`, temp dirs;
 //! - [`config`]: config files (`config_file`, `ALLOW_SHELLS`);
 //! - [`process`]: processes seen through `/proc` (`alive`, `pids`, `eventually`);
+//! - [`raw`]: a raw JSON-RPC session over stdio, for wire-level checks;
 //! - [`web_fixture`]: a local HTTP server that plays every web search provider.
 
 // Roots are deprecated by SEP-2577, but every current client still uses them.
@@ -12,9 +13,11 @@
 pub(crate) mod config;
 pub(crate) mod http;
 pub(crate) mod process;
+pub(crate) mod raw;
 pub(crate) mod web_fixture;
 
 pub(crate) use config::{ALLOW_SHELLS, config_file};
+pub(crate) use raw::Raw;
 
 /// Built-in tools a default server lists: read_file, list_directory, path_info, grep, glob,
 /// read_many_files, write_file, edit_file, create_directory, move_path, execute_command,
@@ -74,8 +77,9 @@ pub(crate) fn bare_command(cwd: &Path, args: &[&str]) -> Command {
 }
 
 /// Remove any TOOLPORT_* settings and point the config dir somewhere empty. Results carry
-/// their payload in both halves (`TOOLPORT_PAYLOAD=both`), so a test of a tool can read
-/// every field of its structured result; `payload.rs` tests the forms clients get by default.
+/// their payload in both halves (`TOOLPORT_PAYLOAD=both`, what a client toolport does not
+/// know gets by default too), so a test of a tool can read every field of its structured
+/// result whatever the client's name; `payload.rs` tests the forms clients get by default.
 pub(crate) fn isolate(cmd: &mut Command, dir: &Path) {
     for (key, _) in std::env::vars() {
         if key.starts_with("TOOLPORT_") {

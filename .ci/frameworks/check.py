@@ -1,0 +1,392 @@
+"""What an agent framework's model is handed when it calls toolport's tools.
+
+Run by `.ci/run` with the pinned frameworks in `.ci/frameworks/requirements.txt`:
+
+    python check.py TOOLPORT_BINARY
+
+For each framework below, over stdio and over Streamable HTTP, an agent calls `read_file`,
+`grep`, `list_directory` and `execute_command` on the release binary, and the check reads
+what the framework passes to its model as the tool's result. That must hold the payload: the
+file's text, the matching line, the listing's entries, the command's output. No LLM and no
+network: each framework's own test model (Pydantic AI's `FunctionModel`, an OpenAI Agents
+SDK `Model`) asks for the tool call and records the answer; LangChain's tools are invoked
+with a tool call, as LangGraph's `ToolNode` does, and the `ToolMessage` is what its model reads.
+
+- Pydantic AI (`MCPToolset`, over FastMCP's client): prefers `structuredContent` when every
+  content block is text (`_map_mcp_call_tool_result`), so a payload left out of it is lost.
+- langchain-mcp-adapters: the content blocks become the `ToolMessage`; `structuredContent`
+  goes to the artifact, which the model does not see.
+- OpenAI Agents SDK (default `use_structured_content=False`): the content blocks.
+- The MCP Python SDK's `ClientSession`, as itself (the name it sends, `mcp`, is no client
+  toolport knows: both forms carry the payload) and as Claude Code (`claude-code`: the payload
+  once, in `structuredContent`).
+
+Every check prints `ok: …` or `FAIL: …`; the exit code is the number of failures (capped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: How long one framework run (connect, one or two model turns, one tool call) may take.
+#: A run takes well under a second here; the margin is for a loaded 2-core CI machine.
+RUN_TIMEOUT_S = 60
+#: How long the HTTP server may take to print its address.
+SERVER_START_TIMEOUT_S = 30
+
+
+@dataclass(frozen=True)
+class Case:
+    """One tool call and what its model-visible result must contain."""
+
+    tool: str
+    args: dict[str, Any]
+    #: Text that only the payload holds (not the arguments, not the metadata).
+    payload: str
+    what: str
+
+
+FILE_TEXT = "first line of the framework check\nthe payload line: quartz-walrus-42\n"
+CASES = [
+    Case("read_file", {"path": "notes.txt"}, "quartz-walrus-42", "the file's text"),
+    Case("grep", {"pattern": "walrus-4"}, "the payload line: quartz-walrus-42", "the matching line"),
+    Case("list_directory", {"path": "."}, "only-in-the-listing.md", "the listing's entries"),
+    # printf joins its arguments: "framework-output" is in the output, not in the argv.
+    Case(
+        "execute_command",
+        {"command": "printf", "args": ["%s-%s\n", "framework", "output"]},
+        "framework-output",
+        "the command's output",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Server:
+    """How to reach toolport: a stdio command, or an HTTP URL with its token."""
+
+    transport: str  # "stdio" | "http"
+    binary: str
+    root: str
+    url: str = ""
+    token: str = ""
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    @property
+    def stdio_args(self) -> list[str]:
+        return ["--root", self.root]
+
+
+def stdio_env() -> dict[str, str]:
+    """The environment a server gets: the caller's without toolport's own settings, logging
+    warnings only (the SDKs pass a stdio server's stderr through to ours)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPORT_")}
+    return env | {"RUST_LOG": "warn"}
+
+
+def visible(value: Any) -> str:
+    """A model-visible value as the text a model reads."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# ------------------------------------------------------------------ Pydantic AI
+
+
+async def pydantic_ai(server: Server, case: Case) -> str:
+    from fastmcp.client import Client
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    seen: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = [
+            part
+            for message in messages
+            for part in getattr(message, "parts", [])
+            if isinstance(part, ToolReturnPart) and part.tool_name == case.tool
+        ]
+        if not returns:
+            if case.tool not in {t.name for t in info.function_tools}:
+                raise AssertionError(f"{case.tool} is not among the agent's tools")
+            return ModelResponse(parts=[ToolCallPart(case.tool, case.args)])
+        # What Pydantic AI renders for the model from the tool's return.
+        seen.append(returns[-1].model_response_str())
+        return ModelResponse(parts=[TextPart("done")])
+
+    if server.transport == "stdio":
+        toolset = MCPToolset(
+            Client(StdioTransport(server.binary, server.stdio_args, env=stdio_env())),
+            tool_error_behavior="error",
+        )
+    else:
+        toolset = MCPToolset(server.url, headers=server.headers, tool_error_behavior="error")
+    agent = Agent(FunctionModel(model), toolsets=[toolset])
+    async with agent:
+        await agent.run("call the tool")
+    if not seen:
+        raise AssertionError("the model was never handed the tool's result")
+    return seen[-1]
+
+
+# ------------------------------------------------------------------ LangChain
+
+
+async def langchain(server: Server, case: Case) -> str:
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+
+    if server.transport == "stdio":
+        connection = {
+            "transport": "stdio",
+            "command": server.binary,
+            "args": server.stdio_args,
+            "env": stdio_env(),
+        }
+    else:
+        connection = {"transport": "streamable_http", "url": server.url, "headers": server.headers}
+    client = MultiServerMCPClient({"toolport": connection})
+    tools = {tool.name: tool for tool in await client.get_tools()}
+    tool = tools[case.tool]
+    # A tool call, as LangGraph's ToolNode makes it: the answer is the ToolMessage the model reads.
+    message = await tool.ainvoke(
+        {"type": "tool_call", "name": case.tool, "args": case.args, "id": "call-1"}
+    )
+    return visible(message.content)
+
+
+# ------------------------------------------------------------------ OpenAI Agents SDK
+
+
+async def openai_agents(server: Server, case: Case) -> str:
+    from agents import Agent, ModelSettings, Runner, set_tracing_disabled
+    from agents.items import ModelResponse
+    from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    set_tracing_disabled(True)
+    seen: list[str] = []
+
+    class RecordingModel(Model):
+        """Calls the tool once, then records the tool output it is handed."""
+
+        async def get_response(self, system_instructions, input, model_settings, tools, *args, **kwargs):
+            outputs = [
+                item
+                for item in (input if isinstance(input, list) else [])
+                if isinstance(item, dict) and item.get("type") == "function_call_output"
+            ]
+            if not outputs:
+                if case.tool not in {getattr(t, "name", None) for t in tools}:
+                    raise AssertionError(f"{case.tool} is not among the agent's tools")
+                call = ResponseFunctionToolCall(
+                    id="fc-1",
+                    call_id="call-1",
+                    name=case.tool,
+                    arguments=json.dumps(case.args),
+                    type="function_call",
+                    status="completed",
+                )
+                return ModelResponse(output=[call], usage=Usage(), response_id=None)
+            seen.append(visible(outputs[-1]["output"]))
+            text = ResponseOutputText(text="done", type="output_text", annotations=[])
+            message = ResponseOutputMessage(
+                id="msg-1", content=[text], role="assistant", status="completed", type="message"
+            )
+            return ModelResponse(output=[message], usage=Usage(), response_id=None)
+
+        def stream_response(self, *args, **kwargs):
+            raise NotImplementedError("the check runs the agent without streaming")
+
+    if server.transport == "stdio":
+        mcp = MCPServerStdio(
+            params={"command": server.binary, "args": server.stdio_args, "env": stdio_env()},
+            client_session_timeout_seconds=RUN_TIMEOUT_S,
+        )
+    else:
+        mcp = MCPServerStreamableHttp(
+            params={"url": server.url, "headers": server.headers},
+            client_session_timeout_seconds=RUN_TIMEOUT_S,
+        )
+    async with mcp:
+        agent = Agent(
+            name="check",
+            model=RecordingModel(),
+            mcp_servers=[mcp],
+            model_settings=ModelSettings(),
+        )
+        await Runner.run(agent, "call the tool", max_turns=3)
+    if not seen:
+        raise AssertionError("the model was never handed the tool's result")
+    return seen[-1]
+
+
+# ------------------------------------------------------------------ the MCP Python SDK
+
+
+async def sdk_session(server: Server, case: Case, client_name: str | None) -> Any:
+    """The raw `CallToolResult` from the SDK's `ClientSession` (its own name, or `client_name`)."""
+    from contextlib import AsyncExitStack
+
+    from mcp import ClientSession, StdioServerParameters, types
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async with AsyncExitStack() as stack:
+        if server.transport == "stdio":
+            params = StdioServerParameters(command=server.binary, args=server.stdio_args, env=stdio_env())
+            read, write = await stack.enter_async_context(stdio_client(params))
+        else:
+            read, write, _ = await stack.enter_async_context(
+                streamablehttp_client(server.url, headers=server.headers)
+            )
+        info = types.Implementation(name=client_name, version="1.0.0") if client_name else None
+        session = await stack.enter_async_context(ClientSession(read, write, client_info=info))
+        await session.initialize()
+        return await session.call_tool(case.tool, case.args)
+
+
+def texts(result: Any) -> str:
+    return "".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+
+
+async def sdk_unknown(server: Server, case: Case) -> str:
+    result = await sdk_session(server, case, None)
+    text, structured = texts(result), visible(result.structuredContent)
+    if case.payload not in structured:
+        raise AssertionError(f"structuredContent lacks the payload: {structured[:2000]}")
+    return text
+
+
+async def sdk_claude_code(server: Server, case: Case) -> str:
+    result = await sdk_session(server, case, "claude-code")
+    text, structured = texts(result), visible(result.structuredContent)
+    if case.payload in text:
+        raise AssertionError(f"the payload is sent twice (text block too): {text[:2000]}")
+    return structured
+
+
+FRAMEWORKS: list[tuple[str, Callable[[Server, Case], Awaitable[str]]]] = [
+    ("pydantic-ai", pydantic_ai),
+    ("langchain-mcp-adapters", langchain),
+    ("openai-agents", openai_agents),
+    ("mcp-python-sdk (unknown client: text block)", sdk_unknown),
+    ("mcp-python-sdk as claude-code (structuredContent only)", sdk_claude_code),
+]
+
+
+# ------------------------------------------------------------------ running it
+
+
+def workspace(base: Path) -> Path:
+    root = base / "workspace"
+    root.mkdir()
+    (root / "notes.txt").write_text(FILE_TEXT, encoding="utf-8")
+    (root / "only-in-the-listing.md").write_text("# listed\n", encoding="utf-8")
+    return root
+
+
+def start_http(binary: str, root: Path, log: Path) -> tuple[subprocess.Popen, str, str]:
+    """`toolport serve --http` on a free loopback port; its /mcp URL and token."""
+    token = "fw-" + secrets.token_hex(16)
+    env = stdio_env() | {"TOOLPORT_TOKEN": token}
+    stderr = log.open("wb")
+    proc = subprocess.Popen(
+        [binary, "serve", "--http", "127.0.0.1:0", "--root", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        env=env,
+    )
+    pattern = re.compile(r"^toolport: listening on (http://\S+)", re.M)
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        found = pattern.search(log.read_text(errors="replace"))
+        if found:
+            return proc, found.group(1) + "/mcp", token
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit(f"toolport serve --http did not start:\n{log.read_text(errors='replace')}")
+
+
+async def run_all(binary: str, base: Path) -> int:
+    root = workspace(base)
+    http, url, token = start_http(binary, root, base / "http.stderr")
+    failures = 0
+    try:
+        servers = [
+            Server("stdio", binary, str(root)),
+            Server("http", binary, str(root), url=url, token=token),
+        ]
+        for name, run in FRAMEWORKS:
+            for server in servers:
+                for case in CASES:
+                    label = f"{name} over {server.transport}: {case.tool}"
+                    try:
+                        seen = await asyncio.wait_for(run(server, case), RUN_TIMEOUT_S)
+                    except Exception as e:  # noqa: BLE001: every failure is reported, then counted
+                        failures += 1
+                        print(f"FAIL: {label}: {type(e).__name__}: {e}", flush=True)
+                        continue
+                    if case.payload in seen:
+                        print(f"ok: {label}: the model sees {case.what}", flush=True)
+                    else:
+                        failures += 1
+                        print(
+                            f"FAIL: {label}: the model is not handed {case.what} "
+                            f"({case.payload!r}); it sees: {seen[:1500]!r}",
+                            flush=True,
+                        )
+    finally:
+        http.terminate()
+        try:
+            http.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            http.kill()
+    if token in (base / "http.stderr").read_text(errors="replace"):
+        failures += 1
+        print("FAIL: the token appears in the HTTP server's stderr", flush=True)
+    return failures
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(f"usage: {sys.argv[0]} TOOLPORT_BINARY", file=sys.stderr)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory(prefix="toolport-frameworks.") as base:
+        failures = asyncio.run(run_all(binary, Path(base)))
+    total = len(FRAMEWORKS) * 2 * len(CASES)
+    print(f"frameworks: {total - failures} of {total} passed")
+    return min(failures, 100)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

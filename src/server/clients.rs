@@ -1,0 +1,251 @@
+//! Which part of a tool result each MCP client hands its model, and so where `payload =
+//! "auto"` puts a result's payload (a file's text, grep's matches, a listing, a command's
+//! output) for a session.
+//!
+//! A result carries a text block and, for a tool with an output schema, `structuredContent`.
+//! Clients disagree on which of the two reaches the model, and most pick one: Claude Code,
+//! Codex and VS Code pass `structuredContent` alone; Claude Desktop, Zed, Continue and
+//! LangChain's adapters pass the text alone; Pydantic AI takes `structuredContent` whenever
+//! every block is text. Sending the payload in both is right for all of them and costs twice
+//! the bytes (a 1 MiB read is 2.1 MB on the wire instead of 1.06), so a client whose
+//! behaviour has been seen gets it once, where its model reads it, and **every other client
+//! gets both** — the spec's own shape, and the only safe one for a client nobody has
+//! catalogued. The Python SDK's clients (LangChain, the OpenAI Agents SDK, Pydantic AI,
+//! FastMCP) all send the SDK's default name `mcp` while disagreeing on which part they read,
+//! so `mcp` is deliberately absent: it gets both.
+//!
+//! This table is the one place that knows clients by name. Each entry says where its
+//! behaviour was seen; an entry whose evidence is weak does not belong here (the client
+//! gets both, which is never wrong).
+//!
+//! Clients name themselves loosely (`Visual Studio Code - Insiders`, `Zed`, `Cline`,
+//! `codex-mcp-client`, a version tacked on), so names are compared in a normal form —
+//! lowercase, every run of other characters one `-` — and an entry matches a name that equals
+//! it or continues it after a `-` (`visual-studio-code` matches `visual-studio-code-insiders`,
+//! `claude-code` does not match `claude-ai`).
+
+use crate::tool::Payload;
+use crate::tools::PayloadSetting;
+
+/// What a known client's model reads of a result that has both a text block and
+/// `structuredContent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    /// `structuredContent` alone (the text block is dropped when it is there).
+    Structured,
+    /// The text block alone (`structuredContent` never reaches the model).
+    Text,
+}
+
+/// A client by the normal form of its `clientInfo.name` (see the module doc), and what its
+/// model reads.
+struct Known {
+    name: &'static str,
+    reads: Reads,
+}
+
+/// The clients whose behaviour has been seen, in their own code or tracker.
+const KNOWN: &[Known] = &[
+    // Claude Code sends `claude-code` (with its CLI version as the version) and hands the
+    // model `JSON.stringify(structuredContent)` whenever it is present, dropping the text:
+    // anthropics/claude-code #79944 (checked with marker strings on 2.1.280), #55677, #9962
+    // (since 2.0.21).
+    Known {
+        name: "claude-code",
+        reads: Reads::Structured,
+    },
+    // Codex (`codex-mcp-client`, title "Codex"; older builds `codex`): openai/codex
+    // codex-rs/protocol/src/models.rs, `From<&CallToolResult> for FunctionCallOutputPayload`
+    // serialises `structured_content` when it is present and ignores `content`.
+    Known {
+        name: "codex",
+        reads: Reads::Structured,
+    },
+    // VS Code / GitHub Copilot Chat send the product's long name (`Visual Studio Code`,
+    // `Visual Studio Code - Insiders`, `Code - OSS`): microsoft/vscode
+    // src/vs/workbench/contrib/mcp/common/mcpServerRequestHandler.ts. Its
+    // mcpLanguageModelToolContribution.ts passes a text block to the model only when there is
+    // no structuredContent ("take that in place of any textual description when present").
+    Known {
+        name: "visual-studio-code",
+        reads: Reads::Structured,
+    },
+    Known {
+        name: "code-oss",
+        reads: Reads::Structured,
+    },
+    // Claude Desktop and claude.ai send `claude-ai`; their model reads the content and
+    // ignores structuredContent: blockscout/mcp-server #324, anthropics/claude-code #55677
+    // (the same result "works on Claude.ai web").
+    Known {
+        name: "claude-ai",
+        reads: Reads::Text,
+    },
+    // opencode (`opencode`): packages/opencode/src/mcp/catalog.ts returns the content and
+    // uses structuredContent only when there is no content (PR #34505, which reverted #32074's
+    // preference for structuredContent; issue #38923).
+    Known {
+        name: "opencode",
+        reads: Reads::Text,
+    },
+    // Zed (`Zed`): crates/context_server/src/context_server.rs names it;
+    // crates/agent/src/tools/context_server_registry.rs (`ContextServerTool::run`) passes the
+    // text (and images) and never reads structured_content.
+    Known {
+        name: "zed",
+        reads: Reads::Text,
+    },
+    // Continue (`continue-client`; its CLI `continue-cli-client`): core/context/mcp/
+    // MCPConnection.ts names it; core/tools/callTool.ts turns text items into context items
+    // and never reads structuredContent (the CLI sends `JSON.stringify(result.content)`).
+    Known {
+        name: "continue",
+        reads: Reads::Text,
+    },
+    // Cline (`Cline`; its SDK's embedders `@cline/core`): v3's UseMcpToolHandler.ts joins the
+    // text items; v4 (apps/vscode/src/services/mcp/McpHub.ts, sdk/packages/core/.../tools.ts)
+    // hands the model the whole result as JSON, so the text block carries the payload there
+    // too.
+    Known {
+        name: "cline",
+        reads: Reads::Text,
+    },
+    // Goose (`goose-cli` from its default constructors, crates/goose/src/agents/
+    // mcp_client.rs): the model gets the content; structuredContent was not passed on
+    // (aaif-goose/goose #10125).
+    Known {
+        name: "goose",
+        reads: Reads::Text,
+    },
+];
+
+/// Where a session's results carry their payload: as the operator fixed it, or (`auto`) by
+/// the client's name.
+pub(super) fn payload_for(setting: PayloadSetting, client: Option<&str>) -> Payload {
+    match setting {
+        PayloadSetting::Text => Payload::Text,
+        PayloadSetting::Structured => Payload::Structured,
+        PayloadSetting::Both => Payload::Both,
+        PayloadSetting::Auto => match client.and_then(reads) {
+            Some(Reads::Structured) => Payload::Structured,
+            Some(Reads::Text) => Payload::Text,
+            None => Payload::Both,
+        },
+    }
+}
+
+/// What the client called `name` hands its model, if it is a known client.
+fn reads(name: &str) -> Option<Reads> {
+    let name = normal_form(name);
+    KNOWN
+        .iter()
+        .find(|known| {
+            name.strip_prefix(known.name)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+        })
+        .map(|known| known.reads)
+}
+
+/// `name` lowercased, with every run of characters other than ASCII letters and digits made
+/// one `-`, and none at either end: `Visual Studio Code - Insiders` →
+/// `visual-studio-code-insiders`, `@cline/core` → `cline-core`.
+fn normal_form(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    if out.ends_with('-') {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auto(name: &str) -> Payload {
+        payload_for(PayloadSetting::Auto, Some(name))
+    }
+
+    #[test]
+    fn names_are_matched_as_clients_send_them() {
+        for name in [
+            "claude-code",
+            "Claude-Code",
+            "claude-code 2.1.293",
+            "codex-mcp-client",
+            "codex",
+            "Visual Studio Code",
+            "Visual Studio Code - Insiders",
+            "Code - OSS",
+        ] {
+            assert_eq!(auto(name), Payload::Structured, "{name}");
+        }
+        for name in [
+            "claude-ai",
+            "opencode",
+            "Zed",
+            "continue-client",
+            "continue-cli-client",
+            "Cline",
+            "@cline/core",
+            "goose-cli",
+        ] {
+            assert_eq!(auto(name), Payload::Text, "{name}");
+        }
+    }
+
+    #[test]
+    fn every_other_client_gets_both() {
+        // The Python SDK's default name (LangChain, OpenAI Agents SDK, Pydantic AI, FastMCP),
+        // the Inspector, clients whose behaviour is unclear (Cursor, Windsurf), and names that
+        // only start like a known one.
+        for name in [
+            "mcp",
+            "inspector-cli",
+            "inspector-client",
+            "cursor-vscode",
+            "windsurf-client",
+            "claude",
+            "claude-codex",
+            "zedd",
+            "codexx",
+            "",
+            "   ",
+            "-",
+        ] {
+            assert_eq!(auto(name), Payload::Both, "{name:?}");
+        }
+        assert_eq!(payload_for(PayloadSetting::Auto, None), Payload::Both);
+    }
+
+    #[test]
+    fn the_operator_fixes_one_form_for_everyone() {
+        for (setting, form) in [
+            (PayloadSetting::Text, Payload::Text),
+            (PayloadSetting::Structured, Payload::Structured),
+            (PayloadSetting::Both, Payload::Both),
+        ] {
+            for name in [Some("claude-code"), Some("Zed"), Some("mcp"), None] {
+                assert_eq!(payload_for(setting, name), form, "{setting:?} {name:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_normal_form_keeps_letters_and_digits_and_one_dash_between() {
+        assert_eq!(
+            normal_form("Visual Studio Code - Insiders"),
+            "visual-studio-code-insiders"
+        );
+        assert_eq!(normal_form("@cline/core"), "cline-core");
+        assert_eq!(normal_form("  Zed  "), "zed");
+        assert_eq!(normal_form("claude_code/2.1"), "claude-code-2-1");
+        assert_eq!(normal_form("Ünï"), "n");
+    }
+}
