@@ -14,9 +14,10 @@
 //!   fresh server after [`BIG_PIPELINED`] calls with 8 in flight; bytes on the wire per call.
 //!
 //! toolport is the release binary (`CARGO_BIN_EXE_toolport` or `TOOLPORT_BIN`) with
-//! `--read-max-bytes` 4 MiB, so the 1 MiB file is one call; its client gets the default
-//! payload form for a client it does not know (the text block carries the file, the
-//! structured result the rest).
+//! `--read-max-bytes` 4 MiB, so the 1 MiB file is one call, and `--payload text`: the form a
+//! client whose model reads the text gets (Claude Desktop, Zed, …), the file once in the text
+//! block and the metadata in the structured result, as the peers send it. (A client toolport
+//! does not know gets both, twice the bytes: README, "What clients get".)
 //!
 //! Peers: rust-mcp-filesystem is `RUST_MCP_FILESYSTEM`, else `rust-mcp-filesystem` on PATH if
 //! it says 0.4.5, else installed with `cargo install rust-mcp-filesystem --version 0.4.5
@@ -216,6 +217,8 @@ fn toolport(name: &str, program: PathBuf) -> Peer {
         args: vec![
             "--read-max-bytes".into(),
             READ_MAX_BYTES.into(),
+            "--payload".into(),
+            "text".into(),
             "--root".into(),
         ],
         read_tool: "read_file",
