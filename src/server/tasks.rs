@@ -2,7 +2,9 @@
 //! task *is* a job: a tasks-capable client's call that became a job is answered with a task of
 //! the same id, `tasks/get` reports where the job stands, `tasks/cancel` kills it. So a task
 //! belongs to its caller exactly as the job does (the job table's ownership rule), lives as long
-//! as the job (its retention after the end), and stays reachable by the job tools.
+//! as the job (its retention after the end, or less when the job is evicted to keep at most
+//! `exec.max_jobs` finished ones: then `tasks/get` says "unknown task", as for any job that is
+//! gone), and stays reachable by the job tools.
 //!
 //! - `working` while the command runs (`statusMessage`: its latest output line);
 //! - `completed` once it ended by itself or at its time limit, with the result a call that
@@ -68,9 +70,10 @@ pub(super) fn detailed(job: &Job) -> DetailedTask {
     }
 }
 
-/// The fields every status has. The job is removed `exec.job_retention` after its end, so the
-/// TTL (from creation) is its run so far plus the retention: exact once it ended, and growing
-/// while it runs (SEP-2663 lets the TTL change).
+/// The fields every status has. The job is removed `exec.job_retention` after its end at the
+/// latest, so the TTL (from creation) is its run so far plus the retention: the most it is
+/// kept once it ended, and growing while it runs (SEP-2663 lets the TTL change). A job evicted
+/// earlier (more than `exec.max_jobs` finished) cannot be foreseen here: the TTL is a bound.
 fn base(job: &Job, status: TaskStatus, message: String) -> Task {
     let updated = job.ended_at().unwrap_or_else(SystemTime::now);
     let age = updated.duration_since(job.started_at).unwrap_or_default();

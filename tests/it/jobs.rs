@@ -223,14 +223,133 @@ async fn jobs_belong_to_their_session() {
     ok(&call(&b, "job_list", json!({})).await);
 }
 
+/// Start `args` as a background job and return its id.
+async fn start(client: &Client, args: Value) -> String {
+    let mut args = args;
+    args["background"] = json!(true);
+    let r = ok(&call(client, "execute_command", args).await);
+    r["job_id"].as_str().expect("a job id").to_owned()
+}
+
+/// The ids job_list shows, oldest first.
+async fn listed(client: &Client) -> Vec<String> {
+    ok(&call(client, "job_list", json!({})).await)["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| job["job_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 #[tokio::test]
-async fn max_jobs_refuses_the_next_with_the_limit() {
+async fn max_jobs_refuses_the_next_while_that_many_run() {
     let (_d, root) = tempdir();
-    let client = connect_jobs(&root, "max_jobs = 1\n").await;
-    let bg = json!({"command": "sleep", "args": ["300"], "background": true});
-    ok(&call(&client, "execute_command", bg.clone()).await);
-    let refused = err(&call(&client, "execute_command", bg).await);
-    assert!(refused.contains("exec.max_jobs = 1"), "{refused}");
+    let client = connect_jobs(&root, "max_jobs = 2\n").await;
+    let sleep = json!({"command": "sleep", "args": ["300"]});
+    let first = start(&client, sleep.clone()).await;
+    start(&client, sleep.clone()).await;
+    let refused = err(&call(
+        &client,
+        "execute_command",
+        json!({"command": "sleep", "args": ["300"], "background": true}),
+    )
+    .await);
+    assert_eq!(
+        refused,
+        "unavailable: 2 jobs are running (exec.max_jobs = 2); wait for one to end or end one with job_kill"
+    );
+    // A killed job runs no more: its place is free at once.
+    ok(&call(&client, "job_kill", json!({"job_id": first})).await);
+    start(&client, sleep).await;
+}
+
+/// Regression: a finished job held its `exec.max_jobs` place until its retention (10
+/// minutes) passed, so two finished `true` jobs refused a third.
+#[tokio::test]
+async fn finished_jobs_leave_their_max_jobs_place_to_a_new_job() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "max_jobs = 2\n").await;
+    let quick = json!({"command": "true"});
+    for _ in 0..2 {
+        let job = start(&client, quick.clone()).await;
+        assert_eq!(ended(&client, &job).await["return_code"], json!(0));
+    }
+    let third = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "sleep", "args": ["300"], "background": true}),
+    )
+    .await);
+    assert_eq!(third["still_running"], json!(true), "{third}");
+    assert_eq!(listed(&client).await.len(), 3);
+}
+
+/// Finished jobs are bounded too: at most `exec.max_jobs` are kept, the one that ended first
+/// is evicted with its files, and a lookup of it says "not found" cleanly.
+#[tokio::test]
+async fn finished_jobs_past_max_jobs_are_evicted_oldest_first_with_their_files() {
+    let (_d, root) = tempdir();
+    let client = connect_jobs(&root, "max_jobs = 2\n").await;
+    let mut files = Vec::new();
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        let job = start(&client, sh(&format!("echo {n}"), json!({}))).await;
+        let end = ended(&client, &job).await;
+        assert_eq!(end["stdout"], json!(format!("{n}\n")), "{end}");
+        files.push(end["stdout_file"].as_str().unwrap().to_owned());
+        ids.push(job);
+    }
+    assert_eq!(listed(&client).await, ids[1..]);
+    let gone = err(&call(&client, "job_output", json!({"job_id": ids[0]})).await);
+    assert!(
+        gone.starts_with(&format!("not found: no job {:?} in this session", ids[0]))
+            && gone.contains("at most 2 of them"),
+        "{gone}"
+    );
+    eventually("the evicted job's output file is removed", || {
+        !Path::new(&files[0]).exists()
+    })
+    .await;
+    // The kept ones are whole.
+    for (job, file) in ids[1..].iter().zip(&files[1..]) {
+        let kept = ok(&call(&client, "job_output", json!({"job_id": job})).await);
+        assert_eq!(kept["return_code"], json!(0));
+        assert_eq!(
+            std::fs::read_to_string(file).unwrap(),
+            kept["stdout"].as_str().unwrap()
+        );
+    }
+}
+
+/// Regression: a yielded result said `running: true` but nothing plainly said the command was
+/// still going. Now `still_running: true`, and the text a model reads (the rendered payload
+/// and the summary beside structured content) says "still running as job_N; follow it with
+/// job_output", for a background start and for a call past its `yield_after`.
+#[tokio::test]
+async fn a_yielded_result_says_it_is_still_running_in_every_form() {
+    for form in ["text", "structured", "both"] {
+        let (_d, root) = tempdir();
+        let config = config_file(&root, SHELLS_AND_JOBS);
+        let mut cmd = command(&root, &["--config", config.to_str().unwrap()]);
+        cmd.env("TOOLPORT_PAYLOAD", form);
+        let client = connect_command(cmd, TestClient::default()).await;
+        for extra in [json!({"background": true}), json!({"yield_after": 1})] {
+            let result = call(&client, "execute_command", sh("echo on; sleep 300", extra)).await;
+            let r = ok(&result);
+            let job = r["job_id"].as_str().expect("a job id");
+            assert_eq!(r["still_running"], json!(true), "{form}: {r}");
+            assert_eq!(r["running"], json!(true), "{form}: {r}");
+            assert!(r["return_code"].is_null());
+            let text = text(&result);
+            assert!(
+                text.contains(&format!(
+                    "still running as {job}; follow it with job_output"
+                )),
+                "{form}: {text}"
+            );
+            ok(&call(&client, "job_kill", json!({"job_id": job})).await);
+        }
+    }
 }
 
 #[tokio::test]

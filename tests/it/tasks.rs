@@ -325,3 +325,33 @@ async fn another_session_cannot_get_or_cancel_a_task() {
         .unwrap();
     eventually("the command is killed", || !alive(pid)).await;
 }
+
+/// A finished task does not hold an `exec.max_jobs` place (regression: it did, for its whole
+/// retention); past `exec.max_jobs` finished ones, the task that ended first is gone as its
+/// job is: `tasks/get` says "unknown task", cleanly, and the kept one still completes.
+#[tokio::test]
+async fn finished_tasks_leave_room_and_the_oldest_is_evicted_as_its_job() {
+    let (_d, root) = tempdir();
+    let config = config_file(&root, &format!("{SHELLS}max_jobs = 1\n"));
+    let transport = spawn_server(command(&root, &["--config", config.to_str().unwrap()]));
+    let client = within(TasksClient.serve(transport)).await.unwrap();
+    let mut ids = Vec::new();
+    for n in 1..=2 {
+        let created = start_task(
+            &client,
+            sh(&format!("echo {n}"), json!({"background": true})),
+        )
+        .await;
+        let id = created.task.task_id;
+        let done = completed_result(poll_to_end(&client, &id).await);
+        assert_eq!(ok(&done)["stdout"], json!(format!("{n}\n")));
+        ids.push(id);
+    }
+    let error = mcp_error(get(&client, &ids[0]).await.unwrap_err());
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(error.message.contains("unknown task"), "{}", error.message);
+    assert_eq!(
+        get(&client, &ids[1]).await.unwrap().status(),
+        TaskStatus::Completed
+    );
+}

@@ -520,8 +520,9 @@ impl TypedTool for JobList {
             name: "job_list",
             title: "List jobs",
             description: format!(
-                "List this session's jobs (commands started by execute_command that outlived their call): command, running or how it ended, age and output sizes. Finished jobs are kept {} after their end.",
-                crate::settings::human(self.0.executor.settings().job_retention)
+                "List this session's jobs (commands started by execute_command that outlived their call): command, running or how it ended, age and output sizes. Finished jobs are kept {} after their end, and at most {} of them server-wide (the one that ended first goes first).",
+                crate::settings::human(self.0.executor.settings().job_retention),
+                self.0.executor.settings().max_jobs
             ),
             purpose: "See what is still running before starting another long command, or find a job_id again.",
             example: json!({}),

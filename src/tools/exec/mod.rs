@@ -74,7 +74,7 @@ fn description(settings: &ExecSettings) -> String {
     let yield_after = settings.yield_after.as_secs();
     let jobs = if yield_after > 0 {
         format!(
-            "A command still running after `yield_after` seconds (default {yield_after}, at most {}; 0 waits for the end) becomes a job: the call returns its output so far and a `job_id`, and the command goes on; `background: true` returns the `job_id` at once. Follow a job with job_output (`wait` blocks for new output), write to its stdin with job_input (start it with `stdin_open: true`), end it with job_kill, list them with job_list. A job runs until `timeout` (default {}, at most {}).",
+            "A command still running after `yield_after` seconds (default {yield_after}, at most {}; 0 waits for the end) becomes a job: the call returns its output so far, a `job_id` and `still_running: true`, and the command goes on; `background: true` returns the `job_id` at once. Follow a job with job_output (`wait` blocks for new output), write to its stdin with job_input (start it with `stdin_open: true`), end it with job_kill, list them with job_list. A job runs until `timeout` (default {}, at most {}).",
             settings.timeout_max.as_secs(),
             human(settings.job_timeout),
             human(settings.job_timeout_max),
@@ -188,8 +188,20 @@ fn heading(r: &ExecResult) -> String {
             (Some(out), Some(err)) => format!("; the whole output goes to {out} and {err}"),
             _ => String::new(),
         };
+        let (state, kill) = if r.still_running == Some(true) {
+            (
+                format!("still running as {job}; follow it with job_output"),
+                "; end it with job_kill",
+            )
+        } else {
+            // It ended between becoming a job and this answer: its end is the job's.
+            (
+                format!("ended as {job} before this answer; read its exit code with job_output"),
+                "",
+            )
+        };
         text.push_str(&format!(
-            "still running after {} ms, as {job}{files}\ncontinue with job_output {{\"job_id\": \"{job}\", \"stdout_offset\": {}, \"stderr_offset\": {}, \"wait\": 30}}; end it with job_kill\n",
+            "{state} (after {} ms{files})\ncontinue with job_output {{\"job_id\": \"{job}\", \"stdout_offset\": {}, \"stderr_offset\": {}, \"wait\": 30}}{kill}\n",
             r.duration_ms, r.stdout_bytes, r.stderr_bytes
         ));
     } else {
@@ -273,5 +285,42 @@ impl TypedTool for ExecuteCommand {
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
         self.executor.run(p, ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job_result(still_running: bool) -> ExecResult {
+        ExecResult {
+            command_line: "make".into(),
+            cwd: "/w".into(),
+            job_id: Some("job_7".into()),
+            running: Some(still_running),
+            still_running: Some(still_running),
+            ..ExecResult::default()
+        }
+    }
+
+    /// Both texts a model may read (the rendered payload, and the summary beside structured
+    /// content) say plainly whether the command goes on as a job.
+    #[test]
+    fn a_job_result_says_whether_the_command_still_runs_in_both_texts() {
+        for text in [render(&job_result(true)), summary(&job_result(true))] {
+            assert!(
+                text.contains("still running as job_7; follow it with job_output")
+                    && text.contains("end it with job_kill"),
+                "{text}"
+            );
+        }
+        // Ended between becoming a job and the answer: no "still running" to mislead.
+        for text in [render(&job_result(false)), summary(&job_result(false))] {
+            assert!(
+                text.contains("ended as job_7 before this answer")
+                    && !text.contains("still running"),
+                "{text}"
+            );
+        }
     }
 }

@@ -92,6 +92,11 @@ pub(crate) struct ExecResult {
     /// With `job_id`: true while the job runs (its exit code comes from job_output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) running: Option<bool>,
+    /// With `job_id`: true when the call returned before the command ended: it is still
+    /// running as that job, so `return_code` is not known yet; follow it with job_output.
+    /// (The same as `running`, named so that it cannot be misread.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) still_running: Option<bool>,
     /// With `job_id`: the file holding the job's whole stdout (read_file can page it when it
     /// lies inside a root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -606,6 +611,9 @@ impl Report {
     /// The result of a command that became a job: its output so far, its id and files.
     fn job(&self, job: &Job) -> ExecResult {
         let live = &job.live;
+        // Read once, before the output: a job that ends meanwhile is reported running with
+        // what it had written by then, never ended without its last output.
+        let running = job.running();
         let stdout = live.captured(Which::Stdout);
         let stderr = live.captured(Which::Stderr);
         let file = |which| {
@@ -623,7 +631,8 @@ impl Report {
             cwd: self.cwd.clone(),
             timeout: self.timeout,
             job_id: Some(job.id.clone()),
-            running: Some(job.running()),
+            running: Some(running),
+            still_running: Some(running),
             stdout_file: file(Which::Stdout),
             stderr_file: file(Which::Stderr),
             command_line: self.command_line.clone(),

@@ -48,9 +48,11 @@ const DEFAULT_JOB_OUTPUT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Smallest and largest `job_output_max_bytes`.
 const JOB_OUTPUT_MAX_BYTES_RANGE: std::ops::RangeInclusive<u64> =
     1024 * 1024..=16 * 1024 * 1024 * 1024;
-/// Default number of live jobs (running or kept after their end) across the server.
+/// Default number of jobs running at once across the server (and of finished jobs kept for
+/// their output, on top of those).
 const DEFAULT_MAX_JOBS: usize = 16;
-/// Most live jobs an operator may allow: each holds two spill files and a task.
+/// Most running jobs an operator may allow: each holds two spill files and a task, and as
+/// many finished ones may be kept.
 const MAX_MAX_JOBS: usize = 1024;
 /// Default time a finished job (and its output files) is kept for `job_output`.
 const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(10 * 60);
@@ -138,9 +140,10 @@ pub struct ExecSettings {
     /// Largest `timeout` a job may ask for.
     #[serde(serialize_with = "serialize_duration")]
     pub(crate) job_timeout_max: Duration,
-    /// Live jobs at most (running, or finished and kept).
+    /// Jobs running at once, at most; also the most finished jobs kept (past that, the one
+    /// that ended first is removed early).
     pub(crate) max_jobs: usize,
-    /// How long a finished job is kept.
+    /// How long a finished job is kept (at most: see `max_jobs`).
     #[serde(serialize_with = "serialize_duration")]
     pub(crate) job_retention: Duration,
     /// A session's jobs keep running after the session ends.
