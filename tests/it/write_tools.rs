@@ -311,14 +311,14 @@ async fn edit_file_keeps_crlf_and_utf16_with_its_bom() {
         fs::read(&utf16).unwrap(),
         utf16_bytes("héllo\r\nwörld ✓\r\n")
     );
-    // write_file over a file with a BOM keeps the BOM and its encoding.
+    // write_file over a file with a BOM keeps the BOM and its encoding (and its CRLF).
     ok(&call(
         &client,
         "write_file",
         json!({"path": "utf16.txt", "content": "new\n", "overwrite": true}),
     )
     .await);
-    assert_eq!(fs::read(&utf16).unwrap(), utf16_bytes("new\n"));
+    assert_eq!(fs::read(&utf16).unwrap(), utf16_bytes("new\r\n"));
     // latin1 written as asked, and an unrepresentable character refused by name.
     ok(&call(
         &client,
@@ -335,6 +335,177 @@ async fn edit_file_keeps_crlf_and_utf16_with_its_bom() {
     .await);
     assert!(bad.contains("U+2192"), "{bad}");
     assert!(!root.join("l2.txt").exists());
+}
+
+/// Regression: edit_file wrote new_text's `\n` as it was when old_text matched as given, so
+/// a CRLF file ended up with mixed line endings (`second LINE\ninserted line\r\n`). Now the
+/// new text takes the file's line ending, in UTF-8 and UTF-16 alike, and the diff shows
+/// plain `\n` line breaks.
+#[tokio::test]
+async fn edit_file_writes_new_text_with_the_crlf_files_line_endings() {
+    let (_d, root) = tempdir();
+    let crlf = root.join("win.txt");
+    fs::write(&crlf, "first\r\nsecond LINE\r\nthird\r\n").unwrap();
+    let utf16 = root.join("utf16.txt");
+    let utf16_bytes = |text: &str| {
+        let mut b = vec![0xFF, 0xFE];
+        for u in text.encode_utf16() {
+            b.extend_from_slice(&u.to_le_bytes());
+        }
+        b
+    };
+    fs::write(&utf16, utf16_bytes("héllo\r\nwörld\r\n")).unwrap();
+    let lf = root.join("unix.txt");
+    fs::write(&lf, "one\ntwo\n").unwrap();
+    let client = connect(&root).await;
+
+    // old_text found as given (no line break in it); new_text adds one.
+    let edited = ok(&call(
+        &client,
+        "edit_file",
+        json!({"path": "win.txt", "edits": [
+            {"old_text": "second LINE", "new_text": "second LINE\ninserted line"},
+            {"old_text": "first\nsecond", "new_text": "1st\n\n2nd"}
+        ]}),
+    )
+    .await);
+    let expected = b"1st\r\n\r\n2nd LINE\r\ninserted line\r\nthird\r\n";
+    assert_eq!(fs::read(&crlf).unwrap(), expected);
+    assert_eq!(edited["sha256"], json!(sha256(expected)));
+    let diff = edited["diff"].as_str().unwrap();
+    assert!(!diff.contains('\r'), "{diff:?}");
+    assert!(
+        diff.contains("+2nd LINE\n+inserted line\n third\n"),
+        "{diff:?}"
+    );
+
+    // UTF-16 with a BOM: the same rule, on the text before it is encoded.
+    ok(&call(
+        &client,
+        "edit_file",
+        json!({"path": "utf16.txt", "edits": [{"old_text": "wörld", "new_text": "wörld\n✓"}]}),
+    )
+    .await);
+    assert_eq!(
+        fs::read(&utf16).unwrap(),
+        utf16_bytes("héllo\r\nwörld\r\n✓\r\n")
+    );
+
+    // An LF file keeps LF.
+    ok(&call(
+        &client,
+        "edit_file",
+        json!({"path": "unix.txt", "edits": [{"old_text": "one", "new_text": "one\nand a half"}]}),
+    )
+    .await);
+    assert_eq!(fs::read(&lf).unwrap(), b"one\nand a half\ntwo\n");
+}
+
+/// Regression: write_file over a CRLF file wrote the content's `\n` as they were. Now the
+/// content takes the existing file's line ending (line_endings "keep", the default), UTF-16
+/// too; "as_given" writes it untouched, "lf"/"crlf" convert; an LF file and a new file get
+/// the content as given.
+#[tokio::test]
+async fn write_file_over_a_crlf_file_writes_crlf_unless_told_otherwise() {
+    let (_d, root) = tempdir();
+    let crlf = root.join("win.txt");
+    fs::write(&crlf, "old\r\ntext\r\n").unwrap();
+    let lf = root.join("unix.txt");
+    fs::write(&lf, "old\ntext\n").unwrap();
+    let utf16 = root.join("utf16.txt");
+    let utf16_bytes = |text: &str| {
+        let mut b = vec![0xFE, 0xFF];
+        for u in text.encode_utf16() {
+            b.extend_from_slice(&u.to_be_bytes());
+        }
+        b
+    };
+    fs::write(&utf16, utf16_bytes("old\r\n")).unwrap();
+    let client = connect(&root).await;
+    let write = |path: &str, content: &str, extra: Value| {
+        let mut args = json!({"path": path, "content": content, "overwrite": true});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        args
+    };
+
+    let written = ok(&call(
+        &client,
+        "write_file",
+        write("win.txt", "new\nlines\n", json!({})),
+    )
+    .await);
+    assert_eq!(fs::read(&crlf).unwrap(), b"new\r\nlines\r\n");
+    assert_eq!(written["bytes_written"], json!(12));
+    assert_eq!(written["sha256"], json!(sha256(b"new\r\nlines\r\n")));
+
+    // Opting out: exactly as given.
+    ok(&call(
+        &client,
+        "write_file",
+        write(
+            "win.txt",
+            "as\ngiven\r\n",
+            json!({"line_endings": "as_given"}),
+        ),
+    )
+    .await);
+    assert_eq!(fs::read(&crlf).unwrap(), b"as\ngiven\r\n");
+
+    // An LF file is unchanged in style; "crlf" converts it on request.
+    ok(&call(
+        &client,
+        "write_file",
+        write("unix.txt", "new\nlines\n", json!({})),
+    )
+    .await);
+    assert_eq!(fs::read(&lf).unwrap(), b"new\nlines\n");
+    ok(&call(
+        &client,
+        "write_file",
+        write("unix.txt", "a\nb\r\n", json!({"line_endings": "crlf"})),
+    )
+    .await);
+    assert_eq!(fs::read(&lf).unwrap(), b"a\r\nb\r\n");
+    ok(&call(
+        &client,
+        "write_file",
+        write("unix.txt", "a\r\nb\r\n", json!({"line_endings": "lf"})),
+    )
+    .await);
+    assert_eq!(fs::read(&lf).unwrap(), b"a\nb\n");
+
+    // UTF-16BE with its BOM: converted before it is encoded.
+    ok(&call(
+        &client,
+        "write_file",
+        write("utf16.txt", "x\ny\n", json!({})),
+    )
+    .await);
+    assert_eq!(fs::read(&utf16).unwrap(), utf16_bytes("x\r\ny\r\n"));
+
+    // A new file: as given.
+    ok(&call(
+        &client,
+        "write_file",
+        json!({"path": "new.txt", "content": "p\nq\r\n"}),
+    )
+    .await);
+    assert_eq!(fs::read(root.join("new.txt")).unwrap(), b"p\nq\r\n");
+
+    // A value outside the enum is refused, naming the allowed ones.
+    let bad = err(&call(
+        &client,
+        "write_file",
+        write("win.txt", "z\n", json!({"line_endings": "dos"})),
+    )
+    .await);
+    assert!(
+        bad.contains("line_endings") && bad.contains("as_given"),
+        "{bad}"
+    );
+    assert_eq!(fs::read(&crlf).unwrap(), b"as\ngiven\r\n");
 }
 
 #[tokio::test]

@@ -1,12 +1,20 @@
 //! `edit_file`: exact-text replacements in a file inside the roots, applied in order,
 //! all-or-nothing, shown as a unified diff, written atomically.
 //!
-//! Models write `old_text` with `\n` line breaks whatever the file uses, so in a file with
-//! CRLF line endings an `old_text` that is not found as written is looked for with its `\n`
-//! turned into `\r\n` (and its `new_text` is written the same way): the file keeps its line
-//! endings. The encoding and byte-order mark are kept too (see `text.rs`). When an `old_text`
-//! is not found, the error shows the region of the file that looks most like it, with line
-//! numbers, so the model can correct itself without reading the whole file again.
+//! Models write `old_text` and `new_text` with `\n` line breaks whatever the file uses. In a
+//! file with CRLF line breaks an `old_text` that is not found as written is looked for with
+//! its bare `\n` turned into `\r\n`; and every `new_text` takes the file's line ending (that
+//! of the file before the edits, see `LineEnding::of` in `text.rs`: the majority style, the
+//! first line break's on a tie; a file without a line break takes `new_text` as given), so an
+//! edit never leaves a file with mixed line endings it did not have. The conversion is done
+//! on the text, before it is encoded back in the file's encoding (UTF-16 included) with its
+//! byte-order mark. The diff shows `\n` line breaks whatever the file uses.
+//!
+//! When an `old_text` is not found, the error shows the region of the file that looks most
+//! like it, with line numbers, so the model can correct itself without reading the whole
+//! file again.
+
+use std::borrow::Cow;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -14,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::settings::WriteSettings;
-use super::text::{self, Decoded};
+use super::text::{self, Decoded, LineEnding};
 use super::write::{self, WRITE_TAG, check_expected, read_current};
 use super::{CATEGORY, blocking};
 use crate::tool::{Annotations, ToolContext, ToolError};
@@ -41,7 +49,7 @@ const CONFIRM_DIFF_MAX: usize = 8 * 1024;
 /// The tool's description.
 fn description() -> String {
     format!(
-        "Edit a text file inside the workspace roots by exact text replacement. Each edit replaces `old_text` with `new_text`; edits apply in order, each to the result of the previous, and either all apply or none does. An old_text must match exactly once (give enough surrounding lines to make it unique) unless replace_all is true; if it matches nothing, the error shows the closest region with line numbers. Line endings, encoding and byte-order mark are kept (an old_text written with \\n matches CRLF text). Returns a unified diff and the new sha256; dry_run shows the diff without writing. Pass expected_sha256 (from read_file) to refuse the edit if the file changed since you read it. Files up to {} MiB; secrets and .git/ are refused.",
+        "Edit a text file inside the workspace roots by exact text replacement. Each edit replaces `old_text` with `new_text`; edits apply in order, each to the result of the previous, and either all apply or none does. An old_text must match exactly once (give enough surrounding lines to make it unique) unless replace_all is true; if it matches nothing, the error shows the closest region with line numbers. The file's line endings, encoding and byte-order mark are kept: an old_text written with \\n matches CRLF text, and new_text's line breaks are written in the file's line ending. Returns a unified diff and the new sha256; dry_run shows the diff without writing. Pass expected_sha256 (from read_file) to refuse the edit if the file changed since you read it. Files up to {} MiB; secrets and .git/ are refused.",
         EDIT_MAX_BYTES / (1024 * 1024)
     )
 }
@@ -325,8 +333,10 @@ impl EditError {
     }
 }
 
-/// Apply `edits` in order to `text`: the new text and the number of replacements made.
+/// Apply `edits` in order to `text`: the new text and the number of replacements made. Each
+/// new_text is written in `text`'s line ending (see the module doc).
 pub(crate) fn apply_edits(text: &str, edits: &[Edit]) -> Result<(String, usize), EditError> {
+    let ending = LineEnding::of(text);
     let mut current = text.to_owned();
     let mut replacements = 0;
     for (i, edit) in edits.iter().enumerate() {
@@ -338,9 +348,9 @@ pub(crate) fn apply_edits(text: &str, edits: &[Edit]) -> Result<(String, usize),
         if edit.old_text == edit.new_text {
             return Err(error(EditErrorKind::NoChange));
         }
-        let (old, new) = line_ending_variant(&current, &edit.old_text, &edit.new_text);
+        let old = match_form(&current, &edit.old_text);
         let starts: Vec<usize> = current
-            .match_indices(old.as_str())
+            .match_indices(old.as_ref())
             .map(|(at, _)| at)
             .collect();
         match starts.len() {
@@ -362,36 +372,47 @@ pub(crate) fn apply_edits(text: &str, edits: &[Edit]) -> Result<(String, usize),
             _ => {}
         }
         replacements += starts.len();
-        current = current.replace(old.as_str(), &new);
+        let new = replacement(&edit.new_text, ending, false);
+        let new_after_cr = replacement(&edit.new_text, ending, true);
+        let mut edited = String::with_capacity(current.len() + starts.len() * new.len());
+        let mut from = 0;
+        for at in starts {
+            edited.push_str(&current[from..at]);
+            let after_cr = current[..at].ends_with('\r');
+            edited.push_str(if after_cr { &new_after_cr } else { &new });
+            from = at + old.len();
+        }
+        edited.push_str(&current[from..]);
+        current = edited;
     }
     Ok((current, replacements))
 }
 
-/// `old` and `new` as they should be looked for and written in `text`: as given when `old`
-/// occurs as given; in a text with CRLF line endings, with each bare `\n` of both turned into
-/// `\r\n` when that makes `old` occur.
-pub(crate) fn line_ending_variant(text: &str, old: &str, new: &str) -> (String, String) {
-    let as_given = (old.to_owned(), new.to_owned());
+/// `old` as it should be looked for in `text`: as given when it occurs as given; in a text
+/// with CRLF line breaks, with each bare `\n` turned into `\r\n` when that makes it occur.
+fn match_form<'a>(text: &str, old: &'a str) -> Cow<'a, str> {
     if text.contains(old) || !old.contains('\n') || !text.contains("\r\n") {
-        return as_given;
+        return Cow::Borrowed(old);
     }
-    let crlf = |s: &str| {
-        let mut out = String::with_capacity(s.len() + s.len() / 16);
-        let mut previous = '\0';
-        for c in s.chars() {
-            if c == '\n' && previous != '\r' {
-                out.push('\r');
-            }
-            out.push(c);
-            previous = c;
-        }
-        out
-    };
-    let old_crlf = crlf(old);
-    if text.contains(&old_crlf) {
-        (old_crlf, crlf(new))
+    let crlf = LineEnding::Crlf.convert(old);
+    if text.contains(crlf.as_ref()) {
+        crlf
     } else {
-        as_given
+        Cow::Borrowed(old)
+    }
+}
+
+/// `new` as written into a text whose line ending is `ending` (as given when it has none), at
+/// a place that follows a `\r` when `after_cr`: a `\n` that `new` starts with there ends the
+/// text's own `\r` (an old_text may start inside a CRLF), so it is kept as it is.
+fn replacement(new: &str, ending: Option<LineEnding>, after_cr: bool) -> Cow<'_, str> {
+    match (ending, new.strip_prefix('\n')) {
+        (None, _) => Cow::Borrowed(new),
+        (Some(LineEnding::Crlf), Some(rest)) if after_cr => match LineEnding::Crlf.convert(rest) {
+            Cow::Borrowed(_) => Cow::Borrowed(new),
+            Cow::Owned(rest) => Cow::Owned(format!("\n{rest}")),
+        },
+        (Some(ending), _) => ending.convert(new),
     }
 }
 
@@ -542,23 +563,63 @@ mod tests {
     }
 
     #[test]
-    fn lf_old_text_matches_crlf_text_and_writes_crlf() {
+    fn lf_old_text_matches_crlf_text() {
         let text = "one\r\ntwo\r\nthree\r\n";
-        assert_eq!(
-            line_ending_variant(text, "one\ntwo\n", "1\n2\n"),
-            ("one\r\ntwo\r\n".to_owned(), "1\r\n2\r\n".to_owned())
-        );
-        // Found as given: kept as given. LF text: nothing to map.
-        assert_eq!(
-            line_ending_variant(text, "two", "2\n"),
-            ("two".to_owned(), "2\n".to_owned())
-        );
-        assert_eq!(
-            line_ending_variant("a\nb\n", "a\nb", "x\ny"),
-            ("a\nb".to_owned(), "x\ny".to_owned())
-        );
+        assert_eq!(match_form(text, "one\ntwo\n"), "one\r\ntwo\r\n");
+        // Found as given: kept as given. LF text, or not found either way: as given.
+        assert_eq!(match_form(text, "two"), "two");
+        assert_eq!(match_form("a\nb\n", "a\nb"), "a\nb");
+        assert_eq!(match_form(text, "one\nzzz"), "one\nzzz");
         let (new, _) = apply_edits(text, &[edit("one\ntwo", "1\n2", false)]).unwrap();
         assert_eq!(new, "1\r\n2\r\nthree\r\n");
+    }
+
+    /// Regression: a new_text whose old_text matched as given (no line break in it) kept its
+    /// `\n`, so a CRLF file got mixed line endings.
+    #[test]
+    fn new_text_takes_the_files_line_ending() {
+        let crlf = "first\r\nsecond LINE\r\nthird\r\n";
+        let (new, n) = apply_edits(
+            crlf,
+            &[edit("second LINE", "second LINE\ninserted line", false)],
+        )
+        .unwrap();
+        assert_eq!(
+            (new.as_str(), n),
+            ("first\r\nsecond LINE\r\ninserted line\r\nthird\r\n", 1)
+        );
+        // Every occurrence, and a `\r\n` the model wrote itself is not doubled.
+        let (new, _) = apply_edits("x\r\nx\r\n", &[edit("x", "y\nz\r\nw", true)]).unwrap();
+        assert_eq!(new, "y\r\nz\r\nw\r\ny\r\nz\r\nw\r\n");
+        // An old_text that starts inside a CRLF (after its `\r`): new_text's first `\n`
+        // completes that CRLF, the rest are converted.
+        let (new, _) = apply_edits("a\r\nb\r\n", &[edit("\nb", "\nB\nC", false)]).unwrap();
+        assert_eq!(new, "a\r\nB\r\nC\r\n");
+        // An LF file takes LF: a model's `\r\n` becomes `\n`.
+        let (new, _) = apply_edits("a\nb\n", &[edit("a", "x\r\ny", false)]).unwrap();
+        assert_eq!(new, "x\ny\nb\n");
+        // No line break in the file: new_text as given.
+        let (new, _) = apply_edits("solo", &[edit("solo", "p\nq\r\n", false)]).unwrap();
+        assert_eq!(new, "p\nq\r\n");
+        // The style is the original file's, for every edit: a later edit that leaves the
+        // file without line breaks does not change it.
+        let (new, _) = apply_edits(
+            "a\r\nb",
+            &[edit("a\r\nb", "ab", false), edit("ab", "a\nb", false)],
+        )
+        .unwrap();
+        assert_eq!(new, "a\r\nb");
+    }
+
+    #[test]
+    fn replacements_after_a_cr_keep_their_first_lf() {
+        use LineEnding::{Crlf, Lf};
+        assert_eq!(replacement("\nx\n", Some(Crlf), false), "\r\nx\r\n");
+        assert_eq!(replacement("\nx\n", Some(Crlf), true), "\nx\r\n");
+        assert_eq!(replacement("\nx", Some(Crlf), true), "\nx");
+        assert_eq!(replacement("x\n", Some(Crlf), true), "x\r\n");
+        assert_eq!(replacement("\r\nx", Some(Lf), true), "\nx");
+        assert_eq!(replacement("x\r\n", None, false), "x\r\n");
     }
 
     #[test]

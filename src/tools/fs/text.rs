@@ -1,7 +1,14 @@
 //! Text as the file tools see it, shared by the read and write tools: encodings (a WHATWG
 //! label, a byte-order mark that wins), decoding a whole file strictly and encoding it back
-//! the same way (BOM kept), the sha256 a model passes back to prove it read the current
-//! content, and the unified diff a change is shown as.
+//! the same way (BOM kept), line endings, the sha256 a model passes back to prove it read the
+//! current content, and the unified diff a change is shown as.
+//!
+//! **Line endings.** Models write `\n` whatever the file uses, so text written into an
+//! existing file takes the file's line ending ([`LineEnding::of`]: the style most of its line
+//! breaks use, the first one's on a tie; a file without a line break imposes none) and is
+//! converted with [`LineEnding::convert`] *before* it is encoded, so UTF-16 files are
+//! converted like any other. Only `\n` is a line break here: a lone `\r` (classic Mac OS)
+//! is text, and such a file has no line ending to impose.
 //!
 //! encoding_rs encodes UTF-16 as UTF-8 (the WHATWG rule for web forms), so UTF-16 is encoded
 //! here by hand; every other encoding goes through encoding_rs, and a character it cannot
@@ -80,22 +87,29 @@ pub(crate) struct Decoded {
     pub(crate) bom: bool,
 }
 
-/// Decode a whole file strictly: a BOM decides the encoding, else `requested`. NUL bytes
-/// outside UTF-16 mean binary and are refused, as read_file refuses them.
+/// How a file's bytes are read: the encoding (a BOM decides it, else `requested`), the
+/// BOM's length, and whether the body is binary (NUL bytes outside UTF-16, as read_file
+/// decides).
+fn sniff(bytes: &[u8], requested: &'static Encoding) -> (&'static Encoding, usize, bool) {
+    let (encoding, bom_len) = Encoding::for_bom(bytes).unwrap_or((requested, 0));
+    let binary = !is_utf16(encoding) && bytes[bom_len..].contains(&0);
+    (encoding, bom_len, binary)
+}
+
+/// Decode a whole file strictly (see `sniff`); a binary or invalid file is refused.
 pub(crate) fn decode(
     bytes: &[u8],
     requested: &'static Encoding,
     display: &str,
 ) -> Result<Decoded, ToolError> {
-    let (encoding, bom_len) = Encoding::for_bom(bytes).unwrap_or((requested, 0));
-    let body = &bytes[bom_len..];
-    if !is_utf16(encoding) && body.contains(&0) {
+    let (encoding, bom_len, binary) = sniff(bytes, requested);
+    if binary {
         return Err(ToolError::InvalidArguments(format!(
             "{display} looks like a binary file (it contains NUL bytes); only text files can be edited. If it is UTF-16 text without a byte-order mark, pass encoding \"utf-16le\" or \"utf-16be\""
         )));
     }
     let text = encoding
-        .decode_without_bom_handling_and_without_replacement(body)
+        .decode_without_bom_handling_and_without_replacement(&bytes[bom_len..])
         .ok_or_else(|| {
             ToolError::InvalidArguments(format!(
                 "{display} is not valid {}; if the file uses another encoding, pass it as `encoding` (for example latin1, shift_jis, gbk, utf-16le)",
@@ -107,6 +121,81 @@ pub(crate) fn decode(
         encoding,
         bom: bom_len > 0,
     })
+}
+
+/// The line ending of an existing file's bytes, read in the encoding `decode` would use (see
+/// [`LineEnding::of`]). Read leniently: a file about to be replaced need not be valid in that
+/// encoding (a latin1 file rewritten as utf-8), its line breaks are found all the same. `None`
+/// for a binary file (a PNG's signature holds a CRLF, which is no line ending to keep) or one
+/// without a line break.
+pub(crate) fn file_line_ending(bytes: &[u8], requested: &'static Encoding) -> Option<LineEnding> {
+    let (encoding, bom_len, binary) = sniff(bytes, requested);
+    if binary {
+        return None;
+    }
+    let (text, _) = encoding.decode_without_bom_handling(&bytes[bom_len..]);
+    LineEnding::of(&text)
+}
+
+/// A style of line break.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineEnding {
+    /// `\n` (Unix).
+    Lf,
+    /// `\r\n` (Windows).
+    Crlf,
+}
+
+impl LineEnding {
+    /// The line ending of `text`: the style most of its line breaks use, the first line
+    /// break's on a tie (a mixed file has no right answer; the majority is what an editor
+    /// shows it as, and the first break decides when there is none). `None` when it has no
+    /// line break. A `\n` is a line break, CRLF when a `\r` precedes it.
+    pub(crate) fn of(text: &str) -> Option<Self> {
+        let bytes = text.as_bytes();
+        let (mut total, mut crlf, mut first) = (0_usize, 0_usize, None);
+        for (at, _) in text.match_indices('\n') {
+            let style = if at > 0 && bytes[at - 1] == b'\r' {
+                crlf += 1;
+                Self::Crlf
+            } else {
+                Self::Lf
+            };
+            total += 1;
+            first.get_or_insert(style);
+        }
+        match (crlf * 2).cmp(&total) {
+            std::cmp::Ordering::Greater => Some(Self::Crlf),
+            std::cmp::Ordering::Less => Some(Self::Lf),
+            std::cmp::Ordering::Equal => first,
+        }
+    }
+
+    /// `text` with its line breaks in this style: for CRLF each `\n` not preceded by `\r`
+    /// becomes `\r\n`; for LF each `\r\n` becomes `\n`. Borrowed when nothing changes.
+    pub(crate) fn convert(self, text: &str) -> Cow<'_, str> {
+        match self {
+            Self::Lf if text.contains("\r\n") => Cow::Owned(text.replace("\r\n", "\n")),
+            Self::Lf => Cow::Borrowed(text),
+            Self::Crlf => {
+                let bytes = text.as_bytes();
+                let bare = |at: usize| at == 0 || bytes[at - 1] != b'\r';
+                let count = text.match_indices('\n').filter(|&(at, _)| bare(at)).count();
+                if count == 0 {
+                    return Cow::Borrowed(text);
+                }
+                let mut out = String::with_capacity(text.len() + count);
+                let mut from = 0;
+                for (at, _) in text.match_indices('\n').filter(|&(at, _)| bare(at)) {
+                    out.push_str(&text[from..at]);
+                    out.push('\r');
+                    from = at;
+                }
+                out.push_str(&text[from..]);
+                Cow::Owned(out)
+            }
+        }
+    }
 }
 
 /// The bytes of `text` in `encoding`, with its byte-order mark first when `bom` is set. A
@@ -170,6 +259,11 @@ pub(crate) fn encode(
 /// are shifted back by the lines cut. A one-line edit in a 10 MB file then diffs a few lines
 /// instead of 200,000 (166 ms → well under 1 ms; `similar` diffs whole inputs). The hunks are
 /// written here, in `similar`'s own unified format, because its writer cannot shift them.
+///
+/// Every line of the diff ends in `\n`, whatever the texts use: a CRLF file's diff would
+/// otherwise carry a `\r` on every line (noise to a model, and an old_text copied from the
+/// diff with `\n` still matches, see edit_file). A line whose only change is its line ending
+/// therefore shows as removed and added with the same text.
 pub(crate) fn unified_diff(old: &str, new: &str, display: &str) -> (String, bool) {
     let region = changed_region(old, new);
     let (old_mid, new_mid) = (
@@ -211,7 +305,14 @@ pub(crate) fn unified_diff(old: &str, new: &str, display: &str) -> (String, bool
                     similar::ChangeTag::Insert => '+',
                 };
                 text.push(sign);
-                text.push_str(change.value());
+                let line = change.value();
+                match line.strip_suffix("\r\n") {
+                    Some(line) => {
+                        text.push_str(line);
+                        text.push('\n');
+                    }
+                    None => text.push_str(line),
+                }
                 if change.missing_newline() {
                     text.push_str("\n\\ No newline at end of file\n");
                 }
@@ -302,6 +403,63 @@ mod tests {
         let utf8 = encode("a", UTF_8, true).unwrap();
         assert_eq!(utf8, b"\xEF\xBB\xBFa");
         assert!(decode(&utf8, UTF_8, "f").unwrap().bom);
+    }
+
+    #[test]
+    fn a_texts_line_ending_is_its_majority_then_its_first() {
+        use LineEnding::{Crlf, Lf};
+        assert_eq!(LineEnding::of("a\r\nb\r\n"), Some(Crlf));
+        assert_eq!(LineEnding::of("a\nb\n"), Some(Lf));
+        assert_eq!(LineEnding::of("a\r\nb\nc\r\n"), Some(Crlf));
+        assert_eq!(LineEnding::of("a\nb\r\nc\n"), Some(Lf));
+        // A tie: the first line break's style.
+        assert_eq!(LineEnding::of("a\r\nb\n"), Some(Crlf));
+        assert_eq!(LineEnding::of("a\nb\r\n"), Some(Lf));
+        // No line break, or only lone `\r`s: none.
+        assert_eq!(LineEnding::of(""), None);
+        assert_eq!(LineEnding::of("one line"), None);
+        assert_eq!(LineEnding::of("mac\rclassic\r"), None);
+        assert_eq!(LineEnding::of("\n"), Some(Lf));
+    }
+
+    #[test]
+    fn converting_line_endings_touches_only_line_breaks() {
+        use LineEnding::{Crlf, Lf};
+        assert_eq!(Crlf.convert("a\nb\r\nc\n"), "a\r\nb\r\nc\r\n");
+        assert_eq!(Crlf.convert("\n\n"), "\r\n\r\n");
+        assert_eq!(Crlf.convert("lone\rcr"), "lone\rcr");
+        assert_eq!(Lf.convert("a\r\nb\nc\r"), "a\nb\nc\r");
+        // Already in the style: borrowed, not copied; converting twice changes nothing more.
+        assert!(matches!(Crlf.convert("a\r\nb"), Cow::Borrowed(_)));
+        assert!(matches!(Lf.convert("a\nb"), Cow::Borrowed(_)));
+        let once = Crlf.convert("x\ny\r\n\nz").into_owned();
+        assert_eq!(Crlf.convert(&once), once);
+    }
+
+    #[test]
+    fn a_files_line_ending_is_read_in_its_encoding() {
+        let utf16le: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain("a\r\nb\r\n".encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        assert_eq!(file_line_ending(&utf16le, UTF_8), Some(LineEnding::Crlf));
+        assert_eq!(file_line_ending(b"a\nb\n", UTF_8), Some(LineEnding::Lf));
+        // Binary (a PNG's signature holds a CRLF): nothing to keep.
+        assert_eq!(file_line_ending(b"\x89PNG\r\n\x1a\n\0\0", UTF_8), None);
+        // Not valid in the encoding asked for (latin1 read as utf-8): still found.
+        assert_eq!(
+            file_line_ending(b"caf\xE9\r\nx\r\n", UTF_8),
+            Some(LineEnding::Crlf)
+        );
+    }
+
+    #[test]
+    fn a_crlf_diff_is_shown_with_lf() {
+        let (diff, _) = unified_diff("a\r\nb\r\nc\r\n", "a\r\nB\r\nc\r\n", "/w/f");
+        assert_eq!(
+            diff,
+            "--- /w/f\n+++ /w/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+        );
     }
 
     #[test]

@@ -4,7 +4,12 @@
 //! an `expected_sha256` that matches its current content, so a model cannot clobber a file it
 //! has not read by accident; the refusal says which to pass. The write is atomic (a temporary
 //! file in the same directory, fsynced, renamed over the target; see `WriteTarget`), the
-//! replaced file's permissions are kept, and so are its encoding's byte-order mark.
+//! replaced file's permissions are kept, and so are its encoding's byte-order mark and, unless
+//! told otherwise (`line_endings`), its line ending: models write `\n`, and a CRLF file
+//! rewritten by one would otherwise turn LF (the style is found as `text::file_line_ending`
+//! finds it; the content is converted before it is encoded, so UTF-16 files alike).
+
+use std::borrow::Cow;
 
 use async_trait::async_trait;
 use encoding_rs::Encoding;
@@ -13,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::settings::WriteSettings;
+use super::text::LineEnding;
 use super::write::{self, WRITE_TAG, check_expected, read_current};
 use super::{CATEGORY, blocking, text};
 use crate::tool::{Annotations, ToolContext, ToolError};
@@ -41,6 +47,24 @@ pub(crate) struct Params {
     overwrite: bool,
     /// Replace the file only if its current sha256 (as read_file returned it) is this.
     expected_sha256: Option<String>,
+    /// Line breaks of the written file. "keep" (default): the content's line breaks take the
+    /// existing file's line ending (CRLF or LF, whichever most of its line breaks use; a new
+    /// file, or one without line breaks, gets the content as given). "as_given": the content
+    /// exactly as given. "lf" / "crlf": every line break written as \n / \r\n.
+    #[serde(default)]
+    line_endings: LineEndings,
+}
+
+/// What write_file does with the content's line breaks. (The variants carry no doc comments,
+/// so the schema is a plain string enum; the parameter's doc says what each means.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum LineEndings {
+    #[default]
+    Keep,
+    AsGiven,
+    Lf,
+    Crlf,
 }
 
 /// Whether the file was new.
@@ -90,7 +114,7 @@ impl TypedTool for WriteFile {
         ToolSpec {
             name: "write_file",
             title: "Write file",
-            description: "Create a text file inside the workspace roots, or replace one. A new file is created (its parent directory must exist). An existing file is replaced only when overwrite is true or expected_sha256 matches its current content (the sha256 read_file returned), so a file you have not read is never clobbered. The write is atomic (readers see the old or the new content, never a mix) and keeps the file's permissions and byte-order mark. Secrets (.env, keys) and .git/ are refused. Returns the path, bytes written, created or replaced, and the new sha256. To change part of a file, prefer edit_file.".into(),
+            description: "Create a text file inside the workspace roots, or replace one. A new file is created (its parent directory must exist). An existing file is replaced only when overwrite is true or expected_sha256 matches its current content (the sha256 read_file returned), so a file you have not read is never clobbered. The write is atomic (readers see the old or the new content, never a mix) and keeps the file's permissions, byte-order mark and line ending (content written with \\n goes into a CRLF file as \\r\\n; line_endings changes this). Secrets (.env, keys) and .git/ are refused. Returns the path, bytes written, created or replaced, and the new sha256. To change part of a file, prefer edit_file.".into(),
             purpose: "Create a new file, or rewrite a file completely after reading it. For a small change in an existing file use edit_file instead.",
             example: json!({"path": "notes/todo.md", "content": "# TODO\n- write tests\n"}),
             category: CATEGORY,
@@ -175,7 +199,19 @@ impl TypedTool for WriteFile {
                     (requested, text::is_utf16(requested))
                 }
             };
-            let bytes = text::encode(&p.content, encoding, bom)?;
+            let ending = match p.line_endings {
+                LineEndings::Keep => current
+                    .as_deref()
+                    .and_then(|bytes| text::file_line_ending(bytes, requested)),
+                LineEndings::AsGiven => None,
+                LineEndings::Lf => Some(LineEnding::Lf),
+                LineEndings::Crlf => Some(LineEnding::Crlf),
+            };
+            let content = match ending {
+                Some(ending) => ending.convert(&p.content),
+                None => Cow::Borrowed(p.content.as_str()),
+            };
+            let bytes = text::encode(&content, encoding, bom)?;
             write::write_bytes(&target, &bytes, current.is_some())?;
             Ok(WriteFileResult {
                 path: display,
