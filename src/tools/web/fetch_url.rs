@@ -41,6 +41,7 @@ use super::settings::{DEFAULT_FETCH_PAGE_CHARS, FetchSettings};
 use super::throttle::Throttle;
 use super::{ANNOTATIONS, CATEGORY, cache};
 use crate::schema::JsonObject;
+use crate::secret::{display_url, hide_userinfo};
 use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 
@@ -301,7 +302,8 @@ impl FetchUrl {
             hops += 1;
             if hops > MAX_REDIRECTS {
                 return Err(ToolError::ExecutionFailed(format!(
-                    "{url} redirected more than {MAX_REDIRECTS} times; fetch_url follows at most {MAX_REDIRECTS} redirects (a loop, or a page that needs a browser)"
+                    "{} redirected more than {MAX_REDIRECTS} times; fetch_url follows at most {MAX_REDIRECTS} redirects (a loop, or a page that needs a browser)",
+                    display_url(&url)
                 )));
             }
             let next = location
@@ -310,10 +312,15 @@ impl FetchUrl {
                 .and_then(|l| url.join(l).ok())
                 .ok_or_else(|| {
                     ToolError::ExecutionFailed(format!(
-                        "{url} answered {status} with a Location that is not a URL"
+                        "{} answered {status} with a Location that is not a URL",
+                        display_url(&url)
                     ))
                 })?;
-            tracing::debug!(from = %url, to = %next, "fetch_url: following a redirect");
+            tracing::debug!(
+                from = %display_url(&url),
+                to = %display_url(&next),
+                "fetch_url: following a redirect"
+            );
             url = next;
         }
     }
@@ -339,6 +346,7 @@ impl FetchUrl {
             Robots::Rules(robot) if robot.allowed(url.as_str()) => Ok(()),
             Robots::Rules(_) => Err(ToolError::PermissionDenied(format!(
                 "robots.txt of {origin} disallows {url} for {agent} (the operator set web.fetch.respect_robots = true)",
+                url = display_url(url),
                 agent = robots_agent(&self.settings.user_agent)
             ))),
         }
@@ -392,7 +400,11 @@ impl FetchUrl {
         let status = response.status();
         if status.is_client_error() || status.is_server_error() {
             let reason = status.canonical_reason().unwrap_or("");
-            let message = format!("{url} answered {} {reason}", status.as_u16());
+            let message = format!(
+                "{} answered {} {reason}",
+                display_url(&url),
+                status.as_u16()
+            );
             return Err(
                 if matches!(status, StatusCode::NOT_FOUND | StatusCode::GONE) {
                     ToolError::NotFound(format!("{message}; check the URL"))
@@ -438,10 +450,13 @@ impl FetchUrl {
         };
         if cut && format == Format::Json {
             return Err(ToolError::ExecutionFailed(format!(
-                "the JSON at {url} is larger than {cap} bytes (web.fetch.max_response_bytes) and cannot be parsed in part; ask for format \"text\" to read its start"
+                "the JSON at {} is larger than {cap} bytes (web.fetch.max_response_bytes) and cannot be parsed in part; ask for format \"text\" to read its start",
+                display_url(&url)
             )));
         }
-        let final_url = url.to_string();
+        // The guard refuses a URL with userinfo at every hop, so the final one has none; it is
+        // shown the one way all the same.
+        let final_url = display_url(&url).into_owned();
         let shown_type = if content_type.is_empty() {
             media
         } else {
@@ -493,12 +508,13 @@ impl FetchUrl {
 }
 
 fn refused(refusal: &Refusal, url: &Url) -> ToolError {
-    ToolError::PermissionDenied(format!("refused {url}: {refusal}"))
+    ToolError::PermissionDenied(format!("refused {}: {refusal}", display_url(url)))
 }
 
 fn not_text(url: &Url, media: &str) -> ToolError {
     ToolError::ExecutionFailed(format!(
-        "{url} is {media}, not text; fetch_url reads only text (HTML, plain text, markdown, JSON, XML)"
+        "{} is {media}, not text; fetch_url reads only text (HTML, plain text, markdown, JSON, XML)",
+        display_url(url)
     ))
 }
 
@@ -506,12 +522,13 @@ fn not_text(url: &Url, media: &str) -> ToolError {
 fn parse_url(raw: &str) -> Result<Url, ToolError> {
     let raw = raw.trim();
     Url::parse(raw).map_err(|e| {
+        let shown = hide_userinfo(raw);
         let hint = if e == url::ParseError::RelativeUrlWithoutBase {
-            format!("; write the whole URL, e.g. https://{raw}")
+            format!("; write the whole URL, e.g. https://{shown}")
         } else {
             String::new()
         };
-        ToolError::InvalidArguments(format!("`url` {raw:?} is not a valid URL ({e}){hint}"))
+        ToolError::InvalidArguments(format!("`url` {shown:?} is not a valid URL ({e}){hint}"))
     })
 }
 
@@ -651,7 +668,8 @@ impl TypedTool for FetchUrl {
                         return Err(ToolError::Cancelled("the fetch was cancelled".into()));
                     }
                     fetched = fetch => fetched.map_err(|_| ToolError::Timeout(format!(
-                        "{url} did not answer in full within {} ms (web.fetch.timeout_ms)",
+                        "{} did not answer in full within {} ms (web.fetch.timeout_ms)",
+                        display_url(&url),
                         self.settings.timeout_ms.as_millis()
                     )))??,
                 };
