@@ -6,11 +6,17 @@
 //! A URL's userinfo (`user:password@`) is a secret of the same kind: a URL is shown (in an
 //! error, a result, a log line, the audit log, `toolport config`) only through
 //! [`display_url`] / [`hide_userinfo`], which write it as `scheme://***@host/…`.
+//!
+//! [`Source`] records where a secret was read from, which is what `toolport config` prints
+//! instead of it (a key file as its `*_file` key, anything else as a comment).
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize, Serializer};
+
+use crate::settings::Note;
 
 /// What a secret prints as.
 pub(crate) const MASK: &str = "********";
@@ -52,6 +58,58 @@ impl std::fmt::Debug for Secret {
 impl Serialize for Secret {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(MASK)
+    }
+}
+
+/// Where a secret was read from: what `toolport config` prints in its place, since the secret
+/// itself is never printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// An environment variable or a flag, named as the operator sets it (`TOOLPORT_BRAVE_API_KEY`).
+    Env(&'static str),
+    /// A file that holds only the secret: printed as its `*_file` key, which reads it again.
+    File(PathBuf),
+    /// Written in the config file itself (`api_key = "…"`).
+    Inline,
+}
+
+impl Source {
+    /// What `toolport config` says of the secret `key` (`web.brave.api_key`) read from here,
+    /// or `None` for a key file (printed as its key instead). `carry` names where the secret
+    /// could be put for a printed config to carry it.
+    pub(crate) fn note(&self, key: &str, carry: &str) -> Option<Note> {
+        let text = match self {
+            Self::Env(name) => format!("set from {name} (a secret: never printed)"),
+            Self::File(_) => return None,
+            Self::Inline => format!(
+                "set in the config file (a secret: never printed; put it in {carry} for a printed config to carry it)"
+            ),
+        };
+        Some(Note::new(key, text))
+    }
+
+    /// The key file, when the secret was read from one.
+    pub(crate) fn file(&self) -> Option<&Path> {
+        match self {
+            Self::File(path) => Some(path),
+            Self::Env(_) | Self::Inline => None,
+        }
+    }
+}
+
+/// `#[serde(skip_serializing_if)]` of a secret's source printed as its `*_file` key.
+pub(crate) fn no_key_file(source: &Option<Source>) -> bool {
+    source.as_ref().and_then(Source::file).is_none()
+}
+
+/// `#[serde(serialize_with)]` of a secret's source printed as its `*_file` key: the path.
+pub(crate) fn serialize_key_file<S: Serializer>(
+    source: &Option<Source>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match source.as_ref().and_then(Source::file) {
+        Some(path) => path.serialize(serializer),
+        None => serializer.serialize_none(),
     }
 }
 

@@ -22,7 +22,7 @@ use crate::common::*;
 const ARTICLE: &str = include_str!("../fixtures/fetch/article.html");
 
 /// Settings that let the fetch reach the fixture, without a throttle.
-const OPEN: &str = "[web.fetch]\nallow_private = true\nmin_interval_ms = 0\n";
+const OPEN: &str = "[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\n";
 
 /// The fixture server: counts every request it gets.
 struct Site {
@@ -411,7 +411,10 @@ async fn credentials_in_a_url_are_never_repeated() {
     let (_d, root) = tempdir();
     let log = root.join("audit.log");
     // The default guard, with only the fixture's own address let through (for the redirect).
-    let config = config_file(&root, "[web.fetch]\nallowed_hosts = [\"127.0.0.1\"]\n");
+    let config = config_file(
+        &root,
+        "[web.fetch]\nallowed_hosts = [\"127.0.0.1\"]\nmin_interval = \"0s\"\n",
+    );
     let client = connect_with(
         &root,
         &[
@@ -485,7 +488,7 @@ async fn credentials_in_a_url_are_never_repeated() {
 async fn an_allowed_host_redirecting_to_a_local_address_is_refused_at_that_hop() {
     let site = Site::start().await;
     let (_dir, client) = server(
-        "[web.fetch]\nallowed_hosts = [\"127.0.0.1\"]\nmin_interval_ms = 0\ncache_ttl_secs = 0\n",
+        "[web.fetch]\nallowed_hosts = [\"127.0.0.1\"]\nmin_interval = \"0s\"\ncache_ttl = \"0s\"\n",
     )
     .await;
     let port = site.addr.port();
@@ -546,7 +549,7 @@ async fn redirects_are_followed_up_to_five() {
 async fn non_text_is_refused_and_a_long_body_is_cut_at_the_cap() {
     let site = Site::start().await;
     let (_dir, client) = server(
-        "[web.fetch]\nallow_private = true\nmin_interval_ms = 0\nmax_response_bytes = 100000\n",
+        "[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\nmax_response_bytes = 100000\n",
     )
     .await;
     let e = err(&fetch(&client, json!({"url": site.url("/image.png")})).await);
@@ -567,10 +570,13 @@ async fn non_text_is_refused_and_a_long_body_is_cut_at_the_cap() {
 async fn a_slow_server_hits_the_timeout() {
     let site = Site::start().await;
     let (_dir, client) =
-        server("[web.fetch]\nallow_private = true\nmin_interval_ms = 0\ntimeout_ms = \"300ms\"\n")
+        server("[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\ntimeout = \"300ms\"\n")
             .await;
     let e = err(&fetch(&client, json!({"url": site.url("/slow")})).await);
-    assert!(e.contains("timed out") && e.contains("300 ms"), "{e}");
+    assert!(
+        e.contains("timed out") && e.contains("within 300ms (web.fetch.timeout)"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -582,7 +588,7 @@ async fn robots_txt_is_obeyed_only_when_the_operator_asks() {
     assert_eq!(site.hits(), 1, "robots.txt is not read by default");
 
     let (_dir2, client) =
-        server("[web.fetch]\nallow_private = true\nmin_interval_ms = 0\nrespect_robots = true\n")
+        server("[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\nrespect_robots = true\n")
             .await;
     ok(&fetch(&client, json!({"url": site.url("/article")})).await);
     assert_eq!(site.hits(), 3, "robots.txt, then the article");

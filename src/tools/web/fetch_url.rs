@@ -11,7 +11,7 @@
 //! The body is streamed and reading stops at `max_response_bytes` (the rest is never read);
 //! only text types are read at all (the content type is checked before the body). Conversion
 //! ([`super::extract`]) runs on a blocking thread. The whole fetch, every hop and the body,
-//! runs under `timeout_ms` and the call's cancellation.
+//! runs under `timeout` and the call's cancellation.
 //!
 //! With `respect_robots`, each hop is also checked against its site's robots.txt (read through
 //! the same guarded path, kept an hour per origin; `texting_robots` parses it). It is off by
@@ -42,6 +42,7 @@ use super::throttle::Throttle;
 use super::{ANNOTATIONS, CATEGORY, cache};
 use crate::schema::JsonObject;
 use crate::secret::{display_url, hide_userinfo};
+use crate::settings::human;
 use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 
@@ -173,12 +174,12 @@ fn description(s: &FetchSettings) -> String {
     } else {
         "Only public addresses are reachable: localhost, private networks, link-local and cloud metadata addresses are refused, at every redirect."
     };
-    let cache = if s.cache_ttl_secs.is_zero() {
+    let cache = if s.cache_ttl.is_zero() {
         "Pages are not cached.".to_owned()
     } else {
         format!(
             "A page is cached for {} s by URL and format (`cached: true`), so paging through it fetches it once.",
-            s.cache_ttl_secs.as_secs()
+            s.cache_ttl.as_secs()
         )
     };
     format!(
@@ -203,7 +204,7 @@ impl FetchUrl {
             )),
             client: OnceLock::new(),
             throttles: Mutex::new(LruCache::new(hosts)),
-            cache: cache::Cache::new(settings.cache_ttl_secs, settings.cache_max_entries),
+            cache: cache::Cache::new(settings.cache_ttl, settings.cache_max_entries),
             robots: cache::Cache::new(ROBOTS_TTL, ROBOTS_MAX_SITES),
             settings: settings.clone(),
         }
@@ -215,7 +216,7 @@ impl FetchUrl {
             let proxies = guard::proxy_hosts(|k| std::env::var(k).ok());
             let proxied = !proxies.is_empty();
             let resolver = GuardedResolver::new(self.guard.clone(), proxies);
-            client_builder(self.settings.timeout_ms, self.settings.connect_timeout_ms)
+            client_builder(self.settings.timeout, self.settings.connect_timeout)
                 .redirect(reqwest::redirect::Policy::none())
                 .dns_resolver(Arc::new(resolver))
                 .build()
@@ -229,14 +230,14 @@ impl FetchUrl {
 
     /// The throttle of `host`, made on first use.
     fn throttle(&self, host: &str) -> Option<Arc<Throttle>> {
-        if self.settings.min_interval_ms.is_zero() {
+        if self.settings.min_interval.is_zero() {
             return None;
         }
         let mut throttles = self.throttles.lock().ok()?;
         Some(
             throttles
                 .get_or_insert(host.to_owned(), || {
-                    Arc::new(Throttle::new(self.settings.min_interval_ms))
+                    Arc::new(Throttle::new(self.settings.min_interval))
                 })
                 .clone(),
         )
@@ -496,8 +497,8 @@ impl FetchUrl {
         let error = error.without_url();
         if error.is_timeout() {
             ToolError::Timeout(format!(
-                "{host} did not answer within {} ms (web.fetch.timeout_ms)",
-                self.settings.timeout_ms.as_millis()
+                "{host} did not answer within {} (web.fetch.timeout)",
+                human(self.settings.timeout)
             ))
         } else if error.is_connect() {
             ToolError::Unavailable(format!("could not connect to {host} ({})", chain(&error)))
@@ -661,16 +662,16 @@ impl TypedTool for FetchUrl {
             Some(page) => (page, true),
             None => {
                 let fetch =
-                    tokio::time::timeout(self.settings.timeout_ms, self.fetch(url.clone(), format));
+                    tokio::time::timeout(self.settings.timeout, self.fetch(url.clone(), format));
                 let fetched = tokio::select! {
                     biased;
                     _ = ctx.cancel.cancelled() => {
                         return Err(ToolError::Cancelled("the fetch was cancelled".into()));
                     }
                     fetched = fetch => fetched.map_err(|_| ToolError::Timeout(format!(
-                        "{} did not answer in full within {} ms (web.fetch.timeout_ms)",
+                        "{} did not answer in full within {} (web.fetch.timeout)",
                         display_url(&url),
-                        self.settings.timeout_ms.as_millis()
+                        human(self.settings.timeout)
                     )))??,
                 };
                 let page = Arc::new(fetched);
