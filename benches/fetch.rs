@@ -98,7 +98,7 @@ async fn run(rounds: usize) {
     let dir = tempfile::tempdir().unwrap();
     let config = config_file(
         dir.path(),
-        "[web.fetch]\nallow_private = true\nmin_interval_ms = 0\ncache_ttl_secs = 0\n",
+        "[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\ncache_ttl = \"0s\"\n",
     );
     let mut cmd = tokio::process::Command::new(common::toolport_bin());
     cmd.arg("--root")

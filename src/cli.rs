@@ -50,6 +50,7 @@ pub fn run() -> ExitCode {
     // Only the server exports traces (`toolport call` runs a tool without MCP: untraced).
     let traces = matches!(command_to_run, Command::Serve).then_some(&config.telemetry);
     let exporter = init_logging(config.log_level.as_deref(), traces);
+    config.warn_deprecated();
     let runtime = match runtime_for(&command_to_run, &config) {
         Ok(runtime) => runtime,
         Err(error) => {

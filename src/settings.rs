@@ -13,10 +13,17 @@
 //! `config/` only composes these. This module sits at the bottom of the crate: it imports
 //! nothing from it.
 //!
-//! Durations have one convention: a human string such as `"30s"`, `"500ms"` or `"5m"`
-//! (humantime), printed the same way by `toolport config`. Keys that took a bare number before
-//! there was one convention (`*_ms`, `*_secs`, `exec.timeout_max`) still read a number in the
-//! unit their name says, so existing files keep working.
+//! Durations have one convention: a human string such as `"30s"`, `"1.5s"`, `"500ms"` or
+//! `"1h30m"` (parsed by humantime), printed by [`human`] the way a person writes it, so
+//! `toolport config` prints what a file may say. A duration key's name carries no unit
+//! (`web.call_timeout`). The keys that took a bare number before there was one convention
+//! still read one in their old unit: the `exec` durations (seconds) and the keys that were
+//! named after their unit (`web.call_timeout_ms`, `web.cache_ttl_secs` …), which are read
+//! under their old names too, with a deprecation warning ([`renamed_duration`]).
+//!
+//! `toolport config` prints each feature's `Serialize` form: only keys the file takes, so the
+//! output loads again with `--config`. What is set but cannot be a key there (a secret, the
+//! `--http` address, a default folder) is a [`Note`], printed as a comment at the top.
 
 use std::borrow::Cow;
 use std::fmt::Display;
@@ -75,10 +82,45 @@ fn out_of_range(
 /// The unit of a bare number in a duration key that predates the one convention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LegacyUnit {
-    /// `*_ms` keys.
+    /// The old `*_ms` keys.
     Millis,
-    /// `*_secs` keys and `exec.timeout_max`.
+    /// The old `*_secs` keys and the `exec` durations.
     Secs,
+}
+
+impl LegacyUnit {
+    /// The unit in words, for the deprecation warning.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Millis => "milliseconds",
+            Self::Secs => "seconds",
+        }
+    }
+}
+
+/// A key read under its deprecated name: loading collects these (`WebSettings::deprecated`)
+/// and the command logs each as a warning once logging is set up (the log level is itself a
+/// setting).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Deprecated {
+    /// The old name, as written in the file (`web.call_timeout_ms`).
+    pub(crate) old: String,
+    /// The name to use instead (`web.call_timeout`).
+    pub(crate) new: String,
+    /// The unit a bare number under the old name is read in.
+    pub(crate) unit: LegacyUnit,
+}
+
+impl Deprecated {
+    /// Log the warning (stderr), naming both keys.
+    pub(crate) fn warn(&self) {
+        tracing::warn!(
+            "config key {} is deprecated: rename it to {} (a bare number under the old name is {}; under the new one write a duration like \"30s\" or \"1.5s\")",
+            self.old,
+            self.new,
+            self.unit.name()
+        );
+    }
 }
 
 /// A duration as written in the file: a human string (the convention) or, in the keys listed
@@ -134,6 +176,44 @@ impl DurationValue {
     }
 }
 
+/// A setting `toolport config` prints as a comment, not as a key: it is in effect but cannot
+/// be written as a key the file takes (a secret, the `--http` address, the default plugin
+/// folder), so the output stays a file that loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Note {
+    /// The setting, as the file would name it (`web.brave.api_key`).
+    key: String,
+    /// What is set and where from, in words.
+    text: String,
+}
+
+impl Note {
+    /// A note about `key`.
+    pub(crate) fn new(key: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// `toml` (a rendered config) under a comment block: the `header` lines, then the notes. Each
+/// comment is one line whatever the text holds (a path may hold a newline), so no text can
+/// turn into a key.
+pub(crate) fn commented(header: &[String], notes: &[Note], toml: &str) -> String {
+    let line = |text: &str| format!("# {}\n", text.replace(['\n', '\r'], " "));
+    let mut out: String = header.iter().map(|h| line(h)).collect();
+    if !notes.is_empty() {
+        out.push_str(&line("In effect, but not printed as keys:"));
+        for note in notes {
+            out.push_str(&line(&format!("  {}: {}", note.key, note.text)));
+        }
+    }
+    out.push('\n');
+    out.push_str(toml);
+    out
+}
+
 /// A size as people write it, for tool descriptions: `1 MiB`, `100 KiB`, `1500 bytes`.
 pub(crate) fn human_bytes(bytes: u64) -> String {
     const KIB: u64 = 1024;
@@ -159,9 +239,75 @@ pub(crate) fn duration_setting(
     value.map_or(Ok(default), |value| value.resolve(key, legacy, range))
 }
 
-/// A duration as people write it: `30s`, `1m 30s`, `250ms`.
+/// A renamed duration setting: the file's value under `new` (the key's name today: a number
+/// there is an error, see [`DurationValue::resolve`]) or under `old` (its name before, whose
+/// bare numbers are in `unit`; noted in `deprecated`), resolved as [`duration_setting`] does.
+/// Both names at once is an error naming both. `section` is the keys' table (`web.fetch`).
+pub(crate) fn renamed_duration(
+    section: &str,
+    (new, new_value): (&str, Option<&DurationValue>),
+    (old, old_value, unit): (&str, Option<&DurationValue>, LegacyUnit),
+    default: Duration,
+    range: RangeInclusive<Duration>,
+    deprecated: &mut Vec<Deprecated>,
+) -> Result<Duration, SettingError> {
+    let new = format!("{section}.{new}");
+    let old = format!("{section}.{old}");
+    match (new_value, old_value) {
+        (Some(_), Some(_)) => Err(SettingError::new(
+            new.clone(),
+            format!("{old} is the same setting under its deprecated name; keep only {new}"),
+        )),
+        (None, Some(value)) => {
+            let resolved = value.resolve(old.clone(), Some(unit), range)?;
+            deprecated.push(Deprecated { old, new, unit });
+            Ok(resolved)
+        }
+        (value, None) => duration_setting(new, value, None, default, range),
+    }
+}
+
+/// A duration as a person writes it, and as every `toolport config` duration is printed:
+/// `0s`, `500ms`, `1.5s`, `30s`, `10m`, `1h30m`, `1m30.5s`, `24h`. Hours, minutes and seconds
+/// are whole units run together, seconds take a decimal fraction, and under a second it is
+/// milliseconds (with a fraction for what is finer). humantime parses every form back to the
+/// same duration.
 pub(crate) fn human(duration: Duration) -> String {
-    humantime::format_duration(duration).to_string()
+    const NANOS_PER_MILLI: u32 = 1_000_000;
+    let secs = duration.as_secs();
+    let nanos = duration.subsec_nanos();
+    if secs == 0 {
+        return if nanos == 0 {
+            "0s".to_owned()
+        } else {
+            format!(
+                "{}ms",
+                decimal(nanos / NANOS_PER_MILLI, nanos % NANOS_PER_MILLI, 6)
+            )
+        };
+    }
+    let (hours, minutes, seconds) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut text = String::new();
+    if hours > 0 {
+        text.push_str(&format!("{hours}h"));
+    }
+    if minutes > 0 {
+        text.push_str(&format!("{minutes}m"));
+    }
+    if seconds > 0 || nanos > 0 {
+        text.push_str(&decimal(seconds, nanos, 9));
+        text.push('s');
+    }
+    text
+}
+
+/// `whole.fraction` with `fraction` written in `digits` places, trailing zeros dropped.
+fn decimal(whole: impl Display, fraction: u32, digits: usize) -> String {
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let places = format!("{fraction:0digits$}");
+    format!("{whole}.{}", places.trim_end_matches('0'))
 }
 
 /// `#[serde(serialize_with = "settings::serialize_duration")]`: a duration in `toolport
@@ -248,6 +394,93 @@ mod tests {
             err(DurationValue::Number(5), None),
             "invalid setting http.x: 5 has no unit; write a duration like \"30s\", \"500ms\" or \"5m\""
         );
+    }
+
+    #[test]
+    fn durations_print_as_people_write_them_and_parse_back() {
+        for (duration, shown) in [
+            (Duration::ZERO, "0s"),
+            (Duration::from_millis(500), "500ms"),
+            (Duration::from_micros(1500), "1.5ms"),
+            (Duration::from_millis(1500), "1.5s"),
+            (Duration::from_millis(1250), "1.25s"),
+            (Duration::from_secs(30), "30s"),
+            (Duration::from_secs(90), "1m30s"),
+            (Duration::from_millis(90_500), "1m30.5s"),
+            (Duration::from_secs(600), "10m"),
+            (Duration::from_secs(5400), "1h30m"),
+            (Duration::from_secs(3601), "1h1s"),
+            (Duration::from_secs(86_400), "24h"),
+            (Duration::from_nanos(1), "0.000001ms"),
+            (Duration::new(2, 1), "2.000000001s"),
+        ] {
+            assert_eq!(human(duration), shown);
+            assert_eq!(humantime::parse_duration(shown), Ok(duration), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_renamed_key_reads_either_name_but_not_both() {
+        let text = |t: &str| DurationValue::Text(t.into());
+        let resolve = |new: Option<DurationValue>, old: Option<DurationValue>| {
+            let mut deprecated = Vec::new();
+            renamed_duration(
+                "web",
+                ("call_timeout", new.as_ref()),
+                ("call_timeout_ms", old.as_ref(), LegacyUnit::Millis),
+                SECOND,
+                Duration::ZERO..=HOUR,
+                &mut deprecated,
+            )
+            .map(|d| (d, deprecated))
+            .map_err(|e| e.to_string())
+        };
+        assert_eq!(resolve(None, None), Ok((SECOND, vec![])));
+        assert_eq!(
+            resolve(Some(text("1.5s")), None),
+            Ok((Duration::from_millis(1500), vec![]))
+        );
+        assert_eq!(
+            resolve(None, Some(DurationValue::Number(250))),
+            Ok((
+                Duration::from_millis(250),
+                vec![Deprecated {
+                    old: "web.call_timeout_ms".into(),
+                    new: "web.call_timeout".into(),
+                    unit: LegacyUnit::Millis
+                }]
+            ))
+        );
+        assert_eq!(
+            resolve(Some(DurationValue::Number(250)), None),
+            Err("invalid setting web.call_timeout: 250 has no unit; write a duration like \"30s\", \"500ms\" or \"5m\"".into())
+        );
+        assert_eq!(
+            resolve(None, Some(text("2h"))),
+            Err(
+                "invalid setting web.call_timeout_ms: 2h is out of range; allowed is 0s..=1h"
+                    .into()
+            ),
+            "an error names the key as the file wrote it"
+        );
+        assert_eq!(
+            resolve(Some(text("1s")), Some(text("1s"))),
+            Err("invalid setting web.call_timeout: web.call_timeout_ms is the same setting under its deprecated name; keep only web.call_timeout".into())
+        );
+    }
+
+    #[test]
+    fn notes_are_one_comment_line_each_above_the_keys() {
+        let out = commented(
+            &["Header.".into()],
+            &[Note::new("a.b", "set\n[exec]\nallow_shells = true")],
+            "x = 1\n",
+        );
+        assert_eq!(
+            out,
+            "# Header.\n# In effect, but not printed as keys:\n#   a.b: set [exec] allow_shells = true\n\nx = 1\n"
+        );
+        assert_eq!(commented(&[], &[], "x = 1\n"), "\nx = 1\n");
     }
 
     #[test]

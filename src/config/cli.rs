@@ -151,7 +151,8 @@ pub(crate) enum Command {
     Instructions,
     /// Run one tool locally and print its structured result as JSON.
     Call(CallArgs),
-    /// Print the effective configuration (after file, environment and flags) as TOML.
+    /// Print the effective configuration (after file, environment and flags) as a config file
+    /// that --config loads; secrets are never printed.
     Config,
     /// Plugin manifests: `toolport plugins check [DIR…]`.
     #[command(subcommand)]

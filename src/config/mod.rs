@@ -7,7 +7,13 @@
 //! first: built-in defaults < TOML file (`--config`, else
 //! `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` (and the standard
 //! `OTEL_*`) environment < flags.
-//! An unknown key in the file is an error that names the key.
+//! An unknown key in the file is an error that names the key; a key read under a deprecated
+//! name is warned about once logging is up ([`Config::warn_deprecated`]).
+//!
+//! [`Config::to_toml`] (`toolport config`) prints a config file: every key it prints is one
+//! the file takes, with the value in effect, so `toolport config > f.toml` and
+//! `toolport --config f.toml config` print the same. What is in effect but cannot be a key
+//! there (secrets, the `--http` address, the default plugin folder) is a comment at the top.
 //!
 //! - [`cli`]: the subcommands and flags;
 //! - [`file`]: the file's root, which composes each feature's section.
@@ -24,7 +30,7 @@ pub(crate) use cli::{CallArgs, Command, PluginsCommand, ToolsArgs};
 pub use cli::{Cli, GlobalArgs};
 use file::FileConfig;
 
-use crate::settings::SettingError;
+use crate::settings::{Deprecated, SettingError, commented};
 use crate::tools::BuiltinSettings;
 // Each feature's settings, as the composed `Config` holds them.
 pub use crate::observe::audit::AuditSettings;
@@ -74,6 +80,9 @@ pub struct Limits {
     pub calls: BudgetSettings,
 }
 
+/// The first line of `toolport config`.
+const CONFIG_HEADER: &str = "The configuration in effect, as a config file: `toolport --config FILE config` prints it again.";
+
 /// How the server is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transport {
@@ -110,8 +119,9 @@ pub struct Config {
     pub audit: AuditSettings,
     /// Trace export (`[telemetry]`, `OTEL_*`).
     pub telemetry: TelemetrySettings,
-    /// The config file that was read, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The config file that was read, if any (not printed by `toolport config`, whose output
+    /// is loaded from wherever it is saved).
+    #[serde(skip)]
     pub config_file: Option<PathBuf>,
 }
 
@@ -204,6 +214,7 @@ impl Config {
             return Err(SettingError::new("roots", "at least one root is needed").into());
         }
 
+        let web = WebSettings::load(file.web, &file_dir, &env)?;
         Ok(Self {
             roots,
             log_level: args.log_level.clone().or(file.log_level),
@@ -215,13 +226,19 @@ impl Config {
             fs: WriteSettings::load(file.fs, &args.fs),
             workspace: WorkspaceSettings::load(file.workspace),
             exec: ExecSettings::load(file.exec, &args.exec)?,
-            web: WebSettings::load(file.web, &file_dir, &env)?,
+            web,
             http: HttpSettings::load(&args.http, file.http)?,
             plugins,
             audit,
             telemetry: TelemetrySettings::load(&file.telemetry, &env)?,
             config_file: path,
         })
+    }
+
+    /// Log a warning for each key the file gave under a deprecated name (call once logging
+    /// is set up).
+    pub(crate) fn warn_deprecated(&self) {
+        self.web.deprecated.iter().for_each(Deprecated::warn);
     }
 
     /// How the server is reached: HTTP when `--http` gave an address, else stdio.
@@ -240,10 +257,21 @@ impl Config {
         }
     }
 
-    /// The effective configuration as TOML, for `toolport config`. Secrets (the web search
-    /// API keys, the HTTP token) serialize masked.
+    /// The effective configuration as a config file, for `toolport config`: loaded with
+    /// `--config`, it gives this configuration again (see the module doc). Secrets are never
+    /// printed: a key file is printed as its `*_file` key, any other source as a comment.
     pub(crate) fn to_toml(&self) -> String {
-        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+        let toml =
+            toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"));
+        let header = [CONFIG_HEADER.to_owned()];
+        let notes: Vec<_> = [
+            self.web.notes(),
+            self.http.notes(),
+            self.plugins.notes(),
+            self.telemetry.notes(),
+        ]
+        .concat();
+        commented(&header, &notes, &toml)
     }
 }
 
@@ -397,14 +425,14 @@ mod tests {
     fn durations_are_strings_and_legacy_numbers_keep_their_unit() {
         use std::time::Duration;
         let (_d, path) = file(
-            "[exec]\ntimeout_max = \"90s\"\n[web]\ncall_timeout_ms = \"45s\"\ncache_ttl_secs = \"1h\"\n[http]\nsse_keep_alive = \"20s\"\n",
+            "[exec]\ntimeout_max = \"90s\"\n[web]\ncall_timeout = \"45s\"\ncache_ttl = \"1h\"\n[http]\nsse_keep_alive = \"20s\"\n",
         );
         let c = load(&["--config", &path], &[]).unwrap();
         assert_eq!(
             (
                 c.exec.timeout_max,
-                c.web.call_timeout_ms,
-                c.web.cache_ttl_secs,
+                c.web.call_timeout,
+                c.web.cache_ttl,
                 c.http.sse_keep_alive
             ),
             (
@@ -414,26 +442,25 @@ mod tests {
                 Duration::from_secs(20)
             )
         );
+        assert!(c.web.deprecated.is_empty());
         let (_d, path) =
-            file("[exec]\ntimeout_max = 90\n[web]\ncall_timeout_ms = 45000\ncache_ttl_secs = 0\n");
+            file("[exec]\ntimeout_max = 90\n[web]\ncall_timeout_ms = 45500\ncache_ttl_secs = 0\n");
         let c = load(&["--config", &path], &[]).unwrap();
         assert_eq!(
-            (
-                c.exec.timeout_max,
-                c.web.call_timeout_ms,
-                c.web.cache_ttl_secs
-            ),
+            (c.exec.timeout_max, c.web.call_timeout, c.web.cache_ttl),
             (
                 Duration::from_secs(90),
-                Duration::from_secs(45),
+                Duration::from_millis(45_500),
                 Duration::ZERO
             )
         );
+        assert_eq!(c.web.deprecated.len(), 2, "{:?}", c.web.deprecated);
         let shown = c.to_toml();
         assert!(
-            shown.contains("timeout_max = \"1m 30s\"")
-                && shown.contains("call_timeout_ms = \"45s\""),
-            "toolport config prints durations as strings: {shown}"
+            shown.contains("timeout_max = \"1m30s\"")
+                && shown.contains("call_timeout = \"45.5s\"")
+                && shown.contains("cache_ttl = \"0s\""),
+            "toolport config prints durations under their names today, as people write them: {shown}"
         );
         let (_d, path) = file("[exec]\ntimeout_max = \"10m\"\n");
         let err = load(&["--config", &path], &[]).unwrap_err().to_string();
@@ -441,5 +468,32 @@ mod tests {
             err,
             "invalid setting exec.timeout_max: 10m is out of range; allowed is 1s..=5m"
         );
+    }
+
+    /// `toolport config` prints a file `--config` loads back to the same configuration: the
+    /// defaults, and a file that sets every section (the binary's round trip is in
+    /// tests/it/cli.rs).
+    #[test]
+    fn the_printed_config_loads_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("brave.key"), "brave-key-planted\n").unwrap();
+        let env = [("TOOLPORT_TAVILY_API_KEY", "tavily-key-planted")];
+        for text in [
+            "",
+            "log_level = \"debug\"\n[tools]\ndisabled = [\"grep\"]\n[limits]\nmax_calls_per_minute = 30\n[limits.tools.grep]\nmax_calls_per_session = 5\n[exec]\ntimeout_max = 90\ndeny = [\"git push\"]\n[web]\nproviders = [\"brave\", \"tavily\"]\ncall_timeout_ms = 1500\n[web.brave]\napi_key_file = \"brave.key\"\n[web.fetch]\nallowed_hosts = [\"wiki.corp\"]\n[http]\nallowed_hosts = [\"*\"]\nno_auth = true\n[plugins]\ndirs = [\"p\"]\n[audit]\npath = \"a.log\"\n",
+        ] {
+            let path = dir.path().join("first.toml");
+            std::fs::write(&path, text).unwrap();
+            let first = load(&["--config", path.to_str().unwrap()], &env)
+                .unwrap()
+                .to_toml();
+            let again = dir.path().join("again.toml");
+            std::fs::write(&again, &first).unwrap();
+            let second = load(&["--config", again.to_str().unwrap()], &env)
+                .unwrap_or_else(|e| panic!("{e}\n{first}"))
+                .to_toml();
+            assert_eq!(first, second);
+            assert!(!first.contains("planted"), "{first}");
+        }
     }
 }

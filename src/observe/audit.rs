@@ -5,8 +5,10 @@
 //! - Off by default; `[audit] path`, `--audit-log FILE`, `TOOLPORT_AUDIT_LOG`; `-` is stderr.
 //!   Never stdout (the protocol channel on stdio).
 //! - Redacted before it is written: every value of an `env` argument, every value whose key
-//!   looks secret (`token`, `key`, `secret`, `password`, `authorization` …), and every string
-//!   equal to or containing a configured secret (API keys, the HTTP token).
+//!   looks secret (`token`, `key`, `secret`, `password`, `authorization` …), every string
+//!   equal to or containing a configured secret (API keys, the HTTP token), and the userinfo of
+//!   every URL anywhere in the record (`https://user:password@host/` is written
+//!   `https://***@host/`; the userinfo an argument held is scrubbed wherever else it appears).
 //! - The file is created 0600 and appended with one `write` per record; it is rotated by size
 //!   (`max_bytes`, keeping `keep` old files: `audit.log.1` is the newest).
 //! - Writing never fails or delays a call: records go to a writer thread over a bounded
@@ -24,7 +26,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::secret::Secret;
+use crate::secret::{Secret, hide_userinfo, userinfos};
 use crate::settings::{SettingError, check_range};
 use crate::tool::{CallFacts, CommandFacts, ToolError};
 
@@ -417,6 +419,16 @@ fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
     // record too: a plugin passes them in its argv, a schema error repeats them.
     let mut removed = Vec::new();
     let args = redact_arguments(r.args, &mut removed);
+    // The userinfo of a URL in an argument (`https://user:token@host`) too: a plugin may pass
+    // its parts on in its argv, an error may repeat the password alone.
+    strings(&args, &mut |text| {
+        for userinfo in userinfos(text) {
+            removed.push(userinfo.to_owned());
+            if let Some((_, password)) = userinfo.split_once(':') {
+                removed.push(password.to_owned());
+            }
+        }
+    });
     let mut patterns: Vec<&str> = secrets
         .iter()
         .map(Secret::expose)
@@ -525,6 +537,16 @@ fn redact_all(value: &Value, removed: &mut Vec<String>) -> Value {
     }
 }
 
+/// Call `f` with every string inside `value`.
+fn strings(value: &Value, f: &mut impl FnMut(&str)) {
+    match value {
+        Value::String(text) => f(text),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, f)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, f)),
+        _ => {}
+    }
+}
+
 /// Every string inside `value` passed through `scrub`.
 fn scrub_strings(value: Value, scrub: &impl Fn(&str) -> String) -> Value {
     match value {
@@ -541,9 +563,10 @@ fn scrub_strings(value: Value, scrub: &impl Fn(&str) -> String) -> Value {
     }
 }
 
-/// `text` with every pattern replaced by [`REDACTED`].
+/// `text` with the userinfo of every URL in it hidden ([`hide_userinfo`]) and every pattern
+/// replaced by [`REDACTED`].
 fn scrub(text: &str, patterns: &[&str]) -> String {
-    crate::secret::replace_all(text, patterns.iter().copied(), REDACTED)
+    crate::secret::replace_all(&hide_userinfo(text), patterns.iter().copied(), REDACTED)
 }
 
 /// Where records go.
@@ -790,6 +813,48 @@ mod tests {
         );
         assert!(!line.contains("pw-planted"), "{line}");
         assert!(!line.contains("tok-123456789"), "{line}");
+    }
+
+    /// A URL's userinfo is a secret wherever the URL is: hidden in the URL (`***@`), and its
+    /// parts scrubbed where a command passes them on alone.
+    #[test]
+    fn the_userinfo_of_urls_is_redacted() {
+        let a = args(json!({
+            "url": "http://alice:s3cretpw@10.0.0.1/admin",
+            "args": ["clone", "https://ghp_tokenplanted@github.com/o/r.git"],
+        }));
+        let line = render(
+            &Record {
+                session: "s",
+                transport: "stdio",
+                client: None,
+                tool: "t",
+                args: &a,
+                outcome: Outcome::Denied,
+                error: Some(("permission_denied", "wrong password s3cretpw")),
+                duration: Duration::ZERO,
+                bytes_out: 0,
+                command: Some(&CommandFacts {
+                    argv: vec!["curl".into(), "-u".into(), "alice:s3cretpw".into()],
+                    ..CommandFacts::default()
+                }),
+                at: SystemTime::now(),
+            },
+            &[],
+        );
+        let v: Value = serde_json::from_str(&line).unwrap_or_default();
+        assert_eq!(
+            v["args"],
+            json!({
+                "url": "http://***@10.0.0.1/admin",
+                "args": ["clone", "https://***@github.com/o/r.git"],
+            })
+        );
+        assert_eq!(v["argv"], json!(["curl", "-u", "[redacted]"]));
+        assert_eq!(v["error"]["message"], json!("wrong password [redacted]"));
+        for planted in ["s3cretpw", "alice", "ghp_tokenplanted"] {
+            assert!(!line.contains(planted), "{planted}: {line}");
+        }
     }
 
     #[test]

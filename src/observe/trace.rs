@@ -87,8 +87,8 @@ use tracing::field::Empty;
 use url::Url;
 
 use super::TOOL_ERROR;
-use crate::secret::MASK;
-use crate::settings::SettingError;
+use crate::secret::display_url;
+use crate::settings::{Note, SettingError};
 
 /// The target of the requests' log spans: not under `toolport`, so the default log filter
 /// (`toolport=info`) leaves them out of the log lines, disabled.
@@ -131,13 +131,15 @@ pub(crate) struct FileTelemetry {
 /// Trace export settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TelemetrySettings {
-    /// Where spans are sent (OTLP/HTTP, protobuf); `None`: nowhere (the default).
-    #[serde(serialize_with = "masked_url", skip_serializing_if = "Option::is_none")]
+    /// Where spans are sent (OTLP/HTTP, protobuf); `None`: nowhere (the default). One with
+    /// userinfo is not printed as a key (a note shows it without).
+    #[serde(skip_serializing_if = "not_printed", serialize_with = "serialize_url")]
     pub(crate) otlp_traces_endpoint: Option<Url>,
     /// The `service.name` resource of every span.
     pub(crate) service_name: String,
-    /// The names of the headers the exporter adds from the environment (values not kept).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// The names of the headers the exporter adds from the environment (values not kept): a
+    /// note in `toolport config`.
+    #[serde(skip)]
     pub(crate) otlp_headers: Vec<String>,
 }
 
@@ -151,21 +153,47 @@ impl Default for TelemetrySettings {
     }
 }
 
-/// An endpoint as `toolport config` prints it: a password in it masked.
-fn masked_url<S: Serializer>(url: &Option<Url>, serializer: S) -> Result<S::Ok, S::Error> {
+/// The endpoint as `[telemetry] otlp_traces_endpoint` takes it (only one without userinfo is
+/// printed: see [`not_printed`]).
+fn serialize_url<S: Serializer>(url: &Option<Url>, serializer: S) -> Result<S::Ok, S::Error> {
     match url {
-        Some(url) if url.password().is_some() => {
-            let mut shown = url.clone();
-            // Only fails for URLs that cannot have a password, and this one has one.
-            let _ = shown.set_password(Some(MASK));
-            serializer.serialize_str(shown.as_str())
-        }
         Some(url) => serializer.serialize_str(url.as_str()),
         None => serializer.serialize_none(),
     }
 }
 
+/// Whether `toolport config` leaves the endpoint out of its keys: none is set, or it holds
+/// userinfo (credentials, never printed; [`TelemetrySettings::notes`] shows it without).
+fn not_printed(url: &Option<Url>) -> bool {
+    url.as_ref()
+        .is_none_or(|url| !url.username().is_empty() || url.password().is_some())
+}
+
 impl TelemetrySettings {
+    /// What `toolport config` prints as comments: an endpoint with credentials (shown
+    /// without them) and the headers added from the environment (names only).
+    pub(crate) fn notes(&self) -> Vec<Note> {
+        let mut notes = Vec::new();
+        if let Some(url) = &self.otlp_traces_endpoint
+            && not_printed(&self.otlp_traces_endpoint)
+        {
+            notes.push(Note::new(
+                "telemetry.otlp_traces_endpoint",
+                format!("{} (it holds credentials: never printed)", display_url(url)),
+            ));
+        }
+        if !self.otlp_headers.is_empty() {
+            notes.push(Note::new(
+                "telemetry headers",
+                format!(
+                    "{}, from OTEL_EXPORTER_OTLP_(TRACES_)HEADERS (values never printed)",
+                    self.otlp_headers.join(", ")
+                ),
+            ));
+        }
+        notes
+    }
+
     /// Layer the file < the OpenTelemetry variables (read through `env`), as the module doc
     /// says. An empty variable counts as unset (the OpenTelemetry specification's rule).
     pub(crate) fn load(
@@ -889,11 +917,19 @@ mod tests {
         )
         .unwrap();
         let shown = toml::to_string(&settings).unwrap();
+        assert_eq!(shown, "service_name = \"from-file\"\n");
         assert_eq!(
-            shown,
-            format!(
-                "otlp_traces_endpoint = \"https://user:{MASK}@c/v1/traces\"\nservice_name = \"from-file\"\notlp_headers = [\"authorization\", \"x-tenant\"]\n"
-            )
+            settings.notes(),
+            [
+                Note::new(
+                    "telemetry.otlp_traces_endpoint",
+                    "https://***@c/v1/traces (it holds credentials: never printed)"
+                ),
+                Note::new(
+                    "telemetry headers",
+                    "authorization, x-tenant, from OTEL_EXPORTER_OTLP_(TRACES_)HEADERS (values never printed)"
+                )
+            ]
         );
         assert_eq!(endpoint(&settings), Some("https://user:s3cret@c/v1/traces"));
     }

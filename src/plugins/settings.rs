@@ -7,7 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::settings::Note;
 
 /// The plugin flags.
 #[derive(Debug, Clone, Default, Args)]
@@ -28,14 +31,27 @@ pub(crate) struct FilePlugins {
 }
 
 /// Where plugin manifests are read from.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PluginSettings {
     /// The directories, in the order they are read (the first tool of a name wins).
     pub(crate) dirs: Vec<PathBuf>,
     /// Whether `dirs` is the default folder (not listed by the operator): it is then skipped
     /// when it lies inside a workspace root.
-    #[serde(skip)]
     pub(crate) default_dir: bool,
+}
+
+/// `[plugins]` as `toolport config` prints it: `dirs` when the operator listed them. The
+/// default folder is a note instead: listed, it would be read even inside a workspace root.
+impl Serialize for PluginSettings {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut section = serializer.serialize_struct("PluginSettings", 1)?;
+        if self.default_dir {
+            section.skip_field("dirs")?;
+        } else {
+            section.serialize_field("dirs", &self.dirs)?;
+        }
+        section.end()
+    }
 }
 
 impl PluginSettings {
@@ -81,6 +97,23 @@ impl PluginSettings {
             },
             None => Self::default(),
         }
+    }
+
+    /// What `toolport config` prints as a comment: the default folder, when it is the one.
+    pub(crate) fn notes(&self) -> Vec<Note> {
+        self.dirs
+            .iter()
+            .filter(|_| self.default_dir)
+            .map(|dir| {
+                Note::new(
+                    "plugins.dirs",
+                    format!(
+                        "{} (the default folder: read when it exists and lies outside the roots)",
+                        dir.display()
+                    ),
+                )
+            })
+            .collect()
     }
 
     /// The directories to read, each once (by real path), leaving out the default folder when

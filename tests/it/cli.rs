@@ -261,6 +261,215 @@ async fn config_prints_the_effective_configuration_and_rejects_unknown_keys() {
     );
 }
 
+/// `toolport` with `args` and extra environment `env`, in `root`.
+async fn run_with_env(root: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = command(root, args);
+    cmd.envs(env.iter().copied());
+    let out = within(cmd.output()).await.unwrap();
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// `toolport config > printed.toml; toolport --config printed.toml config`: both succeed and
+/// print the same; returns the printed config.
+async fn round_trip(root: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let first = run_with_env(root, &[args, &["config"]].concat(), env).await;
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    fs::write(root.join("printed.toml"), &first.stdout).unwrap();
+    let second = run_with_env(root, &["--config", "printed.toml", "config"], env).await;
+    assert_eq!(second.code, 0, "{}\n{}", second.stderr, first.stdout);
+    assert_eq!(second.stdout, first.stdout);
+    assert_eq!(second.stderr, "", "no warning about the printed file");
+    first.stdout
+}
+
+/// `toolport config` prints a config file: `toolport config > f.toml; toolport --config
+/// f.toml config` prints the same again, for the defaults and for a file that sets every
+/// section. It printed keys no file takes (`[http] auth = "generate"`, `config_file = …`) and
+/// durations under names with the wrong unit (`min_interval_ms = "1s 500ms"`,
+/// `cache_ttl_secs = "10m"`).
+#[tokio::test]
+async fn config_prints_a_config_file_that_loads_back_the_same() {
+    let (_d, root) = tempdir();
+    let defaults = round_trip(&root, &[], &[]).await;
+    for wanted in [
+        "[web.duckduckgo]\nbase_url = \"https://html.duckduckgo.com\"\nmin_interval = \"1.5s\"\n",
+        "call_timeout = \"30s\"\n",
+        "cache_ttl = \"10m\"\n",
+        "[web.fetch]\n",
+        "min_interval = \"200ms\"\n",
+        "timeout_max = \"2m\"\n",
+        "no_auth = false\n",
+    ] {
+        assert!(defaults.contains(wanted), "{wanted}: {defaults}");
+    }
+    for unwanted in ["_ms =", "_secs =", "auth = \"", "config_file", "1s 500ms"] {
+        assert!(!defaults.contains(unwanted), "{unwanted}: {defaults}");
+    }
+
+    // Every section set; keys from a key file, the environment and a token file; an
+    // endpoint with credentials; deprecated names (printed under today's).
+    fs::create_dir(root.join("my-plugins")).unwrap();
+    fs::write(root.join("brave.key"), "brave-key-planted\n").unwrap();
+    fs::write(root.join("token.txt"), "http-token-planted-0123456789\n").unwrap();
+    fs::write(
+        root.join("toolport.toml"),
+        r#"log_level = "debug"
+[tools]
+disabled = ["grep"]
+payload = "text"
+[limits]
+read_max_bytes = 4096
+max_calls_per_minute = 30
+[limits.tools.execute_command]
+max_calls_per_session = 5
+[fs]
+write = "confirm"
+[workspace]
+secret_patterns = [".env*", "*.pem"]
+[exec]
+timeout_max = 90
+yield_after = "0s"
+deny = ["git push"]
+job_retention = "1h30m"
+[web]
+providers = ["brave", "tavily", "duckduckgo"]
+call_timeout_ms = 45500
+cache_ttl = "1h30m"
+[web.brave]
+api_key_file = "brave.key"
+min_interval = "1.5s"
+[web.google]
+cx = "engine-id"
+[web.fetch]
+allowed_hosts = ["wiki.corp"]
+min_interval_ms = 250
+cache_ttl_secs = 0
+[http]
+token_file = "token.txt"
+allowed_hosts = ["*"]
+max_requests_per_minute = 600
+session_idle_timeout = "90s"
+[plugins]
+dirs = ["my-plugins"]
+[audit]
+path = "audit.log"
+keep = 2
+[telemetry]
+service_name = "svc"
+"#,
+    )
+    .unwrap();
+    let env = [
+        ("TOOLPORT_TAVILY_API_KEY", "tavily-key-planted"),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://collector:otlp-password-planted@127.0.0.1:4318",
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Bearer%20header-planted",
+        ),
+    ];
+    let printed = round_trip(&root, &["--config", "toolport.toml"], &env).await;
+    assert!(!printed.contains("planted"), "{printed}");
+    for wanted in [
+        "#   web.tavily.api_key: set from TOOLPORT_TAVILY_API_KEY (a secret: never printed)\n",
+        "#   telemetry.otlp_traces_endpoint: http://***@127.0.0.1:4318/v1/traces",
+        "#   telemetry headers: authorization,",
+        &format!(
+            "api_key_file = {:?}\n",
+            root.join("brave.key").display().to_string()
+        ),
+        &format!(
+            "token_file = {:?}\n",
+            root.join("token.txt").display().to_string()
+        ),
+        "providers = [\n    \"brave\",\n    \"tavily\",\n    \"duckduckgo\",\n]\n",
+        "call_timeout = \"45.5s\"\n",
+        "cache_ttl = \"1h30m\"\n",
+        "timeout_max = \"1m30s\"\n",
+        "job_retention = \"1h30m\"\n",
+        "min_interval = \"250ms\"\n",
+        "cache_ttl = \"0s\"\n",
+        "allowed_hosts = [\"*\"]\n",
+        "session_idle_timeout = \"1m30s\"\n",
+        "[limits.tools.execute_command]\nmax_calls_per_session = 5\n",
+        "write = \"confirm\"\n",
+        "cx = \"engine-id\"\n",
+    ] {
+        assert!(printed.contains(wanted), "{wanted}: {printed}");
+    }
+
+    // Secrets written in the file itself are never printed: the output says where they are
+    // set, and still loads (without them: they are nowhere else).
+    fs::write(
+        root.join("inline.toml"),
+        "[web]\nproviders = [\"brave\", \"duckduckgo\"]\n[web.brave]\napi_key = \"inline-key-planted\"\n[http]\ntoken = \"inline-token-planted-0123456789\"\n",
+    )
+    .unwrap();
+    let out = run(&root, &["--config", "inline.toml", "config"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains("planted"), "{}", out.stdout);
+    for wanted in [
+        "#   web.providers: brave, duckduckgo (as listed;",
+        "#   web.brave.api_key: set in the config file (a secret: never printed;",
+        "#   http.token: set in the config file (a secret: never printed;",
+    ] {
+        assert!(out.stdout.contains(wanted), "{wanted}: {}", out.stdout);
+    }
+    fs::write(root.join("printed.toml"), &out.stdout).unwrap();
+    let again = run(&root, &["--config", "printed.toml", "config"]).await;
+    assert_eq!(again.code, 0, "{}", again.stderr);
+}
+
+/// The duration keys named after a unit are still read under those names (a bare number in
+/// that unit), with a warning naming the old and the new key; both names at once is an error
+/// naming both.
+#[tokio::test]
+async fn old_duration_key_names_load_with_a_warning() {
+    let (_d, root) = tempdir();
+    fs::write(
+        root.join("old.toml"),
+        "[web]\ncall_timeout_ms = 1500\n[web.fetch]\ncache_ttl_secs = 90\n",
+    )
+    .unwrap();
+    let out = run(&root, &["--config", "old.toml", "config"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("call_timeout = \"1.5s\"")
+            && out.stdout.contains("cache_ttl = \"1m30s\""),
+        "{}",
+        out.stdout
+    );
+    for (old, new) in [
+        ("web.call_timeout_ms", "web.call_timeout"),
+        ("web.fetch.cache_ttl_secs", "web.fetch.cache_ttl"),
+    ] {
+        assert!(
+            out.stderr.contains(&format!(
+                "WARN toolport::settings: config key {old} is deprecated: rename it to {new}"
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+    fs::write(
+        root.join("both.toml"),
+        "[web.brave]\nmin_interval = \"1s\"\nmin_interval_ms = 1000\n",
+    )
+    .unwrap();
+    let out = run(&root, &["--config", "both.toml", "config"]).await;
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "toolport: invalid setting web.brave.min_interval: web.brave.min_interval_ms is the same setting under its deprecated name; keep only web.brave.min_interval\n"
+    );
+}
+
 #[tokio::test]
 async fn help_explains_the_commands() {
     let (_d, root) = tempdir();

@@ -16,12 +16,13 @@ use axum::routing::get;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+use crate::common::process::eventually;
 use crate::common::*;
 
 const ARTICLE: &str = include_str!("../fixtures/fetch/article.html");
 
 /// Settings that let the fetch reach the fixture, without a throttle.
-const OPEN: &str = "[web.fetch]\nallow_private = true\nmin_interval_ms = 0\n";
+const OPEN: &str = "[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\n";
 
 /// The fixture server: counts every request it gets.
 struct Site {
@@ -35,6 +36,20 @@ impl Drop for Site {
         self.task.abort();
     }
 }
+
+/// A redirect to the fixture's article through a URL with credentials in it.
+async fn credentialed_redirect(headers: axum::http::HeaderMap) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let to = format!("http://{USER}:{PASSWORD}@{host}/article");
+    (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
+}
+
+/// The userinfo planted in URLs: neither part may ever be repeated.
+const USER: &str = "alice-planted";
+const PASSWORD: &str = "s3cretpw-planted";
 
 async fn redirect(Query(q): Query<std::collections::HashMap<String, String>>) -> Response {
     let to = q.get("to").cloned().unwrap_or_else(|| "/article".into());
@@ -82,6 +97,7 @@ impl Site {
             )
             .route("/private", get(|| async { "private notes" }))
             .route("/redirect", get(redirect))
+            .route("/credentialed-redirect", get(credentialed_redirect))
             .route(
                 "/loop",
                 get(|| async { (StatusCode::FOUND, [(header::LOCATION, "/loop")]) }),
@@ -386,11 +402,93 @@ async fn schemes_and_credentials_are_refused() {
     }
 }
 
+/// A URL's userinfo (`user:password@`) is never repeated: the refusal shows the URL as
+/// `http://***@host/…`, in the client's result and in the audit log, for the URL a call gave
+/// and for a redirect's Location alike. (It echoed `refused http://user:s3cretpw@…`.)
+#[tokio::test]
+async fn credentials_in_a_url_are_never_repeated() {
+    let site = Site::start().await;
+    let (_d, root) = tempdir();
+    let log = root.join("audit.log");
+    // The default guard, with only the fixture's own address let through (for the redirect).
+    let config = config_file(
+        &root,
+        "[web.fetch]\nallowed_hosts = [\"127.0.0.1\"]\nmin_interval = \"0s\"\n",
+    );
+    let client = connect_with(
+        &root,
+        &[
+            "--audit-log",
+            log.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        TestClient::default(),
+    )
+    .await;
+    let port = site.addr.port();
+    let refusals = [
+        // A private address under the default guard.
+        (
+            format!("http://{USER}:{PASSWORD}@10.0.0.1/admin"),
+            "http://***@10.0.0.1/admin",
+        ),
+        (format!("https://{USER}@10.0.0.1/"), "https://***@10.0.0.1/"),
+        (
+            format!("https://:{PASSWORD}@10.0.0.1/"),
+            "https://***@10.0.0.1/",
+        ),
+        // A host the guard lets through: refused for its credentials alone.
+        (
+            format!("http://{USER}:{PASSWORD}@127.0.0.1:{port}/article"),
+            "http://***@127.0.0.1:",
+        ),
+        // A redirect whose Location carries credentials: refused at that hop.
+        (site.url("/credentialed-redirect"), "http://***@127.0.0.1:"),
+    ];
+    for (url, shown) in &refusals {
+        let e = err(&fetch(&client, json!({ "url": url })).await);
+        assert!(
+            e.contains("permission denied") && e.contains("credentials") && e.contains(shown),
+            "{url}: {e}"
+        );
+        assert!(!e.contains(PASSWORD) && !e.contains(USER), "{url}: {e}");
+    }
+    // A URL that does not parse is quoted in the error: without its userinfo too.
+    let e = err(&fetch(
+        &client,
+        json!({ "url": format!("http://{USER}:{PASSWORD}@[::1/") }),
+    )
+    .await);
+    assert!(
+        e.contains("not a valid URL") && e.contains("http://***@[::1/"),
+        "{e}"
+    );
+    assert!(!e.contains(PASSWORD) && !e.contains(USER), "{e}");
+    assert_eq!(site.hits(), 1, "only the redirect itself was requested");
+
+    let n = refusals.len() + 1;
+    eventually(&format!("{n} audit records"), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            >= n
+    })
+    .await;
+    let audit = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !audit.contains(PASSWORD) && !audit.contains(USER),
+        "{audit}"
+    );
+    assert!(audit.contains("http://***@10.0.0.1/admin"), "{audit}");
+}
+
 #[tokio::test]
 async fn an_allowed_host_redirecting_to_a_local_address_is_refused_at_that_hop() {
     let site = Site::start().await;
     let (_dir, client) = server(
-        "[web.fetch]\nallowed_hosts = [\"127.0.0.1\"]\nmin_interval_ms = 0\ncache_ttl_secs = 0\n",
+        "[web.fetch]\nallowed_hosts = [\"127.0.0.1\"]\nmin_interval = \"0s\"\ncache_ttl = \"0s\"\n",
     )
     .await;
     let port = site.addr.port();
@@ -451,7 +549,7 @@ async fn redirects_are_followed_up_to_five() {
 async fn non_text_is_refused_and_a_long_body_is_cut_at_the_cap() {
     let site = Site::start().await;
     let (_dir, client) = server(
-        "[web.fetch]\nallow_private = true\nmin_interval_ms = 0\nmax_response_bytes = 100000\n",
+        "[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\nmax_response_bytes = 100000\n",
     )
     .await;
     let e = err(&fetch(&client, json!({"url": site.url("/image.png")})).await);
@@ -472,10 +570,13 @@ async fn non_text_is_refused_and_a_long_body_is_cut_at_the_cap() {
 async fn a_slow_server_hits_the_timeout() {
     let site = Site::start().await;
     let (_dir, client) =
-        server("[web.fetch]\nallow_private = true\nmin_interval_ms = 0\ntimeout_ms = \"300ms\"\n")
+        server("[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\ntimeout = \"300ms\"\n")
             .await;
     let e = err(&fetch(&client, json!({"url": site.url("/slow")})).await);
-    assert!(e.contains("timed out") && e.contains("300 ms"), "{e}");
+    assert!(
+        e.contains("timed out") && e.contains("within 300ms (web.fetch.timeout)"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -487,7 +588,7 @@ async fn robots_txt_is_obeyed_only_when_the_operator_asks() {
     assert_eq!(site.hits(), 1, "robots.txt is not read by default");
 
     let (_dir2, client) =
-        server("[web.fetch]\nallow_private = true\nmin_interval_ms = 0\nrespect_robots = true\n")
+        server("[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\nrespect_robots = true\n")
             .await;
     ok(&fetch(&client, json!({"url": site.url("/article")})).await);
     assert_eq!(site.hits(), 3, "robots.txt, then the article");

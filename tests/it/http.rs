@@ -595,7 +595,15 @@ async fn toolport_config_masks_the_token() {
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("[http]"), "{stdout}");
-    assert!(stdout.contains("bind = \"127.0.0.1:8787\""), "{stdout}");
-    assert!(stdout.contains("********"), "{stdout}");
+    assert!(
+        stdout.contains("#   http.bind: 127.0.0.1:8787, from --http / TOOLPORT_HTTP"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "#   http.token: set from --token / TOOLPORT_TOKEN (a secret: never printed)"
+        ),
+        "{stdout}"
+    );
     assert!(!stdout.contains(TOKEN), "{stdout}");
 }

@@ -108,6 +108,10 @@ async fn the_readme_config_example_is_a_valid_config() {
         out.status.success(),
         "the README's example config is rejected: {stderr}"
     );
+    assert!(
+        !stderr.contains("deprecated"),
+        "the README's example uses a deprecated key: {stderr}"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("read_max_bytes = 1048576") && stdout.contains("/home/me/code/project"),

@@ -387,6 +387,26 @@ async fn toolport_config_shows_the_trace_export_without_secrets() {
             ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s3cret-key"),
             ("OTEL_SERVICE_NAME", "agent-tools"),
         ]),
-        "[telemetry]\notlp_traces_endpoint = \"https://user:********@collector:4318/v1/traces\"\nservice_name = \"agent-tools\"\notlp_headers = [\"x-api-key\"]"
+        "[telemetry]\nservice_name = \"agent-tools\""
+    );
+    let mut cmd = std::process::Command::new(bin());
+    cmd.arg("config")
+        .current_dir(&root)
+        .env("XDG_CONFIG_HOME", root.join(".no-config"))
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "https://user:pa55word@collector:4318",
+        )
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s3cret-key");
+    let text = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    for wanted in [
+        "#   telemetry.otlp_traces_endpoint: https://***@collector:4318/v1/traces (it holds credentials: never printed)\n",
+        "#   telemetry headers: x-api-key, from OTEL_EXPORTER_OTLP_(TRACES_)HEADERS (values never printed)\n",
+    ] {
+        assert!(text.contains(wanted), "{wanted}: {text}");
+    }
+    assert!(
+        !text.contains("pa55word") && !text.contains("s3cret-key") && !text.contains("user:"),
+        "{text}"
     );
 }

@@ -393,7 +393,7 @@ async fn no_results_anywhere_is_a_not_found_error() {
 async fn a_timeout_fails_over() {
     let (_fx, h) = harness(
         &[("brave", "hang"), ("duckduckgo", "ok")],
-        "timeout_ms = 400",
+        "timeout = \"400ms\"",
     )
     .await;
     let started = Instant::now();
@@ -406,7 +406,7 @@ async fn a_timeout_fails_over() {
     assert_eq!(out["provider"], "duckduckgo");
     assert_eq!(
         out["failover"][0]["error"],
-        "Brave: no complete answer within 400 ms (web.timeout_ms)"
+        "Brave: no complete answer within 400ms (web.timeout)"
     );
 }
 
@@ -414,7 +414,7 @@ async fn a_timeout_fails_over() {
 async fn the_call_time_budget_bounds_the_whole_search() {
     let (fx, h) = harness(
         &[("brave", "hang"), ("duckduckgo", "ok")],
-        "call_timeout_ms = 500",
+        "call_timeout = \"500ms\"",
     )
     .await;
     let started = Instant::now();
@@ -426,7 +426,7 @@ async fn the_call_time_budget_bounds_the_whole_search() {
     );
     assert_eq!(
         err,
-        "unavailable: every search provider failed:\n- Brave: cut off, the call's time budget of 500 ms (web.call_timeout_ms) ran out\n- DuckDuckGo: not tried, no time left"
+        "unavailable: every search provider failed:\n- Brave: cut off, the call's time budget of 500ms (web.call_timeout) ran out\n- DuckDuckGo: not tried, no time left"
     );
     assert!(
         fx.requests_to("duckduckgo").is_empty(),
@@ -436,7 +436,7 @@ async fn the_call_time_budget_bounds_the_whole_search() {
 
 #[tokio::test]
 async fn a_cancelled_search_stops_at_once() {
-    let (fx, h) = harness(&[("brave", "hang")], "timeout_ms = 30000").await;
+    let (fx, h) = harness(&[("brave", "hang")], "timeout = \"30s\"").await;
     let h = Arc::new(h);
     let started = Instant::now();
     let search = tokio::spawn({
@@ -578,7 +578,7 @@ async fn throttle_queues_calls_instead_of_failing_them() {
     let fx = Fixture::start().await;
     let config = fx
         .config(&[("duckduckgo", "ok")], "")
-        .replace("min_interval_ms = 0", "min_interval_ms = 250");
+        .replace("min_interval = \"0s\"", "min_interval = \"250ms\"");
     let h = Arc::new(Harness::new(&config));
     let started = Instant::now();
     let calls = (0..3).map(|i| {
@@ -622,7 +622,7 @@ async fn rate_limit_429_with_a_long_retry_after_fails_over_at_once() {
     assert_eq!(out["provider"], "duckduckgo");
     assert_eq!(
         out["failover"][0]["error"],
-        "Brave 429: rate limited; it asks to retry after 3600 s, longer than toolport waits (web.max_retry_wait_ms = 2000)"
+        "Brave 429: rate limited; it asks to retry after 3600 s, longer than toolport waits (web.max_retry_wait = 2s)"
     );
     assert_eq!(fx.requests_to("brave").len(), 1);
 }
@@ -647,7 +647,7 @@ async fn rate_limit_429_retries_are_bounded() {
 
 #[tokio::test]
 async fn cache_hit_for_the_same_normalised_query_and_count() {
-    let (fx, h) = harness(&[("duckduckgo", "ok")], "cache_ttl_secs = 600").await;
+    let (fx, h) = harness(&[("duckduckgo", "ok")], "cache_ttl = \"10m\"").await;
     let (first, _) = h
         .ok(json!({"query": "Rust async  book", "num_results": 3}))
         .await;
@@ -765,7 +765,10 @@ async fn keys_are_redacted_from_results_errors_and_logs() {
             .await
             .unwrap();
     let shown = String::from_utf8_lossy(&config_out.stdout);
-    assert!(shown.contains("api_key = \"********\""), "{shown}");
+    assert!(
+        shown.contains("#   web.brave.api_key: set in the config file (a secret: never printed;"),
+        "{shown}"
+    );
     assert_no_keys("`toolport config`", &shown);
 
     // A clean shutdown closes the server's stderr, which ends the captured log.

@@ -76,11 +76,11 @@ impl Fetcher {
     pub(crate) fn new(settings: &WebSettings) -> Self {
         Self {
             client: OnceLock::new(),
-            timeout: settings.timeout_ms,
-            connect_timeout: settings.connect_timeout_ms,
+            timeout: settings.timeout,
+            connect_timeout: settings.connect_timeout,
             max_response_bytes: settings.max_response_bytes,
             max_retries: settings.max_retries,
-            max_retry_wait: settings.max_retry_wait_ms,
+            max_retry_wait: settings.max_retry_wait,
             user_agent: settings.user_agent.clone(),
         }
     }
@@ -151,9 +151,9 @@ impl Fetcher {
                         id,
                         FailureKind::RateLimited,
                         format!(
-                            "{name} 429: rate limited; it asks to retry after {} s, longer than toolport waits (web.max_retry_wait_ms = {})",
+                            "{name} 429: rate limited; it asks to retry after {} s, longer than toolport waits (web.max_retry_wait = {})",
                             wait.as_secs_f64().ceil(),
-                            self.max_retry_wait.as_millis()
+                            crate::settings::human(self.max_retry_wait)
                         ),
                     ));
                 }
@@ -234,8 +234,8 @@ impl Fetcher {
                 id,
                 FailureKind::Timeout,
                 format!(
-                    "{name}: no complete answer within {} ms (web.timeout_ms)",
-                    self.timeout.as_millis()
+                    "{name}: no complete answer within {} (web.timeout)",
+                    crate::settings::human(self.timeout)
                 ),
             )
         } else if error.is_connect() {

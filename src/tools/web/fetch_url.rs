@@ -11,7 +11,7 @@
 //! The body is streamed and reading stops at `max_response_bytes` (the rest is never read);
 //! only text types are read at all (the content type is checked before the body). Conversion
 //! ([`super::extract`]) runs on a blocking thread. The whole fetch, every hop and the body,
-//! runs under `timeout_ms` and the call's cancellation.
+//! runs under `timeout` and the call's cancellation.
 //!
 //! With `respect_robots`, each hop is also checked against its site's robots.txt (read through
 //! the same guarded path, kept an hour per origin; `texting_robots` parses it). It is off by
@@ -41,6 +41,8 @@ use super::settings::{DEFAULT_FETCH_PAGE_CHARS, FetchSettings};
 use super::throttle::Throttle;
 use super::{ANNOTATIONS, CATEGORY, cache};
 use crate::schema::JsonObject;
+use crate::secret::{display_url, hide_userinfo};
+use crate::settings::human;
 use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 
@@ -172,12 +174,12 @@ fn description(s: &FetchSettings) -> String {
     } else {
         "Only public addresses are reachable: localhost, private networks, link-local and cloud metadata addresses are refused, at every redirect."
     };
-    let cache = if s.cache_ttl_secs.is_zero() {
+    let cache = if s.cache_ttl.is_zero() {
         "Pages are not cached.".to_owned()
     } else {
         format!(
             "A page is cached for {} s by URL and format (`cached: true`), so paging through it fetches it once.",
-            s.cache_ttl_secs.as_secs()
+            s.cache_ttl.as_secs()
         )
     };
     format!(
@@ -202,7 +204,7 @@ impl FetchUrl {
             )),
             client: OnceLock::new(),
             throttles: Mutex::new(LruCache::new(hosts)),
-            cache: cache::Cache::new(settings.cache_ttl_secs, settings.cache_max_entries),
+            cache: cache::Cache::new(settings.cache_ttl, settings.cache_max_entries),
             robots: cache::Cache::new(ROBOTS_TTL, ROBOTS_MAX_SITES),
             settings: settings.clone(),
         }
@@ -214,7 +216,7 @@ impl FetchUrl {
             let proxies = guard::proxy_hosts(|k| std::env::var(k).ok());
             let proxied = !proxies.is_empty();
             let resolver = GuardedResolver::new(self.guard.clone(), proxies);
-            client_builder(self.settings.timeout_ms, self.settings.connect_timeout_ms)
+            client_builder(self.settings.timeout, self.settings.connect_timeout)
                 .redirect(reqwest::redirect::Policy::none())
                 .dns_resolver(Arc::new(resolver))
                 .build()
@@ -228,14 +230,14 @@ impl FetchUrl {
 
     /// The throttle of `host`, made on first use.
     fn throttle(&self, host: &str) -> Option<Arc<Throttle>> {
-        if self.settings.min_interval_ms.is_zero() {
+        if self.settings.min_interval.is_zero() {
             return None;
         }
         let mut throttles = self.throttles.lock().ok()?;
         Some(
             throttles
                 .get_or_insert(host.to_owned(), || {
-                    Arc::new(Throttle::new(self.settings.min_interval_ms))
+                    Arc::new(Throttle::new(self.settings.min_interval))
                 })
                 .clone(),
         )
@@ -301,7 +303,8 @@ impl FetchUrl {
             hops += 1;
             if hops > MAX_REDIRECTS {
                 return Err(ToolError::ExecutionFailed(format!(
-                    "{url} redirected more than {MAX_REDIRECTS} times; fetch_url follows at most {MAX_REDIRECTS} redirects (a loop, or a page that needs a browser)"
+                    "{} redirected more than {MAX_REDIRECTS} times; fetch_url follows at most {MAX_REDIRECTS} redirects (a loop, or a page that needs a browser)",
+                    display_url(&url)
                 )));
             }
             let next = location
@@ -310,10 +313,15 @@ impl FetchUrl {
                 .and_then(|l| url.join(l).ok())
                 .ok_or_else(|| {
                     ToolError::ExecutionFailed(format!(
-                        "{url} answered {status} with a Location that is not a URL"
+                        "{} answered {status} with a Location that is not a URL",
+                        display_url(&url)
                     ))
                 })?;
-            tracing::debug!(from = %url, to = %next, "fetch_url: following a redirect");
+            tracing::debug!(
+                from = %display_url(&url),
+                to = %display_url(&next),
+                "fetch_url: following a redirect"
+            );
             url = next;
         }
     }
@@ -339,6 +347,7 @@ impl FetchUrl {
             Robots::Rules(robot) if robot.allowed(url.as_str()) => Ok(()),
             Robots::Rules(_) => Err(ToolError::PermissionDenied(format!(
                 "robots.txt of {origin} disallows {url} for {agent} (the operator set web.fetch.respect_robots = true)",
+                url = display_url(url),
                 agent = robots_agent(&self.settings.user_agent)
             ))),
         }
@@ -392,7 +401,11 @@ impl FetchUrl {
         let status = response.status();
         if status.is_client_error() || status.is_server_error() {
             let reason = status.canonical_reason().unwrap_or("");
-            let message = format!("{url} answered {} {reason}", status.as_u16());
+            let message = format!(
+                "{} answered {} {reason}",
+                display_url(&url),
+                status.as_u16()
+            );
             return Err(
                 if matches!(status, StatusCode::NOT_FOUND | StatusCode::GONE) {
                     ToolError::NotFound(format!("{message}; check the URL"))
@@ -438,10 +451,13 @@ impl FetchUrl {
         };
         if cut && format == Format::Json {
             return Err(ToolError::ExecutionFailed(format!(
-                "the JSON at {url} is larger than {cap} bytes (web.fetch.max_response_bytes) and cannot be parsed in part; ask for format \"text\" to read its start"
+                "the JSON at {} is larger than {cap} bytes (web.fetch.max_response_bytes) and cannot be parsed in part; ask for format \"text\" to read its start",
+                display_url(&url)
             )));
         }
-        let final_url = url.to_string();
+        // The guard refuses a URL with userinfo at every hop, so the final one has none; it is
+        // shown the one way all the same.
+        let final_url = display_url(&url).into_owned();
         let shown_type = if content_type.is_empty() {
             media
         } else {
@@ -481,8 +497,8 @@ impl FetchUrl {
         let error = error.without_url();
         if error.is_timeout() {
             ToolError::Timeout(format!(
-                "{host} did not answer within {} ms (web.fetch.timeout_ms)",
-                self.settings.timeout_ms.as_millis()
+                "{host} did not answer within {} (web.fetch.timeout)",
+                human(self.settings.timeout)
             ))
         } else if error.is_connect() {
             ToolError::Unavailable(format!("could not connect to {host} ({})", chain(&error)))
@@ -493,12 +509,13 @@ impl FetchUrl {
 }
 
 fn refused(refusal: &Refusal, url: &Url) -> ToolError {
-    ToolError::PermissionDenied(format!("refused {url}: {refusal}"))
+    ToolError::PermissionDenied(format!("refused {}: {refusal}", display_url(url)))
 }
 
 fn not_text(url: &Url, media: &str) -> ToolError {
     ToolError::ExecutionFailed(format!(
-        "{url} is {media}, not text; fetch_url reads only text (HTML, plain text, markdown, JSON, XML)"
+        "{} is {media}, not text; fetch_url reads only text (HTML, plain text, markdown, JSON, XML)",
+        display_url(url)
     ))
 }
 
@@ -506,12 +523,13 @@ fn not_text(url: &Url, media: &str) -> ToolError {
 fn parse_url(raw: &str) -> Result<Url, ToolError> {
     let raw = raw.trim();
     Url::parse(raw).map_err(|e| {
+        let shown = hide_userinfo(raw);
         let hint = if e == url::ParseError::RelativeUrlWithoutBase {
-            format!("; write the whole URL, e.g. https://{raw}")
+            format!("; write the whole URL, e.g. https://{shown}")
         } else {
             String::new()
         };
-        ToolError::InvalidArguments(format!("`url` {raw:?} is not a valid URL ({e}){hint}"))
+        ToolError::InvalidArguments(format!("`url` {shown:?} is not a valid URL ({e}){hint}"))
     })
 }
 
@@ -644,15 +662,16 @@ impl TypedTool for FetchUrl {
             Some(page) => (page, true),
             None => {
                 let fetch =
-                    tokio::time::timeout(self.settings.timeout_ms, self.fetch(url.clone(), format));
+                    tokio::time::timeout(self.settings.timeout, self.fetch(url.clone(), format));
                 let fetched = tokio::select! {
                     biased;
                     _ = ctx.cancel.cancelled() => {
                         return Err(ToolError::Cancelled("the fetch was cancelled".into()));
                     }
                     fetched = fetch => fetched.map_err(|_| ToolError::Timeout(format!(
-                        "{url} did not answer in full within {} ms (web.fetch.timeout_ms)",
-                        self.settings.timeout_ms.as_millis()
+                        "{} did not answer in full within {} (web.fetch.timeout)",
+                        display_url(&url),
+                        human(self.settings.timeout)
                     )))??,
                 };
                 let page = Arc::new(fetched);

@@ -70,10 +70,10 @@ pub(crate) const ANNOTATIONS: Annotations = Annotations {
 
 /// The tool's description, stating the real limits and cache lifetime.
 fn description(settings: &WebSettings) -> String {
-    let cache = if settings.cache_ttl_secs.is_zero() {
+    let cache = if settings.cache_ttl.is_zero() {
         "Results are not cached.".to_owned()
     } else {
-        let secs = settings.cache_ttl_secs.as_secs();
+        let secs = settings.cache_ttl.as_secs();
         let lifetime = match secs {
             s if s.is_multiple_of(3600) => {
                 format!("{} hour{}", s / 3600, if s == 3600 { "" } else { "s" })
@@ -146,7 +146,7 @@ pub(crate) struct SearchOutput {
     results: Vec<SearchResult>,
     /// The provider that answered: duckduckgo, brave, google, searxng or tavily.
     provider: String,
-    /// True when the answer came from the cache (at most web.cache_ttl_secs old, 10 minutes by
+    /// True when the answer came from the cache (at most web.cache_ttl old, 10 minutes by
     /// default) rather than a new search.
     cached: bool,
     /// Providers tried before `provider` that failed, with why; empty when the first answered.
@@ -216,7 +216,7 @@ impl WebSearch {
             .filter_map(|&id| {
                 Some(Backend {
                     provider: build_provider(settings, id)?,
-                    throttle: Throttle::new(settings.provider(id).min_interval_ms),
+                    throttle: Throttle::new(settings.provider(id).min_interval),
                 })
             })
             .collect();
@@ -224,9 +224,9 @@ impl WebSearch {
             description: description(settings),
             backends,
             fetcher: fetch::Fetcher::new(settings),
-            cache: cache::Cache::new(settings.cache_ttl_secs, settings.cache_max_entries),
+            cache: cache::Cache::new(settings.cache_ttl, settings.cache_max_entries),
             secrets: settings.secrets(),
-            call_timeout: settings.call_timeout_ms,
+            call_timeout: settings.call_timeout,
             requests,
         }
     }
@@ -274,9 +274,9 @@ impl WebSearch {
                     id,
                     FailureKind::Timeout,
                     format!(
-                        "{}: cut off, the call's time budget of {} ms (web.call_timeout_ms) ran out",
+                        "{}: cut off, the call's time budget of {} (web.call_timeout) ran out",
                         id.display_name(),
-                        self.call_timeout.as_millis()
+                        crate::settings::human(self.call_timeout)
                     ),
                 ));
                 for rest in &self.backends[index + 1..] {

@@ -4,8 +4,13 @@
 //!
 //! Credentials come from the environment (`TOOLPORT_BRAVE_API_KEY`, …), the config file
 //! (`api_key`) or a key file (`api_key_file`), never from tool arguments. They are held in
-//! [`Secret`], whose `Debug` and `Serialize` forms are masked, so neither `toolport config` nor a
-//! log line can print one.
+//! [`Secret`], whose `Debug` and `Serialize` forms are masked, so no log line can print one;
+//! `toolport config` prints a key file's path (`api_key_file`, which loads again) and otherwise
+//! only where the key was set ([`WebSettings::notes`]).
+//!
+//! The duration keys were named after a unit (`call_timeout_ms`, `cache_ttl_secs`,
+//! `min_interval_ms`); they are `call_timeout`, `cache_ttl`, `min_interval` … now, and the old
+//! names are still read (numbers in their old unit) with a deprecation warning.
 //!
 //! Default provider order, when `providers` is not set: every provider that has what it needs,
 //! in the order searxng (the operator's own instance: no quota), brave, tavily, google (by how
@@ -20,9 +25,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use crate::secret::Secret;
+use crate::secret::{Source, no_key_file, serialize_key_file};
 use crate::settings::{
-    DurationValue, LegacyUnit, SettingError, check_range, duration_setting, env_value,
-    serialize_duration,
+    Deprecated, DurationValue, LegacyUnit, Note, SettingError, check_range, env_value,
+    renamed_duration, serialize_duration,
 };
 
 /// Default total time for one request to a provider (connect, send, read the whole body):
@@ -33,7 +39,7 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// waits and 429 retries included: MCP clients give up after about 60 s, and a model should
 /// hear back well before that.
 pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// Largest `call_timeout_ms`.
+/// Largest `call_timeout`.
 const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default time to establish a connection: a provider that cannot be reached in 5 s is down.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -56,16 +62,16 @@ pub(crate) const DEFAULT_USER_AGENT: &str = concat!("toolport/", env!("CARGO_PKG
 /// DuckDuckGo's HTML endpoint serves its bot challenge to unknown agents far more often.
 pub(crate) const DUCKDUCKGO_USER_AGENT: &str =
     "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
-/// Largest `timeout_ms` / `connect_timeout_ms`: a model's client gives up after about 2
+/// Largest `timeout` / `connect_timeout`: a model's client gives up after about 2
 /// minutes, and several providers may be tried in one call.
 const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest `max_response_bytes` an operator may set.
 pub(crate) const MAX_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
 /// Most 429 retries an operator may allow per provider and call.
 pub(crate) const MAX_MAX_RETRIES: u32 = 5;
-/// Longest `max_retry_wait_ms` an operator may set (one minute).
+/// Longest `max_retry_wait` an operator may set (one minute).
 const MAX_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
-/// Longest `min_interval_ms` (one request a minute).
+/// Longest `min_interval` (one request a minute).
 const MAX_MIN_INTERVAL: Duration = Duration::from_secs(60);
 /// Longest cache lifetime an operator may set (a day): search results go stale.
 const MAX_CACHE_TTL: Duration = Duration::from_secs(86_400);
@@ -165,14 +171,24 @@ impl fmt::Display for ProviderId {
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileWeb {
     providers: Option<Vec<ProviderId>>,
-    call_timeout_ms: Option<DurationValue>,
-    timeout_ms: Option<DurationValue>,
-    connect_timeout_ms: Option<DurationValue>,
+    call_timeout: Option<DurationValue>,
+    timeout: Option<DurationValue>,
+    connect_timeout: Option<DurationValue>,
     max_response_bytes: Option<usize>,
     max_retries: Option<u32>,
-    max_retry_wait_ms: Option<DurationValue>,
-    cache_ttl_secs: Option<DurationValue>,
+    max_retry_wait: Option<DurationValue>,
+    cache_ttl: Option<DurationValue>,
     cache_max_entries: Option<usize>,
+    /// Deprecated: `call_timeout` (a number: milliseconds).
+    call_timeout_ms: Option<DurationValue>,
+    /// Deprecated: `timeout` (a number: milliseconds).
+    timeout_ms: Option<DurationValue>,
+    /// Deprecated: `connect_timeout` (a number: milliseconds).
+    connect_timeout_ms: Option<DurationValue>,
+    /// Deprecated: `max_retry_wait` (a number: milliseconds).
+    max_retry_wait_ms: Option<DurationValue>,
+    /// Deprecated: `cache_ttl` (a number: seconds).
+    cache_ttl_secs: Option<DurationValue>,
     user_agent: Option<String>,
     #[serde(default)]
     duckduckgo: FileProvider,
@@ -197,6 +213,8 @@ struct FileProvider {
     api_key: Option<Secret>,
     api_key_file: Option<PathBuf>,
     cx: Option<String>,
+    min_interval: Option<DurationValue>,
+    /// Deprecated: `min_interval` (a number: milliseconds).
     min_interval_ms: Option<DurationValue>,
 }
 
@@ -205,43 +223,64 @@ struct FileProvider {
 pub(crate) struct ProviderSettings {
     /// Where requests go (the public endpoint unless configured; always set for SearXNG when
     /// it is configured at all).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) base_url: Option<String>,
-    /// The API key (masked when printed).
+    /// The API key (never printed).
+    #[serde(skip)]
     pub(crate) api_key: Option<Secret>,
+    /// Where the key was read from: printed as `api_key_file` when that is a key file, else
+    /// as a note.
+    #[serde(
+        rename = "api_key_file",
+        skip_serializing_if = "no_key_file",
+        serialize_with = "serialize_key_file"
+    )]
+    pub(crate) api_key_source: Option<Source>,
     /// Google's search engine id.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) cx: Option<String>,
     /// Least time between two requests; closer calls queue. 0: no throttle.
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) min_interval_ms: Duration,
+    pub(crate) min_interval: Duration,
 }
 
 /// The effective `[web]` settings.
 #[derive(Debug, Clone, Serialize)]
 pub struct WebSettings {
     /// Providers tried in this order; the next one is tried when one fails.
+    #[serde(skip)]
     pub(crate) providers: Vec<ProviderId>,
+    /// `providers` as `toolport config` prints it: the operator's list (file or
+    /// `TOOLPORT_WEB_PROVIDERS`) when a printed config can carry it (every key it needs is
+    /// printed as a key file or set in the environment); otherwise it is a note.
+    #[serde(rename = "providers", skip_serializing_if = "Option::is_none")]
+    pub(crate) listed: Option<Vec<ProviderId>>,
+    /// Whether the operator listed the providers (printed or not).
+    #[serde(skip)]
+    pub(crate) explicit: bool,
     /// Time budget of one call over all providers.
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) call_timeout_ms: Duration,
+    pub(crate) call_timeout: Duration,
     /// Total time for one request.
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) timeout_ms: Duration,
+    pub(crate) timeout: Duration,
     /// Time to connect.
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) connect_timeout_ms: Duration,
+    pub(crate) connect_timeout: Duration,
     /// Largest response body read, in bytes.
     pub(crate) max_response_bytes: usize,
     /// Retries after a 429 before failing over.
     pub(crate) max_retries: u32,
     /// Longest Retry-After waited for.
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) max_retry_wait_ms: Duration,
+    pub(crate) max_retry_wait: Duration,
     /// How long a result stays cached (0: no cache).
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) cache_ttl_secs: Duration,
+    pub(crate) cache_ttl: Duration,
     /// Most cached queries.
     pub(crate) cache_max_entries: usize,
     /// The User-Agent header (`None`: toolport's own, and a browser's for DuckDuckGo).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) user_agent: Option<String>,
     /// DuckDuckGo.
     pub(crate) duckduckgo: ProviderSettings,
@@ -255,6 +294,10 @@ pub struct WebSettings {
     pub(crate) tavily: ProviderSettings,
     /// `fetch_url` (`[web.fetch]`).
     pub(crate) fetch: FetchSettings,
+    /// The keys of `[web]` the file gave under a deprecated name (logged by the command once
+    /// logging is set up: the log level is itself a setting).
+    #[serde(skip)]
+    pub(crate) deprecated: Vec<Deprecated>,
 }
 
 impl Default for WebSettings {
@@ -263,18 +306,21 @@ impl Default for WebSettings {
         let provider = |id: ProviderId| ProviderSettings {
             base_url: id.default_base_url().map(String::from),
             api_key: None,
+            api_key_source: None,
             cx: None,
-            min_interval_ms: id.default_min_interval(),
+            min_interval: id.default_min_interval(),
         };
         Self {
             providers: vec![ProviderId::Duckduckgo],
-            call_timeout_ms: DEFAULT_CALL_TIMEOUT,
-            timeout_ms: DEFAULT_TIMEOUT,
-            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT,
+            listed: None,
+            explicit: false,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_retries: DEFAULT_MAX_RETRIES,
-            max_retry_wait_ms: DEFAULT_MAX_RETRY_WAIT,
-            cache_ttl_secs: DEFAULT_CACHE_TTL,
+            max_retry_wait: DEFAULT_MAX_RETRY_WAIT,
+            cache_ttl: DEFAULT_CACHE_TTL,
             cache_max_entries: DEFAULT_CACHE_MAX_ENTRIES,
             user_agent: None,
             duckduckgo: provider(ProviderId::Duckduckgo),
@@ -283,6 +329,7 @@ impl Default for WebSettings {
             searxng: provider(ProviderId::Searxng),
             tavily: provider(ProviderId::Tavily),
             fetch: FetchSettings::default(),
+            deprecated: Vec::new(),
         }
     }
 }
@@ -293,34 +340,48 @@ fn invalid(key: String, message: impl Into<String>) -> SettingError {
 
 impl WebSettings {
     /// Layer defaults < `[web]` in the file < environment and validate. `file_dir` is where
-    /// relative `api_key_file` paths resolve (the config file's folder).
+    /// relative `api_key_file` paths resolve (the config file's folder). Keys read under a
+    /// deprecated name are listed in `deprecated`.
     pub(crate) fn load(
         file: FileWeb,
         file_dir: &Path,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, SettingError> {
         let d = WebSettings::default();
+        let mut deprecated = Vec::new();
+        let deprecated = &mut deprecated;
         let mut s = WebSettings {
-            call_timeout_ms: duration_setting(
-                "web.call_timeout_ms",
-                file.call_timeout_ms.as_ref(),
-                Some(LegacyUnit::Millis),
-                d.call_timeout_ms,
+            call_timeout: renamed_duration(
+                "web",
+                ("call_timeout", file.call_timeout.as_ref()),
+                (
+                    "call_timeout_ms",
+                    file.call_timeout_ms.as_ref(),
+                    LegacyUnit::Millis,
+                ),
+                d.call_timeout,
                 Duration::from_millis(1)..=MAX_CALL_TIMEOUT,
+                deprecated,
             )?,
-            timeout_ms: duration_setting(
-                "web.timeout_ms",
-                file.timeout_ms.as_ref(),
-                Some(LegacyUnit::Millis),
-                d.timeout_ms,
+            timeout: renamed_duration(
+                "web",
+                ("timeout", file.timeout.as_ref()),
+                ("timeout_ms", file.timeout_ms.as_ref(), LegacyUnit::Millis),
+                d.timeout,
                 Duration::from_millis(1)..=MAX_TIMEOUT,
+                deprecated,
             )?,
-            connect_timeout_ms: duration_setting(
-                "web.connect_timeout_ms",
-                file.connect_timeout_ms.as_ref(),
-                Some(LegacyUnit::Millis),
-                d.connect_timeout_ms,
+            connect_timeout: renamed_duration(
+                "web",
+                ("connect_timeout", file.connect_timeout.as_ref()),
+                (
+                    "connect_timeout_ms",
+                    file.connect_timeout_ms.as_ref(),
+                    LegacyUnit::Millis,
+                ),
+                d.connect_timeout,
                 Duration::from_millis(1)..=MAX_TIMEOUT,
+                deprecated,
             )?,
             max_response_bytes: check_range(
                 "web.max_response_bytes",
@@ -332,19 +393,29 @@ impl WebSettings {
                 file.max_retries.unwrap_or(d.max_retries),
                 0..=MAX_MAX_RETRIES,
             )?,
-            max_retry_wait_ms: duration_setting(
-                "web.max_retry_wait_ms",
-                file.max_retry_wait_ms.as_ref(),
-                Some(LegacyUnit::Millis),
-                d.max_retry_wait_ms,
+            max_retry_wait: renamed_duration(
+                "web",
+                ("max_retry_wait", file.max_retry_wait.as_ref()),
+                (
+                    "max_retry_wait_ms",
+                    file.max_retry_wait_ms.as_ref(),
+                    LegacyUnit::Millis,
+                ),
+                d.max_retry_wait,
                 Duration::ZERO..=MAX_MAX_RETRY_WAIT,
+                deprecated,
             )?,
-            cache_ttl_secs: duration_setting(
-                "web.cache_ttl_secs",
-                file.cache_ttl_secs.as_ref(),
-                Some(LegacyUnit::Secs),
-                d.cache_ttl_secs,
+            cache_ttl: renamed_duration(
+                "web",
+                ("cache_ttl", file.cache_ttl.as_ref()),
+                (
+                    "cache_ttl_secs",
+                    file.cache_ttl_secs.as_ref(),
+                    LegacyUnit::Secs,
+                ),
+                d.cache_ttl,
                 Duration::ZERO..=MAX_CACHE_TTL,
+                deprecated,
             )?,
             cache_max_entries: check_range(
                 "web.cache_max_entries",
@@ -356,7 +427,7 @@ impl WebSettings {
         if let Some(agent) = file.user_agent {
             s.user_agent = Some(check_user_agent("web.user_agent", agent)?);
         }
-        s.fetch = FetchSettings::load(file.fetch)?;
+        s.fetch = FetchSettings::load(file.fetch, deprecated)?;
 
         for (id, section) in [
             (ProviderId::Duckduckgo, file.duckduckgo),
@@ -365,7 +436,7 @@ impl WebSettings {
             (ProviderId::Searxng, file.searxng),
             (ProviderId::Tavily, file.tavily),
         ] {
-            let settings = load_provider(id, section, file_dir, &env)?;
+            let settings = load_provider(id, section, file_dir, &env, deprecated)?;
             *s.provider_mut(id) = settings;
         }
 
@@ -373,7 +444,7 @@ impl WebSettings {
             Some(list) => Some(parse_provider_list(&list)?),
             None => file.providers,
         };
-        s.providers = match explicit {
+        s.providers = match explicit.clone() {
             Some(list) => {
                 if list.is_empty() {
                     return Err(invalid(
@@ -404,7 +475,45 @@ impl WebSettings {
                 .filter(|id| s.missing(*id).is_none())
                 .collect(),
         };
+        // A list naming a provider whose key is written in the config file would not load
+        // from the printed config, which leaves that key out.
+        s.explicit = explicit.is_some();
+        s.deprecated = std::mem::take(deprecated);
+        s.listed = explicit.filter(|list| {
+            list.iter()
+                .all(|id| s.provider(*id).api_key_source != Some(Source::Inline))
+        });
         Ok(s)
+    }
+
+    /// What `toolport config` prints as comments: where each key was set (never the key), and
+    /// the provider order when it is not printed as `providers`.
+    pub(crate) fn notes(&self) -> Vec<Note> {
+        let mut notes = Vec::new();
+        if self.listed.is_none() {
+            let order: Vec<&str> = self.providers.iter().map(|id| id.as_str()).collect();
+            let why = if self.explicit {
+                "as listed; not a key here, since it names a provider whose key is not printed"
+            } else {
+                "every provider that is set up, in the default order"
+            };
+            notes.push(Note::new(
+                "web.providers",
+                format!("{} ({why})", order.join(", ")),
+            ));
+        }
+        for id in ProviderId::DEFAULT_ORDER {
+            let Some(source) = &self.provider(id).api_key_source else {
+                continue;
+            };
+            let carry = format!(
+                "web.{}.api_key_file or {}",
+                id.as_str(),
+                id.key_env().unwrap_or("the environment")
+            );
+            notes.extend(source.note(&format!("web.{}.api_key", id.as_str()), &carry));
+        }
+        notes
     }
 
     /// One provider's settings.
@@ -484,6 +593,7 @@ fn load_provider(
     file: FileProvider,
     file_dir: &Path,
     env: &impl Fn(&str) -> Option<String>,
+    deprecated: &mut Vec<Deprecated>,
 ) -> Result<ProviderSettings, SettingError> {
     let name = id.as_str();
     let key = |field: &str| format!("web.{name}.{field}");
@@ -515,16 +625,18 @@ fn load_provider(
                     format!("cannot read the key file {}: {e}", path.display()),
                 )
             })?;
-            Some(Secret::new(text.trim()))
+            Some((Secret::new(text.trim()), Source::File(path)))
         }
-        None => file.api_key.map(|k| Secret::new(k.expose().trim())),
+        None => file
+            .api_key
+            .map(|k| (Secret::new(k.expose().trim()), Source::Inline)),
     };
-    let api_key = id
+    let (api_key, api_key_source) = id
         .key_env()
-        .and_then(|var| env_value(env, var))
-        .map(Secret::new)
+        .and_then(|var| Some((Secret::new(env_value(env, var)?), Source::Env(var))))
         .or(from_file)
-        .filter(|k| !k.expose().is_empty());
+        .filter(|(k, _)| !k.expose().is_empty())
+        .unzip();
 
     let base_url = match id {
         ProviderId::Searxng => env_value(env, "TOOLPORT_SEARXNG_URL").or(file.base_url),
@@ -538,18 +650,24 @@ fn load_provider(
         ProviderId::Google => env_value(env, "TOOLPORT_GOOGLE_CX").or(file.cx),
         _ => None,
     };
-    let min_interval_ms = duration_setting(
-        key("min_interval_ms"),
-        file.min_interval_ms.as_ref(),
-        Some(LegacyUnit::Millis),
+    let min_interval = renamed_duration(
+        &format!("web.{name}"),
+        ("min_interval", file.min_interval.as_ref()),
+        (
+            "min_interval_ms",
+            file.min_interval_ms.as_ref(),
+            LegacyUnit::Millis,
+        ),
         id.default_min_interval(),
         Duration::ZERO..=MAX_MIN_INTERVAL,
+        deprecated,
     )?;
     Ok(ProviderSettings {
         base_url,
         api_key,
+        api_key_source,
         cx,
-        min_interval_ms,
+        min_interval,
     })
 }
 
@@ -597,13 +715,21 @@ pub(crate) struct FileFetch {
     denied_hosts: Option<Vec<String>>,
     max_length: Option<usize>,
     max_response_bytes: Option<usize>,
-    timeout_ms: Option<DurationValue>,
-    connect_timeout_ms: Option<DurationValue>,
-    cache_ttl_secs: Option<DurationValue>,
+    timeout: Option<DurationValue>,
+    connect_timeout: Option<DurationValue>,
+    cache_ttl: Option<DurationValue>,
     cache_max_entries: Option<usize>,
-    min_interval_ms: Option<DurationValue>,
+    min_interval: Option<DurationValue>,
     user_agent: Option<String>,
     respect_robots: Option<bool>,
+    /// Deprecated: `timeout` (a number: milliseconds).
+    timeout_ms: Option<DurationValue>,
+    /// Deprecated: `connect_timeout` (a number: milliseconds).
+    connect_timeout_ms: Option<DurationValue>,
+    /// Deprecated: `cache_ttl` (a number: seconds).
+    cache_ttl_secs: Option<DurationValue>,
+    /// Deprecated: `min_interval` (a number: milliseconds).
+    min_interval_ms: Option<DurationValue>,
 }
 
 /// The effective `[web.fetch]` settings of `fetch_url`.
@@ -621,18 +747,18 @@ pub(crate) struct FetchSettings {
     pub(crate) max_response_bytes: usize,
     /// Total time of one fetch (all hops and the body).
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) timeout_ms: Duration,
+    pub(crate) timeout: Duration,
     /// Time to connect to one host.
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) connect_timeout_ms: Duration,
+    pub(crate) connect_timeout: Duration,
     /// How long a fetched page stays cached (0: no cache).
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) cache_ttl_secs: Duration,
+    pub(crate) cache_ttl: Duration,
     /// Most cached pages.
     pub(crate) cache_max_entries: usize,
     /// Least time between two requests to one host; closer calls queue. 0: no throttle.
     #[serde(serialize_with = "serialize_duration")]
-    pub(crate) min_interval_ms: Duration,
+    pub(crate) min_interval: Duration,
     /// The User-Agent header.
     pub(crate) user_agent: String,
     /// Refuse what the site's robots.txt disallows for the user agent's product token.
@@ -647,11 +773,11 @@ impl Default for FetchSettings {
             denied_hosts: Vec::new(),
             max_length: DEFAULT_FETCH_MAX_LENGTH,
             max_response_bytes: DEFAULT_FETCH_MAX_RESPONSE_BYTES,
-            timeout_ms: DEFAULT_FETCH_TIMEOUT,
-            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT,
-            cache_ttl_secs: DEFAULT_FETCH_CACHE_TTL,
+            timeout: DEFAULT_FETCH_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            cache_ttl: DEFAULT_FETCH_CACHE_TTL,
             cache_max_entries: DEFAULT_FETCH_CACHE_MAX_ENTRIES,
-            min_interval_ms: DEFAULT_FETCH_MIN_INTERVAL,
+            min_interval: DEFAULT_FETCH_MIN_INTERVAL,
             user_agent: DEFAULT_USER_AGENT.to_owned(),
             respect_robots: false,
         }
@@ -659,8 +785,9 @@ impl Default for FetchSettings {
 }
 
 impl FetchSettings {
-    /// Defaults < `[web.fetch]`, validated.
-    fn load(file: FileFetch) -> Result<Self, SettingError> {
+    /// Defaults < `[web.fetch]`, validated (keys read under a deprecated name are pushed to
+    /// `deprecated`).
+    fn load(file: FileFetch, deprecated: &mut Vec<Deprecated>) -> Result<Self, SettingError> {
         let d = FetchSettings::default();
         let hosts = |key: &'static str, list: Option<Vec<String>>| {
             let list = list.unwrap_or_default();
@@ -692,38 +819,54 @@ impl FetchSettings {
                 file.max_response_bytes.unwrap_or(d.max_response_bytes),
                 1024..=MAX_MAX_RESPONSE_BYTES,
             )?,
-            timeout_ms: duration_setting(
-                "web.fetch.timeout_ms",
-                file.timeout_ms.as_ref(),
-                Some(LegacyUnit::Millis),
-                d.timeout_ms,
+            timeout: renamed_duration(
+                "web.fetch",
+                ("timeout", file.timeout.as_ref()),
+                ("timeout_ms", file.timeout_ms.as_ref(), LegacyUnit::Millis),
+                d.timeout,
                 Duration::from_millis(1)..=MAX_TIMEOUT,
+                deprecated,
             )?,
-            connect_timeout_ms: duration_setting(
-                "web.fetch.connect_timeout_ms",
-                file.connect_timeout_ms.as_ref(),
-                Some(LegacyUnit::Millis),
-                d.connect_timeout_ms,
+            connect_timeout: renamed_duration(
+                "web.fetch",
+                ("connect_timeout", file.connect_timeout.as_ref()),
+                (
+                    "connect_timeout_ms",
+                    file.connect_timeout_ms.as_ref(),
+                    LegacyUnit::Millis,
+                ),
+                d.connect_timeout,
                 Duration::from_millis(1)..=MAX_TIMEOUT,
+                deprecated,
             )?,
-            cache_ttl_secs: duration_setting(
-                "web.fetch.cache_ttl_secs",
-                file.cache_ttl_secs.as_ref(),
-                Some(LegacyUnit::Secs),
-                d.cache_ttl_secs,
+            cache_ttl: renamed_duration(
+                "web.fetch",
+                ("cache_ttl", file.cache_ttl.as_ref()),
+                (
+                    "cache_ttl_secs",
+                    file.cache_ttl_secs.as_ref(),
+                    LegacyUnit::Secs,
+                ),
+                d.cache_ttl,
                 Duration::ZERO..=MAX_CACHE_TTL,
+                deprecated,
             )?,
             cache_max_entries: check_range(
                 "web.fetch.cache_max_entries",
                 file.cache_max_entries.unwrap_or(d.cache_max_entries),
                 1..=MAX_FETCH_CACHE_MAX_ENTRIES,
             )?,
-            min_interval_ms: duration_setting(
-                "web.fetch.min_interval_ms",
-                file.min_interval_ms.as_ref(),
-                Some(LegacyUnit::Millis),
-                d.min_interval_ms,
+            min_interval: renamed_duration(
+                "web.fetch",
+                ("min_interval", file.min_interval.as_ref()),
+                (
+                    "min_interval_ms",
+                    file.min_interval_ms.as_ref(),
+                    LegacyUnit::Millis,
+                ),
+                d.min_interval,
                 Duration::ZERO..=MAX_MIN_INTERVAL,
+                deprecated,
             )?,
             user_agent: match file.user_agent {
                 Some(agent) => check_user_agent("web.fetch.user_agent", agent)?,
@@ -835,6 +978,14 @@ mod tests {
         let file: FileWeb = toml::from_str("[tavily]\napi_key_file = \"tavily.key\"\n").unwrap();
         let s = WebSettings::load(file, dir.path(), |_| None).unwrap();
         assert_eq!(s.tavily.api_key.as_ref().unwrap().expose(), "tvly-secret");
+        let printed = toml::to_string(&s).unwrap();
+        assert!(
+            printed.contains(&format!(
+                "api_key_file = {:?}",
+                dir.path().join("tavily.key").display().to_string()
+            )) && !printed.contains("tvly-secret"),
+            "a key file is printed as its (absolute) path: {printed}"
+        );
         assert_eq!(
             s.providers,
             vec![ProviderId::Tavily, ProviderId::Duckduckgo]
@@ -842,14 +993,59 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_masked_in_debug_and_serialized_forms() {
-        let s = load("", &[("TOOLPORT_BRAVE_API_KEY", "sk-very-secret")]).unwrap();
+    fn keys_are_never_printed_only_where_they_were_set() {
+        let s = load(
+            "[google]\napi_key = \"g-very-secret\"\ncx = \"c\"\n",
+            &[("TOOLPORT_BRAVE_API_KEY", "sk-very-secret")],
+        )
+        .unwrap();
         let debug = format!("{s:?}");
         let toml = toml::to_string(&s).unwrap();
         for shown in [&debug, &toml] {
-            assert!(!shown.contains("sk-very-secret"), "{shown}");
-            assert!(shown.contains(MASK), "{shown}");
+            assert!(
+                !shown.contains("sk-very-secret") && !shown.contains("g-very-secret"),
+                "{shown}"
+            );
         }
+        assert!(debug.contains(MASK), "{debug}");
+        assert!(!toml.contains("api_key"), "{toml}");
+        assert_eq!(
+            s.notes(),
+            [
+                Note::new(
+                    "web.providers",
+                    "brave, google, duckduckgo (every provider that is set up, in the default order)"
+                ),
+                Note::new(
+                    "web.brave.api_key",
+                    "set from TOOLPORT_BRAVE_API_KEY (a secret: never printed)"
+                ),
+                Note::new(
+                    "web.google.api_key",
+                    "set in the config file (a secret: never printed; put it in web.google.api_key_file or TOOLPORT_GOOGLE_API_KEY for a printed config to carry it)"
+                ),
+            ]
+        );
+        // A list the printed config could not load (google's key is not in it) is a note.
+        let s = load(
+            "providers = [\"google\", \"brave\"]\n[google]\napi_key = \"g-very-secret\"\ncx = \"c\"\n",
+            &[("TOOLPORT_BRAVE_API_KEY", "sk-very-secret")],
+        )
+        .unwrap();
+        assert_eq!(s.listed, None);
+        assert_eq!(
+            s.notes()[0],
+            Note::new(
+                "web.providers",
+                "google, brave (as listed; not a key here, since it names a provider whose key is not printed)"
+            )
+        );
+        let s = load(
+            "providers = [\"brave\"]\n",
+            &[("TOOLPORT_BRAVE_API_KEY", "sk-very-secret")],
+        )
+        .unwrap();
+        assert_eq!(s.listed, Some(vec![ProviderId::Brave]));
     }
 
     #[test]
@@ -884,7 +1080,8 @@ mod tests {
         );
         let shown = c.to_toml();
         assert!(
-            !shown.contains("sk-secret") && shown.contains("api_key = \"********\""),
+            !shown.contains("sk-secret")
+                && shown.contains("web.brave.api_key: set from TOOLPORT_BRAVE_API_KEY"),
             "{shown}"
         );
         assert!(!format!("{c:?}").contains("sk-secret"));
@@ -904,6 +1101,7 @@ mod tests {
             ("[brave]\nbase_url = \"ftp://x\"\n", "web.brave.base_url"),
             ("[brave]\nbase_url = \"not a url\"\n", "web.brave.base_url"),
             ("timeout_ms = 0\n", "web.timeout_ms"),
+            ("timeout = \"0s\"\n", "web.timeout"),
             ("providers = []\n", "web.providers"),
             (
                 "providers = [\"duckduckgo\", \"duckduckgo\"]\n",
@@ -918,23 +1116,86 @@ mod tests {
         assert!(toml::from_str::<FileWeb>("providers = [\"bing\"]\n").is_err());
     }
 
+    /// The keys named after a unit (`call_timeout_ms`, `cache_ttl_secs`, `min_interval_ms`)
+    /// are read under their old names too, numbers in the old unit, each noted as deprecated;
+    /// both names at once is an error naming both.
+    #[test]
+    fn old_duration_key_names_still_load_and_are_noted() {
+        let file: FileWeb = toml::from_str(
+            "call_timeout_ms = 45000\ncache_ttl_secs = 60\ntimeout = \"2s\"\n[brave]\nmin_interval_ms = \"1s\"\n[fetch]\nmin_interval_ms = 250\ncache_ttl_secs = 0\n",
+        )
+        .unwrap();
+        let s = WebSettings::load(file, Path::new("/"), |_| None).unwrap();
+        assert_eq!(
+            (
+                s.call_timeout,
+                s.cache_ttl,
+                s.timeout,
+                s.brave.min_interval,
+                s.fetch.min_interval,
+                s.fetch.cache_ttl
+            ),
+            (
+                Duration::from_secs(45),
+                Duration::from_secs(60),
+                Duration::from_secs(2),
+                Duration::from_secs(1),
+                Duration::from_millis(250),
+                Duration::ZERO
+            )
+        );
+        let renamed: Vec<(&str, &str)> = s
+            .deprecated
+            .iter()
+            .map(|d| (d.old.as_str(), d.new.as_str()))
+            .collect();
+        assert_eq!(
+            renamed,
+            [
+                ("web.call_timeout_ms", "web.call_timeout"),
+                ("web.cache_ttl_secs", "web.cache_ttl"),
+                ("web.fetch.cache_ttl_secs", "web.fetch.cache_ttl"),
+                ("web.fetch.min_interval_ms", "web.fetch.min_interval"),
+                ("web.brave.min_interval_ms", "web.brave.min_interval"),
+            ]
+        );
+        for (text, message) in [
+            (
+                "call_timeout = \"30s\"\ncall_timeout_ms = 30000\n",
+                "invalid setting web.call_timeout: web.call_timeout_ms is the same setting under its deprecated name; keep only web.call_timeout",
+            ),
+            (
+                "[fetch]\ncache_ttl = \"1m\"\ncache_ttl_secs = 60\n",
+                "invalid setting web.fetch.cache_ttl: web.fetch.cache_ttl_secs is the same setting under its deprecated name; keep only web.fetch.cache_ttl",
+            ),
+            (
+                "[searxng]\nmin_interval = \"1s\"\nmin_interval_ms = 1000\n",
+                "invalid setting web.searxng.min_interval: web.searxng.min_interval_ms is the same setting under its deprecated name; keep only web.searxng.min_interval",
+            ),
+        ] {
+            assert_eq!(load(text, &[]).unwrap_err().to_string(), message, "{text}");
+        }
+    }
+
     #[test]
     fn the_fetch_section_loads_and_bad_values_name_the_key() {
         let s = load(
-            "[fetch]\nallow_private = true\nallowed_hosts = [\"wiki.corp\", \"10.0.0.7\"]\nmax_length = 5000\ntimeout_ms = \"3s\"\nuser_agent = \"me/1\"\n",
+            "[fetch]\nallow_private = true\nallowed_hosts = [\"wiki.corp\", \"10.0.0.7\"]\nmax_length = 5000\ntimeout = \"3s\"\nuser_agent = \"me/1\"\n",
             &[],
         )
         .unwrap();
         assert!(s.fetch.allow_private);
         assert_eq!(s.fetch.allowed_hosts, vec!["wiki.corp", "10.0.0.7"]);
         assert_eq!(s.fetch.max_length, 5000);
-        assert_eq!(s.fetch.timeout_ms, Duration::from_secs(3));
+        assert_eq!(s.fetch.timeout, Duration::from_secs(3));
         assert_eq!(s.fetch.user_agent, "me/1");
         let d = load("", &[]).unwrap().fetch;
         assert!(!d.allow_private && d.allowed_hosts.is_empty());
         for (text, key) in [
             ("[fetch]\nmax_length = 0\n", "web.fetch.max_length"),
             ("[fetch]\ntimeout_ms = 0\n", "web.fetch.timeout_ms"),
+            ("[fetch]\ntimeout = \"0s\"\n", "web.fetch.timeout"),
+            ("[fetch]\ntimeout = 3\n", "web.fetch.timeout"),
             (
                 "[fetch]\nallowed_hosts = [\"http://wiki.corp/\"]\n",
                 "web.fetch.allowed_hosts",

@@ -1,4 +1,4 @@
-//! The per-provider throttle: at most one request every `min_interval_ms`. A call that comes
+//! The per-provider throttle: at most one request every `min_interval`. A call that comes
 //! too soon waits its turn (queues) instead of failing, so a burst of parallel searches is
 //! spread out rather than answered with the provider's 429 or bot page.
 //!

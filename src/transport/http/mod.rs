@@ -95,7 +95,7 @@ pub(crate) async fn serve(
 ) -> Result<(), HttpError> {
     let bind = settings.bind.ok_or(HttpError::NoAddress)?;
     let token = match &settings.auth {
-        AuthMode::Token(token) => Some(token.clone()),
+        AuthMode::Token(token, _) => Some(token.clone()),
         AuthMode::Disabled => None,
         AuthMode::Generate => {
             let token = random_token(GENERATED_TOKEN_BYTES)

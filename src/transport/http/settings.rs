@@ -10,20 +10,21 @@
 //! The rule that matters most is checked here, before anything listens: a server bound beyond
 //! loopback must have a bearer token ([`HttpSettings::load`] refuses otherwise, and suggests a
 //! freshly generated one). Tokens are held in [`Secret`], whose `Debug` and `Serialize` print
-//! a mask, so neither logs nor `toolport config` can reveal them.
+//! a mask, so no log can reveal them; `toolport config` prints a token file's path
+//! (`token_file`) and otherwise only where the token was set ([`HttpSettings::notes`]).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::num::NonZeroU32;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::gate::{Gate, OriginRule, normalize_host};
-use crate::secret::{Secret, random_token};
+use crate::secret::{Secret, Source, random_token};
 use crate::settings::{
-    DurationValue, SettingError, check_range, duration_setting, serialize_duration,
+    DurationValue, Note, SettingError, check_range, duration_setting, serialize_duration,
 };
 
 /// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
@@ -62,6 +63,9 @@ const MAX_REQUESTS_PER_MINUTE: u32 = 60_000;
 /// Shortest token accepted: 16 characters of a random token are ~96 bits and more; shorter
 /// ones are guessable and almost certainly typed by hand.
 pub(crate) const MIN_TOKEN_LEN: usize = 16;
+/// Where a token from the command line came from, as errors and `toolport config` name it
+/// (clap has merged the flag and the variable).
+const TOKEN_FLAG: &str = "--token / TOOLPORT_TOKEN";
 /// Bytes of randomness in a generated token (hex-encoded, so 64 characters).
 pub(crate) const GENERATED_TOKEN_BYTES: usize = 32;
 
@@ -131,15 +135,17 @@ pub(crate) struct FileHttp {
     max_requests_per_minute: Option<u32>,
 }
 
+/// `allowed_hosts` entry that accepts any Host.
+const ANY_HOST: &str = "*";
+
 /// Host names that always mean this machine.
 pub(crate) const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
 /// How clients authenticate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum AuthMode {
-    /// Clients must send this bearer token.
-    Token(Secret),
+    /// Clients must send this bearer token (read from the source).
+    Token(Secret, Source),
     /// No token was configured: generate one at start-up and print it on stderr (loopback
     /// only).
     Generate,
@@ -148,7 +154,7 @@ pub(crate) enum AuthMode {
 }
 
 /// The validated HTTP settings.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct HttpSettings {
     /// Where to listen; `None` serves stdio.
     pub(crate) bind: Option<SocketAddr>,
@@ -165,14 +171,58 @@ pub struct HttpSettings {
     /// Most live sessions.
     pub(crate) max_sessions: usize,
     /// Idle expiry of a session.
-    #[serde(serialize_with = "serialize_duration")]
     pub(crate) session_idle_timeout: Duration,
     /// Interval of keep-alive comments on SSE streams (both transports).
-    #[serde(serialize_with = "serialize_duration")]
     pub(crate) sse_keep_alive: Duration,
     /// Requests per minute one client (peer address) may send; `None`: no limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) max_requests_per_minute: Option<NonZeroU32>,
+}
+
+/// `[http]` as `toolport config` prints it: the keys [`FileHttp`] takes. The address is a
+/// flag's and the token is never printed (a token file is, as `token_file`); both are notes
+/// ([`HttpSettings::notes`]). Any Host (no list) is `allowed_hosts = ["*"]`.
+impl Serialize for HttpSettings {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Printed<'a> {
+            stateless: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            token_file: Option<&'a Path>,
+            no_auth: bool,
+            allowed_hosts: Vec<&'a str>,
+            allowed_origins: &'a [OriginRule],
+            max_body_bytes: usize,
+            max_sessions: usize,
+            #[serde(serialize_with = "serialize_duration")]
+            session_idle_timeout: Duration,
+            #[serde(serialize_with = "serialize_duration")]
+            sse_keep_alive: Duration,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            max_requests_per_minute: Option<NonZeroU32>,
+        }
+        let token_file = match &self.auth {
+            AuthMode::Token(_, source) => source.file(),
+            AuthMode::Generate | AuthMode::Disabled => None,
+        };
+        let allowed_hosts = if self.allowed_hosts.is_empty() {
+            vec![ANY_HOST]
+        } else {
+            self.allowed_hosts.iter().map(String::as_str).collect()
+        };
+        Printed {
+            stateless: self.stateless,
+            token_file,
+            no_auth: self.auth == AuthMode::Disabled,
+            allowed_hosts,
+            allowed_origins: &self.allowed_origins,
+            max_body_bytes: self.max_body_bytes,
+            max_sessions: self.max_sessions,
+            session_idle_timeout: self.session_idle_timeout,
+            sse_keep_alive: self.sse_keep_alive,
+            max_requests_per_minute: self.max_requests_per_minute,
+        }
+        .serialize(serializer)
+    }
 }
 
 impl Default for HttpSettings {
@@ -275,7 +325,10 @@ impl HttpSettings {
             .map_err(|message| SettingError::new("--http", message))?;
 
         let token = if let Some(token) = &args.token {
-            Some(check_token(token.expose(), "--token / TOOLPORT_TOKEN")?)
+            Some((
+                check_token(token.expose(), TOKEN_FLAG)?,
+                Source::Env(TOKEN_FLAG),
+            ))
         } else if let Some(path) = args.token_file.as_ref().or(file.token_file.as_ref()) {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 SettingError::new(
@@ -283,9 +336,12 @@ impl HttpSettings {
                     format!("cannot read the token file {}: {e}", path.display()),
                 )
             })?;
-            Some(check_token(&text, "http.token_file")?)
+            // Absolute (the path is read from the current directory), so `toolport config`
+            // prints a `token_file` that reads the same file from anywhere.
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            Some((check_token(&text, "http.token_file")?, Source::File(path)))
         } else if let Some(token) = file.token {
-            Some(check_token(&token, "http.token")?)
+            Some((check_token(&token, "http.token")?, Source::Inline))
         } else {
             None
         };
@@ -297,13 +353,13 @@ impl HttpSettings {
                     "a token is configured and --no-auth is set; choose one",
                 ));
             }
-            (Some(token), false) => AuthMode::Token(token),
+            (Some((token, source)), false) => AuthMode::Token(token, source),
             (None, true) => AuthMode::Disabled,
             (None, false) => AuthMode::Generate,
         };
         if let Some(bind) = s.bind
             && !bind.ip().is_loopback()
-            && !matches!(s.auth, AuthMode::Token(_))
+            && !matches!(s.auth, AuthMode::Token(..))
         {
             let suggestion = random_token(GENERATED_TOKEN_BYTES)
                 .map(|t| format!(" For example, this freshly generated one: TOOLPORT_TOKEN={t}"))
@@ -326,7 +382,7 @@ impl HttpSettings {
         } else {
             args.allowed_hosts.clone()
         };
-        if extra_hosts.iter().any(|h| h.trim() == "*") {
+        if extra_hosts.iter().any(|h| h.trim() == ANY_HOST) {
             s.allowed_hosts = Vec::new();
         } else {
             for host in extra_hosts {
@@ -397,6 +453,22 @@ impl HttpSettings {
         )?;
         Ok(s)
     }
+
+    /// What `toolport config` prints as comments: the address from `--http` (a flag, not a
+    /// file key) and where the token was set (never the token).
+    pub(crate) fn notes(&self) -> Vec<Note> {
+        let mut notes = Vec::new();
+        if let Some(bind) = self.bind {
+            notes.push(Note::new(
+                "http.bind",
+                format!("{bind}, from --http / TOOLPORT_HTTP (a flag, not a file key)"),
+            ));
+        }
+        if let AuthMode::Token(_, source) = &self.auth {
+            notes.extend(source.note("http.token", "http.token_file or TOOLPORT_TOKEN"));
+        }
+        notes
+    }
 }
 
 #[cfg(test)]
@@ -432,7 +504,7 @@ mod tests {
         a.no_auth = false;
         a.token = Some(Secret::new("0123456789abcdef0123"));
         let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
-        assert!(matches!(s.auth, AuthMode::Token(_)));
+        assert!(matches!(s.auth, AuthMode::Token(..)));
     }
 
     #[test]
@@ -449,9 +521,27 @@ mod tests {
         );
         a.token = Some(Secret::new("a-long-enough-secret-token"));
         let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
-        let shown = format!("{a:?} {s:?} {}", toml::to_string(&s).unwrap());
+        let printed = toml::to_string(&s).unwrap();
+        let shown = format!("{a:?} {s:?} {printed}");
         assert!(!shown.contains("a-long-enough"), "{shown}");
         assert!(shown.contains(MASK), "{shown}");
+        assert!(
+            printed.contains("no_auth = false") && !printed.contains("token"),
+            "{printed}"
+        );
+        assert_eq!(
+            s.notes(),
+            [
+                Note::new(
+                    "http.bind",
+                    "127.0.0.1:8787, from --http / TOOLPORT_HTTP (a flag, not a file key)"
+                ),
+                Note::new(
+                    "http.token",
+                    "set from --token / TOOLPORT_TOKEN (a secret: never printed)"
+                )
+            ]
+        );
     }
 
     #[test]
@@ -476,7 +566,7 @@ mod tests {
         );
         assert_eq!(
             load("session_idle_timeout = \"2days\"").unwrap_err(),
-            "invalid setting http.session_idle_timeout: 2days is out of range; allowed is 1s..=1day"
+            "invalid setting http.session_idle_timeout: 48h is out of range; allowed is 1s..=24h"
         );
         assert_eq!(
             load("sse_keep_alive = 15").unwrap_err(),

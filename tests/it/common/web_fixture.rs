@@ -104,9 +104,9 @@ impl Fixture {
     /// `[web]` (they replace the test defaults of the same name).
     pub(crate) fn config(&self, providers: &[(&str, &str)], global: &str) -> String {
         let mut defaults = vec![
-            ("timeout_ms", "3000"),
-            ("max_retry_wait_ms", "2000"),
-            ("cache_ttl_secs", "0"),
+            ("timeout", "\"3s\""),
+            ("max_retry_wait", "\"2s\""),
+            ("cache_ttl", "\"0s\""),
         ];
         defaults.retain(|(k, _)| !global.lines().any(|l| l.trim_start().starts_with(k)));
         let names: Vec<String> = providers.iter().map(|(p, _)| format!("{p:?}")).collect();
@@ -121,7 +121,7 @@ impl Fixture {
                 "[web.{provider}]\nbase_url = {:?}\n",
                 self.url(scenario)
             ));
-            text.push_str("min_interval_ms = 0\n");
+            text.push_str("min_interval = \"0s\"\n");
             match *provider {
                 "brave" => text.push_str(&format!("api_key = {BRAVE_KEY:?}\n")),
                 "google" => text.push_str(&format!("api_key = {GOOGLE_KEY:?}\ncx = \"test-cx\"\n")),
