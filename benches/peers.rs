@@ -6,7 +6,8 @@
 //! Rows (the figure per server is the median over rounds; each round runs every server in an
 //! order that rotates, so load on the machine falls on all of them alike):
 //! - cold start: spawn → `initialize` result, p50 of [`STARTS`] spawns;
-//! - idle RSS: after `initialize` and one `tools/list`;
+//! - idle RSS (`VmRSS`) and its private part (`RssAnon`: the rest is the pages of the binary
+//!   and its libraries, shared and clean): after `initialize` and one `tools/list`;
 //! - small read (a 1 KiB file): sequential p50, and calls/s with 8 requests in flight;
 //! - 1 MiB read (a 1 MiB text file): sequential calls/s of an unchanged file (toolport
 //!   reuses the file's sha256 then: `read_file`'s digest cache), and of a file whose change
@@ -126,6 +127,7 @@ impl Peer {
 struct Figures {
     cold_start_ms: f64,
     idle_rss_mb: f64,
+    idle_anon_mb: f64,
     small_p50_ms: f64,
     small_calls_per_s: f64,
     big_calls_per_s: f64,
@@ -185,6 +187,7 @@ fn measure(peer: &Peer, root: &Path, quick: bool) -> Figures {
     Figures {
         cold_start_ms: median(&starts),
         idle_rss_mb: idle.rss as f64 / 1024.0,
+        idle_anon_mb: idle.anon as f64 / 1024.0,
         small_p50_ms: median(&small_times),
         small_calls_per_s: small_rate,
         big_calls_per_s: big_rate,
@@ -335,6 +338,12 @@ const ROWS: &[Row] = &[
     Row {
         label: "idle RSS, MB",
         value: |f| f.idle_rss_mb,
+        higher_is_better: false,
+        decimals: 1,
+    },
+    Row {
+        label: "idle private memory (RssAnon), MB",
+        value: |f| f.idle_anon_mb,
         higher_is_better: false,
         decimals: 1,
     },

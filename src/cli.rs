@@ -38,7 +38,7 @@ const USAGE_ERROR: u8 = 2;
 
 /// Run the command line of this process.
 pub fn run() -> ExitCode {
-    let cli = Cli::parse_command_line();
+    let cli = <Cli as clap::Parser>::parse();
     let config = match Config::load(&cli.global, |key| std::env::var(key).ok()) {
         Ok(config) => config,
         Err(error) => {

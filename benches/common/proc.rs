@@ -21,8 +21,11 @@ pub(crate) fn cpu_secs(pid: impl Display) -> Option<f64> {
 /// Memory figures from `/proc/<pid>/status`, in KiB.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Mem {
-    /// Resident set size now (`VmRSS`).
+    /// Resident set size now (`VmRSS`): private memory plus the pages of files (the binary's
+    /// code, shared libraries) mapped in, which are shared and can be dropped and read again.
     pub rss: u64,
+    /// The private part of it now (`RssAnon`): heap, stacks, written data.
+    pub anon: u64,
     /// The highest resident set size since the process started (`VmHWM`).
     pub hwm: u64,
 }
@@ -38,6 +41,7 @@ pub(crate) fn mem(pid: impl Display) -> Option<Mem> {
     };
     Some(Mem {
         rss: field("VmRSS:")?,
+        anon: field("RssAnon:")?,
         hwm: field("VmHWM:")?,
     })
 }

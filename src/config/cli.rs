@@ -2,10 +2,9 @@
 //! feature's own flags. Parsing does no I/O; [`super::Config::load`] layers the result over the
 //! file and validates it.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, FromArgMatches as _, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::definition::ToolFormat;
 use crate::observe::audit::AuditArgs;
@@ -42,59 +41,6 @@ pub struct Cli {
     /// Options shared by every subcommand.
     #[command(flatten)]
     pub global: GlobalArgs,
-}
-
-/// The subcommands' names (and clap's `help`): an argument equal to one of them may start a
-/// subcommand. A test checks the list against [`Command`].
-const SUBCOMMAND_NAMES: &[&str] = &[
-    "serve",
-    "tools",
-    "instructions",
-    "call",
-    "config",
-    "plugins",
-    "help",
-];
-
-impl Cli {
-    /// Parse this process's command line (exits with clap's message on an error, `--help` or
-    /// `--version`).
-    ///
-    /// A command line that names no subcommand (how MCP clients start a stdio server) is
-    /// parsed against the global options alone: building the whole command copies each of the
-    /// 19 global options into each of the 6 subcommands (clap's propagation): parsing took
-    /// ~300,000 of a start's 2.27 million instructions and ~23 page faults of allocator
-    /// memory, now ~105,000 and none of those faults (callgrind, perf; BENCHMARKS.md).
-    /// Anything else, and any argument that could be a subcommand, help or version, or that
-    /// the light parse rejects, goes to the full parse, which decides (and words the errors).
-    pub(crate) fn parse_command_line() -> Self {
-        let argv: Vec<OsString> = std::env::args_os().collect();
-        Self::parse_globals_only(&argv).unwrap_or_else(|| Self::parse_from(argv))
-    }
-
-    /// `argv` parsed against the global options alone, when it names no subcommand; `None`
-    /// when the full parse must decide.
-    fn parse_globals_only(argv: &[OsString]) -> Option<Self> {
-        let may_need_subcommands = argv.iter().skip(1).any(|arg| {
-            let arg = arg.to_string_lossy();
-            SUBCOMMAND_NAMES.contains(&arg.as_ref())
-                // -h, -V and any cluster of them (no global option has a short form), --help,
-                // --version.
-                || (arg.starts_with('-') && !arg.starts_with("--"))
-                || arg == "--help"
-                || arg == "--version"
-        });
-        if may_need_subcommands {
-            return None;
-        }
-        let globals = GlobalArgs::augment_args(clap::Command::new("toolport"));
-        let matches = globals.try_get_matches_from(argv).ok()?;
-        let global = GlobalArgs::from_arg_matches(&matches).ok()?;
-        Some(Self {
-            command: None,
-            global,
-        })
-    }
 }
 
 /// Options shared by every subcommand.
@@ -199,64 +145,4 @@ pub(crate) struct CallArgs {
     /// Answer "yes" to any confirmation the tool asks for (there is nobody else to ask).
     #[arg(long)]
     pub(crate) yes: bool,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory as _;
-
-    fn argv(args: &[&str]) -> Vec<OsString> {
-        std::iter::once("toolport")
-            .chain(args.iter().copied())
-            .map(OsString::from)
-            .collect()
-    }
-
-    #[test]
-    fn the_subcommand_names_are_the_commands() {
-        let mut names: Vec<String> = Cli::command()
-            .get_subcommands()
-            .map(|c| c.get_name().to_owned())
-            .collect();
-        names.push("help".into());
-        names.sort();
-        let mut listed: Vec<String> = SUBCOMMAND_NAMES.iter().map(|n| n.to_string()).collect();
-        listed.sort();
-        assert_eq!(listed, names);
-    }
-
-    #[test]
-    fn the_light_parse_agrees_with_the_full_parse() {
-        for args in [
-            &[][..],
-            &["--root", "/tmp", "--root", "/srv"],
-            &["--read-max-bytes", "2048", "--root=/tmp"],
-            &["--http", "127.0.0.1:0", "--log-level", "debug"],
-            &["--plugins", "/p", "--audit-log", "/a.jsonl"],
-        ] {
-            let light = Cli::parse_globals_only(&argv(args)).expect("no subcommand");
-            let full = Cli::try_parse_from(argv(args)).unwrap();
-            assert!(full.command.is_none());
-            assert_eq!(format!("{light:?}"), format!("{full:?}"), "{args:?}");
-        }
-    }
-
-    #[test]
-    fn anything_that_may_name_a_subcommand_help_or_an_error_goes_to_the_full_parse() {
-        for args in [
-            &["serve"][..],
-            &["--root", "/tmp", "tools"],
-            &["--root", "config"],
-            &["help"],
-            &["-h"],
-            &["-hV"],
-            &["--help"],
-            &["--version"],
-            &["--no-such-flag"],
-            &["stray"],
-        ] {
-            assert!(Cli::parse_globals_only(&argv(args)).is_none(), "{args:?}");
-        }
-    }
 }
