@@ -32,19 +32,31 @@ const MAX_REDIRECTS: usize = 3;
 /// Follow a few redirects on the same host only. reqwest drops `Authorization` on a redirect
 /// to another host but not the providers' own key headers (`X-Subscription-Token`,
 /// `X-goog-api-key`), so a redirect elsewhere is not followed: the 3xx becomes the answer, and
-/// the provider counts as failed.
+/// the provider counts as failed. The same goes for a redirect from https to http (the key
+/// would cross the network in the clear) and for one whose URL carries credentials (reqwest
+/// would send them as basic auth).
 fn redirect_policy() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
-        let same_host = attempt
+        let follow = attempt
             .previous()
             .first()
-            .is_some_and(|first| first.host_str() == attempt.url().host_str());
-        if attempt.previous().len() > MAX_REDIRECTS || !same_host {
-            attempt.stop()
-        } else {
+            .is_some_and(|first| may_follow(first, attempt.url(), attempt.previous().len()));
+        if follow {
             attempt.follow()
+        } else {
+            attempt.stop()
         }
     })
+}
+
+/// Whether a provider's redirect to `next`, after `hops` requests that began at `first`, is
+/// followed (see [`redirect_policy`]).
+fn may_follow(first: &reqwest::Url, next: &reqwest::Url, hops: usize) -> bool {
+    hops <= MAX_REDIRECTS
+        && first.host_str() == next.host_str()
+        && !(first.scheme() == "https" && next.scheme() != "https")
+        && next.username().is_empty()
+        && next.password().is_none()
 }
 
 /// The shared client stack: rustls, a total and a connect timeout; proxies come from the
@@ -282,6 +294,35 @@ fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+
+    #[test]
+    fn a_redirect_is_followed_only_on_the_same_host_without_a_downgrade_or_credentials() {
+        let url = |s: &str| reqwest::Url::parse(s).unwrap();
+        let first = url("https://api.example.com/search?q=x");
+        assert!(may_follow(
+            &first,
+            &url("https://api.example.com/search/"),
+            1
+        ));
+        assert!(may_follow(
+            &url("http://s.example/"),
+            &url("https://s.example/"),
+            1
+        ));
+        assert!(!may_follow(
+            &first,
+            &url("https://api.example.com/x"),
+            MAX_REDIRECTS + 1
+        ));
+        assert!(!may_follow(&first, &url("https://elsewhere.example/"), 1));
+        assert!(!may_follow(
+            &first,
+            &url("http://api.example.com/search"),
+            1
+        ));
+        assert!(!may_follow(&first, &url("https://u:p@api.example.com/"), 1));
+        assert!(!may_follow(&first, &url("https://u@api.example.com/"), 1));
+    }
 
     #[test]
     fn retry_after_reads_seconds_and_dates() {
