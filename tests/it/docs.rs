@@ -1,14 +1,35 @@
-//! The README's tool reference is generated from the registry and checked here, so it cannot
-//! drift from what the server really offers. Run with `UPDATE_README=1` to rewrite it.
+//! The documentation is checked against the code, so it cannot drift from what the server
+//! really does: `docs/tools.md`'s tool reference is generated from the registry (run with
+//! `UPDATE_DOCS=1` to rewrite it), `docs/configuration.md`'s example is a config file the
+//! binary loads, every relative link in the
+//! Markdown files leads to a file (and heading) that exists, and the README keeps the set-up
+//! commands CI runs. (The plugin manifest in `docs/plugins.md` is loaded in `plugins.rs`.)
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use toolport::config::Config;
 use toolport::instructions::param_docs;
 
-const START: &str = "<!-- tool-reference:start (generated from the registry by tests/it/readme.rs; UPDATE_README=1 cargo test rewrites it) -->";
+use crate::common::{bare_command, tempdir, within};
+
+const START: &str = "<!-- tool-reference:start (generated from the registry by tests/it/docs.rs; UPDATE_DOCS=1 cargo test --test it docs rewrites it) -->";
 const END: &str = "<!-- tool-reference:end -->";
+
+/// The file with the generated tool reference.
+const TOOLS_DOC: &str = "docs/tools.md";
+/// The file with the config reference (its first ```toml block is the example).
+const CONFIG_DOC: &str = "docs/configuration.md";
+
+fn repo_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+fn read(relative: &str) -> String {
+    let path = repo_path(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
 
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
@@ -67,54 +88,167 @@ fn reference() -> String {
 }
 
 #[test]
-fn the_readme_tool_reference_matches_the_registry() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    let readme = std::fs::read_to_string(&path).unwrap();
-    let start = readme
+fn the_tool_reference_matches_the_registry() {
+    let path = repo_path(TOOLS_DOC);
+    let doc = read(TOOLS_DOC);
+    let start = doc
         .find(START)
-        .expect("README has the tool-reference start marker")
+        .expect("docs/tools.md has the tool-reference start marker")
         + START.len();
-    let end = readme
+    let end = doc
         .find(END)
-        .expect("README has the tool-reference end marker");
+        .expect("docs/tools.md has the tool-reference end marker");
     let expected = format!("\n\n{}", reference());
-    if readme[start..end] != expected {
-        if std::env::var_os("UPDATE_README").is_some() {
-            let updated = format!("{}{}{}", &readme[..start], expected, &readme[end..]);
+    if doc[start..end] != expected {
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            let updated = format!("{}{}{}", &doc[..start], expected, &doc[end..]);
             std::fs::write(&path, updated).unwrap();
         } else {
             panic!(
-                "the README's tool reference is out of date; run `UPDATE_README=1 cargo test --test it readme` and commit README.md"
+                "the tool reference in docs/tools.md is out of date; run `UPDATE_DOCS=1 cargo test --test it docs` and commit docs/tools.md"
             );
         }
     }
 }
 
-#[tokio::test]
-async fn the_readme_config_example_is_a_valid_config() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme.find("```toml\n").expect("README has a TOML example") + "```toml\n".len();
-    let end = start + readme[start..].find("```").unwrap();
-    let (_d, dir) = crate::common::tempdir();
-    std::fs::write(dir.join("example.toml"), &readme[start..end]).unwrap();
-    let out = crate::common::within(
-        crate::common::bare_command(&dir, &["--config", "example.toml", "config"]).output(),
-    )
-    .await
-    .unwrap();
+/// The config example: the first ```toml block of docs/configuration.md.
+fn config_example() -> String {
+    let doc = read(CONFIG_DOC);
+    let start = doc
+        .find("```toml\n")
+        .expect("docs/configuration.md has a TOML example")
+        + "```toml\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    doc[start..end].to_owned()
+}
+
+/// `toolport [--config example.toml] config` in an empty directory: its stdout, after
+/// checking that it succeeded without a deprecation warning.
+async fn printed_config(with_example: bool) -> String {
+    let (_d, dir) = tempdir();
+    let mut args = Vec::new();
+    if with_example {
+        std::fs::write(dir.join("example.toml"), config_example()).unwrap();
+        args.extend(["--config", "example.toml"]);
+    }
+    args.push("config");
+    let out = within(bare_command(&dir, &args).output()).await.unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "the README's example config is rejected: {stderr}"
+        "`toolport {}` failed (is the example in docs/configuration.md a valid config?): {stderr}",
+        args.join(" ")
     );
     assert!(
         !stderr.contains("deprecated"),
-        "the README's example uses a deprecated key: {stderr}"
+        "the example in docs/configuration.md uses a deprecated key: {stderr}"
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn the_config_example_is_a_valid_config() {
+    let stdout = printed_config(true).await;
     assert!(
         stdout.contains("read_max_bytes = 1048576") && stdout.contains("/home/me/code/project"),
         "{stdout}"
     );
+}
+
+/// The Markdown files a reader navigates between.
+fn markdown_files() -> Vec<String> {
+    let mut files: Vec<String> = [
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "ARCHITECTURE.md",
+        "BENCHMARKS.md",
+        "FUZZING.md",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for entry in std::fs::read_dir(repo_path("docs")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".md") {
+            files.push(format!("docs/{name}"));
+        }
+    }
+    files
+}
+
+/// The lines of a Markdown text outside fenced code blocks.
+fn prose_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut in_code = false;
+    text.lines().filter(move |line| {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            return false;
+        }
+        !in_code
+    })
+}
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(text: &str) -> BTreeSet<String> {
+    prose_lines(text)
+        .filter_map(|line| line.strip_prefix('#'))
+        .map(|heading| anchor(heading.trim_start_matches('#')))
+        .collect()
+}
+
+#[test]
+fn the_relative_links_in_the_docs_resolve() {
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = read(&file);
+        let dir = repo_path(&file).parent().unwrap().to_path_buf();
+        for line in prose_lines(&text) {
+            let mut rest = line;
+            while let Some(at) = rest.find("](") {
+                rest = &rest[at + 2..];
+                let Some(close) = rest.find(')') else { break };
+                let link = &rest[..close];
+                rest = &rest[close..];
+                if link.contains("://") || link.starts_with("mailto:") {
+                    continue;
+                }
+                let (target, fragment) = link.split_once('#').unwrap_or((link, ""));
+                let path = if target.is_empty() {
+                    repo_path(&file)
+                } else {
+                    dir.join(target)
+                };
+                if !path.exists() {
+                    broken.push(format!("{file}: {link} (no such file)"));
+                } else if !fragment.is_empty()
+                    && path.is_file()
+                    && !anchors(&std::fs::read_to_string(&path).unwrap()).contains(fragment)
+                {
+                    broken.push(format!("{file}: {link} (no such heading)"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links: {broken:#?}");
+}
+
+#[test]
+fn the_readme_keeps_the_set_up_commands() {
+    let readme = read("README.md");
+    for command in ["cargo run --release", "cargo test"] {
+        assert!(
+            readme.contains(&format!("\n{command} ")),
+            "README.md must show `{command}` in its set-up: CI and the project's rules run it from there"
+        );
+    }
 }
