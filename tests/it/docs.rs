@@ -1,7 +1,7 @@
 //! The documentation is checked against the code, so it cannot drift from what the server
 //! really does: `docs/tools.md`'s tool reference is generated from the registry (run with
 //! `UPDATE_DOCS=1` to rewrite it), `docs/configuration.md`'s example is a config file the
-//! binary loads, every relative link in the
+//! binary loads and names every key `toolport config` prints, every relative link in the
 //! Markdown files leads to a file (and heading) that exists, and the README keeps the set-up
 //! commands CI runs. (The plugin manifest in `docs/plugins.md` is loaded in `plugins.rs`.)
 
@@ -152,6 +152,81 @@ async fn the_config_example_is_a_valid_config() {
     assert!(
         stdout.contains("read_max_bytes = 1048576") && stdout.contains("/home/me/code/project"),
         "{stdout}"
+    );
+}
+
+/// Every key of a TOML table, as its dotted path (`exec.timeout_max`); tables are walked,
+/// not listed.
+fn leaf_keys(table: &toml::Table, prefix: &str, out: &mut BTreeSet<String>) {
+    for (key, value) in table {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            toml::Value::Table(inner) => leaf_keys(inner, &path, out),
+            _ => {
+                out.insert(path);
+            }
+        }
+    }
+}
+
+/// The keys the example documents, as dotted paths: every `key = …` line under its
+/// `[section]` header, commented out or not (`# api_key_file = …` documents a key that has
+/// no example value).
+fn documented_keys(example: &str) -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    let mut section = String::new();
+    for line in example.lines() {
+        let line = line.trim_start();
+        let bare = line.strip_prefix('#').map_or(line, str::trim_start);
+        if let Some((name, _)) = bare.strip_prefix('[').and_then(|r| r.split_once(']'))
+            && !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
+            section = name.to_owned();
+            continue;
+        }
+        let key: String = bare
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !key.is_empty() && bare[key.len()..].trim_start().starts_with('=') {
+            keys.insert(if section.is_empty() {
+                key
+            } else {
+                format!("{section}.{key}")
+            });
+        }
+    }
+    keys
+}
+
+/// A new setting without documentation fails here: `toolport config` prints every key in
+/// effect (the defaults, and with the example loaded, what it sets), and each must appear in
+/// the example of docs/configuration.md under its section.
+#[tokio::test]
+async fn every_setting_toolport_config_prints_is_documented() {
+    let documented = documented_keys(&config_example());
+    let mut printed = BTreeSet::new();
+    for with_example in [false, true] {
+        let text = printed_config(with_example).await;
+        let table: toml::Table = toml::from_str(&text)
+            .unwrap_or_else(|e| panic!("`toolport config` printed no TOML: {e}\n{text}"));
+        leaf_keys(&table, "", &mut printed);
+    }
+    assert!(
+        printed.len() > 50,
+        "too few keys printed to be the whole configuration: {printed:?}"
+    );
+    let missing: Vec<&String> = printed.difference(&documented).collect();
+    assert!(
+        missing.is_empty(),
+        "`toolport config` prints these keys, but the example in docs/configuration.md does not name them: {missing:?}; add each under its [section] there (as a comment when it has no example value)"
     );
 }
 

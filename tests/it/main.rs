@@ -18,8 +18,8 @@ mod args;
 mod cli;
 // Shared helpers: client and connection, results, config files, processes, the web fixture.
 mod common;
-// The docs match the code: the tool reference (`UPDATE_DOCS=1` rewrites it), the config
-// example, the links between the Markdown files.
+// The docs match the code: the tool reference (`UPDATE_DOCS=1` rewrites it), every config key,
+// the config example, the links between the Markdown files.
 mod docs;
 // Workspace confinement: one test per way out of the roots (`..`, symlinks, races, secrets,
 // client roots).
