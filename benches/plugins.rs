@@ -18,9 +18,10 @@
 //!      no event and only the signal triggers the reload. Each round starts a fresh server,
 //!      with 200 manifests and, as the fixed-cost baseline, with 1: after its first reload a
 //!      server keeps reloading on its own (the watch sees the reload's own opens of the
-//!      manifests; BENCHMARKS.md, "The idle reload loop"), and those reloads would race the
-//!      measured one. After the rounds, one server's CPU time and `plugins reloaded` log
-//!      lines are watched while it idles, before and after a SIGHUP, which shows that loop.
+//!      manifests; `git show a29830c:BENCHMARKS.md`, "The idle reload loop"), and those
+//!      reloads would race the measured one. After the rounds, one server's CPU time and
+//!      `plugins reloaded` log lines are watched while it idles, before and after a SIGHUP,
+//!      which shows that loop.
 //! 2. **A plugin tool call within 1.1× of `execute_command` with the same argv** (criterion
 //!    group `plugin_call`, then an interleaved comparison that is the judged figure): a
 //!    manifest declares `plugin_echo` (`echo {text}`) and `plugin_true` (`true`), and each is

@@ -72,7 +72,8 @@ pub fn run() -> ExitCode {
 /// runs its async work on this thread and its blocking work (file system calls, hashing,
 /// reaping processes) on tokio's blocking pool, whose threads start when first needed: a
 /// stdio server starts one thread instead of three, which shortens its start and saves their
-/// stacks and allocator caches (BENCHMARKS.md, "toolport against its peers").
+/// stacks and allocator caches (`git show a29830c:BENCHMARKS.md`, "Issue 16", "Second
+/// session").
 fn runtime_for(command: &Command, config: &Config) -> io::Result<tokio::runtime::Runtime> {
     let mut builder = match (command, config.transport()) {
         (Command::Serve, Transport::Http(_)) => tokio::runtime::Builder::new_multi_thread(),
@@ -205,7 +206,8 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
     );
     // No warm-up of the tools' schemas (registry.rs builds them on first use, the first
     // `tools/list`): building them on another thread beside the `initialize` answer was slower
-    // to both answers on two CPUs (BENCHMARKS.md, "toolport against its peers").
+    // to both answers on two CPUs (`git show a29830c:BENCHMARKS.md`, "Issue 16", "Second
+    // session").
     // Boxed: the stdio session's future is ~18 KB, and unboxed it sat in every command's
     // future on the main thread's stack, whose pages stay resident (~30 page faults a start).
     let served = match transport {

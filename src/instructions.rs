@@ -2,7 +2,7 @@
 //! parameter (type in words, required, default, allowed values, range, description); every
 //! place that describes parameters to a person or a model renders those:
 //! [`render_instructions`] (the prompt text in the recommended shape), the "allowed parameters"
-//! line of an argument error ([`allowed_parameters`]), and the README's tool reference.
+//! line of an argument error ([`allowed_parameters`]), and the tool reference in docs/tools.md.
 
 use serde_json::{Value, json};
 

@@ -21,10 +21,11 @@
 //!   trace. It is never an error.
 //! - Two spans, each built only when wanted. The exported span is built directly with the
 //!   SDK's tracer (no `tracing` span bridged by a layer: the bridge cost about 7 µs of CPU per
-//!   request, a tenth of a small call, BENCHMARKS.md "Issue 12"). The log span is a `tracing`
-//!   span with its own target, [`SPAN_TARGET`], outside `toolport`: logs look as they did
-//!   (`RUST_LOG=warn,toolport=info,mcp.server=info` shows the requests in log lines, with a
-//!   tool's log lines inside them), and by default its callsite is disabled.
+//!   request, a tenth of a small call: `git show a29830c:BENCHMARKS.md`, "Issue 12"). The
+//!   log span is a `tracing` span with its own target, [`SPAN_TARGET`], outside `toolport`:
+//!   logs look as they did (`RUST_LOG=warn,toolport=info,mcp.server=info` shows the requests
+//!   in log lines, with a tool's log lines inside them), and by default its callsite is
+//!   disabled.
 //! - Export ([`export`]): the SDK's batch span processor and the OTLP/HTTP exporter (a
 //!   blocking reqwest client, used only on the processor's own thread). It is started only for
 //!   `toolport serve` and only when an endpoint is set: otherwise there is no tracer, no HTTP

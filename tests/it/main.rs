@@ -1,5 +1,5 @@
 //! Integration tests: the real `toolport` binary driven through real MCP clients (rmcp's client
-//! over a child process), plus the CLI, the README and the client configs. One test binary,
+//! over a child process), plus the CLI, the docs and the client configs. One test binary,
 //! one module per area, shared helpers in `common`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -18,6 +18,9 @@ mod args;
 mod cli;
 // Shared helpers: client and connection, results, config files, processes, the web fixture.
 mod common;
+// The docs match the code: the tool reference (`UPDATE_DOCS=1` rewrites it), every config key,
+// the config example, the links between the Markdown files.
+mod docs;
 // Workspace confinement: one test per way out of the roots (`..`, symlinks, races, secrets,
 // client roots).
 mod confinement;
@@ -44,8 +47,6 @@ mod plugins;
 mod metrics;
 // The MCP surface over stdio: initialize, tools/list, prompts, JSON-RPC errors, the wire.
 mod protocol;
-// The README's tool reference matches the registry (`UPDATE_README=1` rewrites it).
-mod readme;
 // Landlock through `toolport __sandbox-exec`: what the kernel allows and refuses.
 mod sandbox;
 // MCP tasks (SEP-2663): tasks-capable clients get their jobs as tasks; get, cancel, ownership.

@@ -783,13 +783,14 @@ async fn the_git_tools_do_not_reach_a_repository_above_the_roots() {
 }
 
 #[tokio::test]
-async fn the_readme_manifest_loads_and_runs() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme
+async fn the_documented_manifest_loads_and_runs() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/plugins.md"))
+            .unwrap();
+    let start = doc
         .find("```toml title=\"text.toml\"\n")
-        .expect("the README's example manifest");
-    let body = &readme[start..];
+        .expect("the example manifest in docs/plugins.md");
+    let body = &doc[start..];
     let body = &body[body.find('\n').unwrap() + 1..];
     let manifest = &body[..body.find("```").unwrap()];
     let (_d, root, plugins) = plugin_dir(&[("text.toml", manifest)]);

@@ -20,7 +20,7 @@
 //! - With an HTTP proxy from the environment, reqwest asks the resolver about the proxy's name
 //!   (exempted: the operator chose it) and the proxy resolves the target. [`Guard::check_host`]
 //!   is then also run on the target's own resolution before each hop; the proxy's second
-//!   lookup is outside toolport's control (the README says so).
+//!   lookup is outside toolport's control (docs/web.md says so).
 //!
 //! `allowed_hosts` exempts exactly the hosts listed (by name or address literal, compared
 //! case-insensitively); a redirect from an allowed host to any other host is checked in full.
