@@ -1,4 +1,4 @@
-//! Workspace path resolution and confinement (src/workspace.rs).
+//! Workspace path resolution and confinement (src/workspace/).
 //!
 //! A scratch directory holds a root with files, directories, a secret (`.env`, `.ssh/`) and
 //! symlinks of every kind (inside, to a directory, absolute, pointing outside, to the secret,

@@ -1,7 +1,8 @@
 //! What the write tools share: reading the file about to be replaced, the `expected_sha256`
 //! check, the atomic write with its errors worded for a model, and the confirmation question
 //! under `[fs] write = "confirm"`. Confinement (where a write may land, the temporary file,
-//! the rename) is `Workspace`'s: see `WriteTarget` in `src/workspace.rs`.
+//! the rename) is `Workspace`'s: see `src/workspace/write.rs` and `WriteTarget` in
+//! `src/workspace/atomic.rs`.
 
 use std::io;
 

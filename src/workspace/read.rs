@@ -1,0 +1,158 @@
+//! Reading inside the roots: files and directories opened beneath their root (secrets refused
+//! by the given and the real path), metadata, symlink text, and the real path of a path
+//! handed to another program ([`Workspace::resolve`]).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use cap_std::fs::{Dir, Metadata, OpenOptions};
+
+use super::sys::{self, READ_FLAGS};
+use super::{FileKind, PathError, Target, Workspace};
+
+/// A file opened for reading inside the roots.
+#[derive(Debug)]
+pub(crate) struct OpenFile {
+    /// The handle (opened non-blocking, so a FIFO never hangs the open; see [`Workspace::open_file`]).
+    pub(crate) file: std::fs::File,
+    /// Its metadata, from the handle itself.
+    pub(crate) metadata: std::fs::Metadata,
+    /// The absolute path to show the user.
+    pub(crate) display: PathBuf,
+}
+
+impl Workspace {
+    /// Open a file for reading, confined beneath its root. The open is non-blocking, so a FIFO
+    /// or device returns at once; anything but a regular file is refused. Secrets are refused
+    /// by the path as given and by the real path of the opened handle.
+    pub(crate) fn open_file(&self, user: &str) -> Result<OpenFile, PathError> {
+        let target = self.target(user)?;
+        self.check_secret(&target, &target.normal)?;
+        // A path without symlinks is what it says: its real path is the one the secret rules
+        // just checked. Only a path with one needs the open-then-check-the-real-path way.
+        let plain = sys::open_without_symlinks(&target, READ_FLAGS);
+        let checked = plain.is_some();
+        let file = match plain {
+            Some(fd) => std::fs::File::from(fd),
+            None => {
+                let mut options = OpenOptions::new();
+                options.read(true);
+                #[cfg(unix)]
+                {
+                    use cap_std::fs::OpenOptionsExt;
+                    options.custom_flags(READ_FLAGS);
+                }
+                target
+                    .root
+                    .dir
+                    .open_with(&target.rel, &options)
+                    .map_err(|e| self.io_error(&target, &e))?
+                    .into_std()
+            }
+        };
+        let metadata = file.metadata().map_err(|e| self.io_error(&target, &e))?;
+        if metadata.is_dir() {
+            return Err(self.io_error(&target, &io::Error::from(io::ErrorKind::IsADirectory)));
+        }
+        if !metadata.is_file() {
+            return Err(PathError::NotRegular {
+                path: target.display.display().to_string(),
+                kind: FileKind::of(metadata.file_type()),
+            });
+        }
+        if !checked {
+            self.check_real_path(&file, &target)?;
+        }
+        Ok(OpenFile {
+            file,
+            metadata,
+            display: target.display,
+        })
+    }
+
+    /// Open a directory, confined beneath its root. Secret directories (`.ssh` …) are refused
+    /// like secret files: their entries are not listed.
+    pub(crate) fn open_dir(&self, user: &str) -> Result<(Dir, Target<'_>), PathError> {
+        let target = self.target(user)?;
+        self.check_secret(&target, &target.normal)?;
+        let dir = target
+            .root
+            .dir
+            .open_dir(&target.rel)
+            .map_err(|e| self.io_error(&target, &e))?;
+        self.check_real_path(&dir, &target)?;
+        Ok((dir, target))
+    }
+
+    /// The real absolute path of `user` inside the roots, for handing to another program (a
+    /// plugin's path parameter): the nearest existing ancestor is opened beneath its root (so
+    /// `..` and symlinks cannot leave it) and its real path taken from the handle; the
+    /// components that do not exist yet are appended as written. Secrets are refused by the
+    /// path as given and by the real path. The path need not exist (`git log -- deleted.rs`).
+    pub(crate) fn resolve(&self, user: &str) -> Result<PathBuf, PathError> {
+        let target = self.target(user)?;
+        self.check_secret(&target, &target.normal)?;
+        let mut existing = target.normal.clone();
+        let mut missing: Vec<std::ffi::OsString> = Vec::new();
+        let real = loop {
+            match sys::open_path_beneath(&target, &existing) {
+                Ok(real) => break real,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    // A dangling symlink is not a path that "does not exist yet": where it
+                    // points could be made to exist (outside the roots) before the program
+                    // follows it.
+                    if target
+                        .root
+                        .dir
+                        .symlink_metadata(&existing)
+                        .is_ok_and(|m| m.file_type().is_symlink())
+                    {
+                        return Err(PathError::Escapes {
+                            path: target.display.display().to_string(),
+                            roots: self.describe_roots(),
+                        });
+                    }
+                    match existing.file_name() {
+                        Some(name) => missing.push(name.to_owned()),
+                        None => return Err(self.io_error(&target, &error)),
+                    }
+                    existing.pop();
+                }
+                Err(error) => return Err(self.io_error(&target, &error)),
+            }
+        };
+        let mut resolved = real;
+        resolved.extend(missing.iter().rev());
+        match resolved.strip_prefix(&target.root.path) {
+            Ok(rel) => self.check_secret(&target, rel)?,
+            Err(_) => {
+                return Err(PathError::Escapes {
+                    path: target.display.display().to_string(),
+                    roots: self.describe_roots(),
+                });
+            }
+        }
+        Ok(resolved)
+    }
+
+    /// Metadata of the path itself (a symlink is not followed), confined beneath its root.
+    pub(crate) fn symlink_metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
+        if target.rel == Path::new(".") {
+            return target.root.dir.dir_metadata();
+        }
+        target.root.dir.symlink_metadata(&target.rel)
+    }
+
+    /// Metadata of what the path points to (symlinks followed, but only beneath the root).
+    pub(crate) fn metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
+        if target.rel == Path::new(".") {
+            return target.root.dir.dir_metadata();
+        }
+        target.root.dir.metadata(&target.rel)
+    }
+
+    /// The text of a symlink (not resolved; it may point anywhere).
+    pub(crate) fn read_link(&self, target: &Target<'_>) -> io::Result<PathBuf> {
+        target.root.dir.read_link_contents(&target.rel)
+    }
+}
