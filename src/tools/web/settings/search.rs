@@ -79,6 +79,8 @@ pub(crate) struct FileWeb {
     /// Deprecated: `cache_ttl` (a number: seconds).
     cache_ttl_secs: Option<DurationValue>,
     user_agent: Option<String>,
+    // The `[web.<provider>]` sections are fields, not a map keyed by the table's names, so
+    // that an unknown key is refused with serde's list of the known ones.
     #[serde(default)]
     duckduckgo: FileProvider,
     #[serde(default)]
