@@ -1,0 +1,32 @@
+//! The audit log: one JSON object per line for every `tools/call`, written when the call ends,
+//! whatever its outcome (ok, error, denied, declined, cancelled, timeout), so an operator can
+//! answer "what did the agent run?".
+//!
+//! - Off by default; `[audit] path`, `--audit-log FILE`, `TOOLPORT_AUDIT_LOG`; `-` is stderr.
+//!   Never stdout (the protocol channel on stdio).
+//! - Redacted before it is written: every value of an `env` argument, every value whose key
+//!   looks secret (`token`, `key`, `secret`, `password`, `authorization` …), every string
+//!   equal to or containing a configured secret (API keys, the HTTP token), and the userinfo of
+//!   every URL anywhere in the record (`https://user:password@host/` is written
+//!   `https://***@host/`; the userinfo an argument held is scrubbed wherever else it appears).
+//! - The file is created 0600 and appended with one `write` per record; it is rotated by size
+//!   (`max_bytes`, keeping `keep` old files: `audit.log.1` is the newest).
+//! - Writing never fails or delays a call: records go to a writer thread over a bounded
+//!   channel, written in batches (within 10 ms); a write error is logged on stderr at most
+//!   once a minute and the record is dropped.
+//!
+//! One concern per file: `settings.rs` (the flag, the `[audit]` section, [`AuditSettings`]),
+//! `record.rs` (how a call ended and what a record holds), `redact.rs` (a record rendered as
+//! a redacted JSON line) and `writer.rs` (the [`AuditLog`]: the writer thread, the 0600 file
+//! and its rotation).
+
+mod record;
+mod redact;
+mod settings;
+mod writer;
+
+pub(crate) use record::{Ending, Outcome, outcome_of};
+pub use settings::AuditSettings;
+pub(crate) use settings::{AuditArgs, FileAudit};
+pub use writer::AuditLog;
+pub(crate) use writer::Pending;
