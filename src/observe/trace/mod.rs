@@ -32,7 +32,8 @@
 //!   client and no thread, and nothing is ever sent. Ending a span only queues it (a full
 //!   queue drops spans, it never waits), so the collector never slows or fails a call; export
 //!   errors are logged on stderr by the SDK; stopping the server sends what is queued, waiting
-//!   at most [`FLUSH_TIMEOUT`](exporter::FLUSH_TIMEOUT). `toolport call` runs a tool without MCP and is not traced.
+//!   at most [`FLUSH_TIMEOUT`](exporter::FLUSH_TIMEOUT). `toolport call` runs a tool without
+//!   MCP and is not traced.
 //!
 //! Settings ([`TelemetrySettings`]): the `[telemetry]` section and the standard OpenTelemetry
 //! variables, which win over the file (as every variable does, `config/`):

@@ -24,8 +24,8 @@ pub(super) enum Subject<'a> {
 }
 
 /// The spans of one request: the log one (disabled unless the log filter shows
-/// [`SPAN_TARGET`](super::SPAN_TARGET)) and the exported one (when an exporter runs). Dropped unanswered, the
-/// request was cancelled; the exported span ends when this is dropped.
+/// [`SPAN_TARGET`](super::SPAN_TARGET)) and the exported one (when an exporter runs). Dropped
+/// unanswered, the request was cancelled; the exported span ends when this is dropped.
 pub(super) struct RequestSpan {
     pub(super) log: tracing::Span,
     pub(super) otel: Option<opentelemetry_sdk::trace::Span>,
