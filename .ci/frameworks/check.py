@@ -295,7 +295,7 @@ FRAMEWORKS: list[tuple[str, Callable[[Server, Case], Awaitable[str]]]] = [
     ("pydantic-ai", pydantic_ai),
     ("langchain-mcp-adapters", langchain),
     ("openai-agents", openai_agents),
-    ("mcp-python-sdk (unknown client: text block)", sdk_unknown),
+    ("mcp-python-sdk (unknown client: both halves)", sdk_unknown),
     ("mcp-python-sdk as claude-code (structuredContent only)", sdk_claude_code),
 ]
 

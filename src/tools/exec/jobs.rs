@@ -131,10 +131,9 @@ impl Jobs {
     }
 
     /// Evict finished jobs past `exec.max_jobs`, the one that ended first first. Every reader
-    /// of the table calls this under the lock, so none sees more finished jobs than are kept
-    /// (a job counts as finished the moment it ends, before its watcher runs). The evicted
-    /// jobs are handed back: drop them after the lock, since the last drop of a job removes
-    /// its output files.
+    /// of the table calls this under the lock ([`Jobs::with_table`]), so none sees more
+    /// finished jobs than are kept (a job counts as finished the moment it ends, before its
+    /// watcher runs). The evicted jobs are handed back, to be dropped after the lock.
     #[must_use = "drop the evicted jobs after releasing the lock"]
     fn evict(&self, table: &mut Table) -> Vec<Arc<Job>> {
         let mut finished: Vec<(Instant, &str)> = table
@@ -150,6 +149,18 @@ impl Jobs {
             .map(|(_, id)| (*id).to_owned())
             .collect();
         oldest.iter().filter_map(|id| table.remove(id)).collect()
+    }
+
+    /// `f` on the table, with finished jobs past the cap evicted first (every reader goes
+    /// through here); the evicted jobs are dropped after the lock, since the last drop of a
+    /// job removes its output files.
+    fn with_table<R>(&self, f: impl FnOnce(&mut Table) -> R) -> R {
+        let mut table = self.table();
+        let evicted = self.evict(&mut table);
+        let result = f(&mut table);
+        drop(table);
+        drop(evicted);
+        result
     }
 
     /// Jobs running now.
@@ -217,34 +228,31 @@ impl Jobs {
         session: &Session,
         new: NewJob,
     ) -> Result<Arc<Job>, NewJob> {
-        let mut table = self.table();
-        let evicted = self.evict(&mut table);
-        if Self::running(&table) >= self.max_jobs {
-            drop(table);
-            drop(evicted);
-            return Err(new);
-        }
-        let NewJob {
-            command_line,
-            cwd,
-            timeout,
-            live,
-            hold,
-        } = new;
-        let job = Arc::new(Job {
-            id: id.clone(),
-            owner: session.id.clone(),
-            command_line,
-            cwd,
-            timeout,
-            started_at: SystemTime::now() - live.elapsed(),
-            started: Instant::now() - live.elapsed(),
-            live,
-            retention: self.retention,
-        });
-        table.insert(id, job.clone());
-        drop(table);
-        drop(evicted);
+        let (job, hold) = self.with_table(|table| {
+            if Self::running(table) >= self.max_jobs {
+                return Err(new);
+            }
+            let NewJob {
+                command_line,
+                cwd,
+                timeout,
+                live,
+                hold,
+            } = new;
+            let job = Arc::new(Job {
+                id: id.clone(),
+                owner: session.id.clone(),
+                command_line,
+                cwd,
+                timeout,
+                started_at: SystemTime::now() - live.elapsed(),
+                started: Instant::now() - live.elapsed(),
+                live,
+                retention: self.retention,
+            });
+            table.insert(id, job.clone());
+            Ok((job, hold))
+        })?;
         let jobs = self.clone();
         let watched = job.clone();
         let session_ended = session.ended.clone();
@@ -272,10 +280,7 @@ impl Jobs {
     /// Evict finished jobs past the cap now (a job has ended), so their files go without
     /// waiting for the next lookup.
     fn trim(&self) {
-        let mut table = self.table();
-        let evicted = self.evict(&mut table);
-        drop(table);
-        drop(evicted);
+        self.with_table(|_| ());
     }
 
     /// Remove a job (its retention passed; evicted already is fine). Its files go with the
@@ -289,12 +294,7 @@ impl Jobs {
 
     /// The job `id` of `session`, or an error that tells the model what exists.
     pub(crate) fn get(&self, session: &Session, id: &str) -> Result<Arc<Job>, ToolError> {
-        let mut table = self.table();
-        let evicted = self.evict(&mut table);
-        let found = self.find(&table, session, id);
-        drop(table);
-        drop(evicted);
-        found
+        self.with_table(|table| self.find(table, session, id))
     }
 
     /// [`Jobs::get`]'s lookup, in a table already trimmed.
@@ -323,15 +323,13 @@ impl Jobs {
 
     /// The jobs of `session`, oldest first.
     pub(crate) fn list(&self, session: &Session) -> Vec<Arc<Job>> {
-        let mut table = self.table();
-        let evicted = self.evict(&mut table);
-        let mut jobs: Vec<Arc<Job>> = table
-            .values()
-            .filter(|j| j.owner == session.id)
-            .cloned()
-            .collect();
-        drop(table);
-        drop(evicted);
+        let mut jobs: Vec<Arc<Job>> = self.with_table(|table| {
+            table
+                .values()
+                .filter(|j| j.owner == session.id)
+                .cloned()
+                .collect()
+        });
         jobs.sort_by_key(|j| j.started);
         jobs
     }
