@@ -10,8 +10,10 @@ form no cycle. A module may use its own children and its children may use it (th
 `mod` and `super::` are for); two siblings must not use each other, directly or around a loop.
 The crate root (lib.rs) and main.rs compose everything and are not checked.
 
-Also checks the layering rule: the tool model and the workspace never reach up into
-config, cli, server, transport or the tools.
+Runs over both crates: the `toolport-tools` library (crates/toolport-tools/src), where the
+layering rule also holds — the tool model and the workspace never reach up into the tools,
+the plugins or the helper processes — and the `toolport` binary (src/), whose modules reach
+the library's only through the crate boundary (which Cargo itself keeps one-way).
 
 Exits 1 naming every cycle and violation found; prints a one-line summary otherwise.
 """
@@ -20,18 +22,22 @@ import re
 import sys
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "src"
-# The bottom of the crate: these import nothing from UPPER.
-LOWER = {"schema", "settings", "secret", "instructions", "tool", "definition", "typed",
-         "registry", "workspace"}
-UPPER = {"config", "cli", "hidden", "server", "transport", "tools"}
+REPO = Path(__file__).resolve().parent.parent
+# (source folder, the bottom of the crate, what the bottom never imports)
+CRATES = [
+    (REPO / "crates" / "toolport-tools" / "src",
+     {"schema", "settings", "secret", "instructions", "tool", "definition", "typed",
+      "registry", "workspace", "background"},
+     {"hidden", "tools", "plugins", "toolbox"}),
+    (REPO / "src", set(), set()),
+]
 
 PATH_RE = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 USE_GROUP_RE = re.compile(r"\buse\s+(crate|super|self)::\{([^;]*)\};", re.S)
 
 
-def module_of(path: Path) -> tuple:
-    rel = path.relative_to(SRC).with_suffix("")
+def module_of(path: Path, src: Path) -> tuple:
+    rel = path.relative_to(src).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "mod":
         parts.pop()
@@ -46,11 +52,18 @@ def strip_comments(text: str) -> str:
 
 
 def main() -> int:
+    failed = 0
+    for src, lower, upper in CRATES:
+        failed |= check(src, lower, upper)
+    return failed
+
+
+def check(root: Path, LOWER: set, UPPER: set) -> int:
     # Unit-test modules may reach anywhere (a test builds the whole config); they are not
     # part of the dependency graph.
     files = {
-        module_of(p): p
-        for p in SRC.rglob("*.rs")
+        module_of(p, root): p
+        for p in root.rglob("*.rs")
         if p.name not in ("main.rs", "tests.rs")
     }
     modules = set(files)
@@ -137,10 +150,10 @@ def main() -> int:
     if problems:
         for p in problems:
             print(p)
-        print(f"module check: {len(problems)} problem(s)")
+        print(f"module check ({root.relative_to(REPO)}): {len(problems)} problem(s)")
         return 1
     n_edges = sum(len(t) for t in edges.values())
-    print(f"module check: {len(modules)} modules, {n_edges} references, no cycles, layering ok")
+    print(f"module check ({root.relative_to(REPO)}): {len(modules)} modules, {n_edges} references, no cycles, layering ok")
     return 0
 
 

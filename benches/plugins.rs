@@ -69,9 +69,9 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use toolport::config::{Cli, Config, PluginSettings};
-use toolport::registry::ToolRegistry;
 use toolport::server::Shared;
-use toolport::tool::{JsonObject, ToolContext};
+use toolport_tools::registry::ToolRegistry;
+use toolport_tools::tool::{JsonObject, ToolContext};
 
 use crate::common::args::{bench_mode, wants};
 use crate::common::config::config_file;

@@ -31,7 +31,7 @@ const RUNTIME_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_mi
 
 /// The default log filter: toolport's own notices, and only warnings from its libraries (rmcp
 /// logs every message at info, which would drown what matters).
-const DEFAULT_LOG_FILTER: &str = "warn,toolport=info";
+const DEFAULT_LOG_FILTER: &str = "warn,toolport=info,toolport_tools=info";
 
 /// Exit status for a usage or configuration error (as clap uses).
 const USAGE_ERROR: u8 = 2;
@@ -219,9 +219,7 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
     flush_audit(&shared).await;
     // The jobs end with the server; their output files go now (the watchdog does it too,
     // for a server that dies without stopping).
-    if let Some(jobs) = &shared.jobs.0 {
-        jobs.remove_dir();
-    }
+    shared.jobs.remove_dir();
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -246,11 +244,16 @@ fn tools(shared: &Shared, args: &ToolsArgs) -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    let filter = ToolFilter {
-        tags: args.tags.clone(),
-        category: args.category.clone(),
-        name_pattern,
-    };
+    let mut filter = args
+        .tags
+        .iter()
+        .fold(ToolFilter::new(), |f, tag| f.tag(tag));
+    if let Some(category) = &args.category {
+        filter = filter.category(category);
+    }
+    if let Some(pattern) = name_pattern {
+        filter = filter.name_matching(pattern);
+    }
     let definitions = shared
         .registry
         .load()

@@ -17,24 +17,18 @@
 
 pub mod cli;
 pub mod config;
-mod definition;
-#[cfg(feature = "fuzzing")]
+#[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod hidden;
-pub mod instructions;
 pub mod observe;
-mod plugins;
-pub mod registry;
-mod schema;
-mod secret;
 pub mod server;
-mod settings;
-pub mod tool;
-pub mod tools;
 pub mod transport;
-mod typed;
-pub mod workspace;
+
+// The tool model, the workspace and the tools live in the `toolport-tools` library; the
+// server's modules reach them under the same names.
+pub(crate) use toolport_tools::{
+    definition, plugins, registry, secret, settings, tool, tools, workspace,
+};
 
 use std::sync::Arc;
 

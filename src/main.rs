@@ -11,7 +11,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) = toolport::hidden::dispatch(&argv) {
+    if let Some(code) = toolport_tools::dispatch_helper(&argv) {
         return code;
     }
     toolport::cli::run()

@@ -496,4 +496,51 @@ mod tests {
             assert!(!first.contains("planted"), "{first}");
         }
     }
+
+    #[test]
+    fn the_web_section_loads_through_the_whole_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolport.toml");
+        let load = |text: &str, env: &[(&str, &str)]| {
+            std::fs::write(&path, text).unwrap();
+            let cli = crate::config::Cli::try_parse_from([
+                "toolport",
+                "--config",
+                path.to_str().unwrap(),
+            ])
+            .unwrap();
+            let env: HashMap<String, String> = env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            crate::config::Config::load(&cli.global, |k| env.get(k).cloned())
+        };
+        let text = "[web]\nproviders = [\"brave\", \"duckduckgo\"]\n";
+        let err = load(text, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("web.providers") && err.contains("TOOLPORT_BRAVE_API_KEY"),
+            "{err}"
+        );
+        let c = load(text, &[("TOOLPORT_BRAVE_API_KEY", "sk-secret")]).unwrap();
+        assert_eq!(
+            c.web.providers,
+            vec![
+                crate::tools::web::settings::ProviderId::Brave,
+                crate::tools::web::settings::ProviderId::Duckduckgo
+            ]
+        );
+        let shown = c.to_toml();
+        assert!(
+            !shown.contains("sk-secret")
+                && shown.contains("web.brave.api_key: set from TOOLPORT_BRAVE_API_KEY"),
+            "{shown}"
+        );
+        assert!(!format!("{c:?}").contains("sk-secret"));
+        let err = load("[web]\nprovider = []\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("unknown field `provider`"), "{err}");
+        let err = load("[web.brave]\napi_key_file = \"missing.key\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("missing.key"), "{err}");
+    }
 }

@@ -451,7 +451,7 @@ async fn old_duration_key_names_load_with_a_warning() {
     ] {
         assert!(
             out.stderr.contains(&format!(
-                "WARN toolport::settings: config key {old} is deprecated: rename it to {new}"
+                "WARN toolport_tools::settings: config key {old} is deprecated: rename it to {new}"
             )),
             "{}",
             out.stderr

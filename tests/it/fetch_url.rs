@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::common::process::eventually;
 use crate::common::*;
 
-const ARTICLE: &str = include_str!("../fixtures/fetch/article.html");
+const ARTICLE: &str = include_str!("../../crates/toolport-tools/tests/fixtures/fetch/article.html");
 
 /// Settings that let the fetch reach the fixture, without a throttle.
 const OPEN: &str = "[web.fetch]\nallow_private = true\nmin_interval = \"0s\"\n";

@@ -10,11 +10,13 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::json;
 use tokio::sync::mpsc;
-use toolport::registry::ToolRegistry;
 use toolport::server::Shared;
-use toolport::tool::{AiTool, ConfirmFallback, JsonObject, ToolContext, ToolError, ToolOutput};
 use toolport::transport::stdio::StdioTransport;
-use toolport::workspace::Workspace;
+use toolport_tools::registry::ToolRegistry;
+use toolport_tools::tool::{
+    AiTool, ConfirmFallback, JsonObject, ToolContext, ToolError, ToolOutput,
+};
+use toolport_tools::workspace::Workspace;
 
 use crate::common::*;
 
@@ -77,7 +79,7 @@ fn serve(
         registry.register(tool).unwrap();
     }
     let shared = Arc::new(Shared {
-        registry: Arc::new(toolport::registry::LiveRegistry::new(registry)),
+        registry: Arc::new(toolport_tools::registry::LiveRegistry::new(registry)),
         workspace: Arc::new(Workspace::new(std::slice::from_ref(&root), &[]).unwrap()),
         confirm_fallback: ConfirmFallback::Deny,
         audit: None,

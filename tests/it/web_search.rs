@@ -13,8 +13,8 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use toolport::config::{Cli, Config};
-use toolport::registry::{ExecuteError, ToolRegistry};
-use toolport::tool::{ToolContext, ToolOutput};
+use toolport_tools::registry::{ExecuteError, ToolRegistry};
+use toolport_tools::tool::{ToolContext, ToolOutput};
 
 use crate::common::web_fixture::{BRAVE_KEY, Fixture, GOOGLE_KEY, TAVILY_KEY};
 use crate::common::*;

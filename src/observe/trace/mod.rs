@@ -23,7 +23,7 @@
 //!   SDK's tracer (no `tracing` span bridged by a layer: the bridge cost about 7 µs of CPU per
 //!   request, a tenth of a small call: `git show a29830c:BENCHMARKS.md`, "Issue 12"). The
 //!   log span is a `tracing` span with its own target, [`SPAN_TARGET`], outside `toolport`:
-//!   logs look as they did (`RUST_LOG=warn,toolport=info,mcp.server=info` shows the requests
+//!   logs look as they did (`RUST_LOG=warn,toolport=info,toolport_tools=info,mcp.server=info` shows the requests
 //!   in log lines, with a tool's log lines inside them), and by default its callsite is
 //!   disabled.
 //! - Export ([`export`]): the SDK's batch span processor and the OTLP/HTTP exporter (a

@@ -1,5 +1,5 @@
 //! A local HTTP server (axum on 127.0.0.1:0) that plays every web search provider, serving
-//! recorded-looking responses from `tests/fixtures/web/` and scripted failures, and recording
+//! recorded-looking responses from `crates/toolport-tools/tests/fixtures/web/` and scripted failures, and recording
 //! every request it gets. [`Fixture::config`] writes the `[web]` config that points the
 //! providers' base URLs at it, so the production code path (config, registry, schema check,
 //! HTTP client, parsers) is what runs, fully offline.
@@ -133,9 +133,12 @@ impl Fixture {
     }
 }
 
-/// A recorded response from `tests/fixtures/web/`.
+/// A recorded response from `crates/toolport-tools/tests/fixtures/web/`.
 fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/web/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/crates/toolport-tools/tests/fixtures/web/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 

@@ -1,0 +1,81 @@
+//! toolport's tools as a library: a registry of AI tools — confined file tools, a command
+//! runner with policy and jobs, web search and fetch, tools from plugin manifests, and your own
+//! — that any Rust agent can list for its model and call by name.
+//!
+//! The `toolport` binary serves this registry over MCP; this crate is the same registry
+//! without the server. (Everything marked `doc(hidden)` is the binary's side door: not part of
+//! the API, not covered by semver.)
+//!
+//! - [`Toolbox`]: build the built-in tools (and plugin tools, and yours) from [`Settings`];
+//! - [`ToolRegistry::definitions`]: the tools for a model's API ([`ToolFormat`]: MCP, OpenAI /
+//!   OpenRouter, Anthropic, Ollama), of all tools or of [`ToolRegistry::filter`]'s subset
+//!   ([`ToolFilter`]: tags, category, name);
+//! - [`ToolRegistry::execute`]: run a call by name with JSON arguments and a [`ToolContext`]
+//!   (the roots, cancellation, a [`Confirmer`] for risky calls, a [`ProgressSink`]);
+//! - [`AiTool`] (or the typed [`TypedTool`]): add a tool of your own.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use toolport_tools::{Settings, Toolbox, ToolFormat};
+//!
+//! let toolbox = Toolbox::new(&Settings::new(["/home/me/project"]))?;
+//! // What the model is told: OpenAI-form function definitions.
+//! let tools = toolbox.registry().definitions(ToolFormat::Openai);
+//! println!("{}", serde_json::to_string_pretty(&tools)?);
+//! // What the model asked for, run inside the roots.
+//! let args = serde_json::json!({"path": "README.md"});
+//! let output = toolbox
+//!     .registry()
+//!     .execute("read_file", args.as_object().cloned().unwrap_or_default(), &toolbox.context())
+//!     .await?;
+//! println!("{}", output.text);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A program that runs commands with `sandbox = "landlock"` or survives its own crash (the
+//! watchdog) re-executes itself as a helper process: call [`dispatch_helper`] first in `main`.
+
+#![deny(missing_docs)]
+// The hidden modules' docs are for those who work on toolport (`cargo doc
+// --document-private-items`) and link the private items they describe.
+#![allow(rustdoc::private_intra_doc_links)]
+
+#[doc(hidden)]
+pub mod definition;
+#[doc(hidden)]
+pub mod hidden;
+#[doc(hidden)]
+pub mod instructions;
+#[doc(hidden)]
+pub mod plugins;
+#[doc(hidden)]
+pub mod registry;
+#[doc(hidden)]
+pub mod schema;
+#[doc(hidden)]
+pub mod secret;
+#[doc(hidden)]
+pub mod settings;
+#[doc(hidden)]
+pub mod tool;
+#[doc(hidden)]
+pub mod tools;
+#[doc(hidden)]
+pub mod typed;
+#[doc(hidden)]
+pub mod workspace;
+
+mod toolbox;
+
+pub use definition::{DefinitionError, ToolDefinition, ToolFormat};
+pub use hidden::dispatch as dispatch_helper;
+pub use registry::{ExecuteError, ToolFilter, ToolRegistry};
+pub use schema::JsonObject;
+pub use tool::{
+    AiTool, Annotations, ConfirmFallback, Confirmation, Confirmer, NoProgress, ProgressSink,
+    ToolContext, ToolError, ToolOutput,
+};
+pub use toolbox::{BuildError, Settings, Toolbox};
+pub use typed::{ToolSpec, TypedTool, typed};
+pub use workspace::Workspace;

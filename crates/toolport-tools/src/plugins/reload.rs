@@ -1,0 +1,232 @@
+//! Live reload: on SIGHUP, and when a manifest in a plugin directory is created, changed,
+//! renamed or removed (debounced), the plugin directories are read again and the new tool set
+//! replaces the old one atomically ([`LiveRegistry::replace`]); sessions are told when the
+//! listing changed. Calls in flight finish with the tool they started with.
+//!
+//! A reload that cannot read a directory it could read before keeps the previous set and logs
+//! why (a folder being replaced, a permissions slip). A directory that was already missing is
+//! read as empty, so one missing folder does not block reloads of the others.
+//!
+//! Only changes count: the watcher ignores accesses and metadata (inotify reports every open,
+//! and a reload opens every manifest, which would otherwise trigger the next reload), and
+//! files that are not manifests (`*.toml`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::event::{EventKind, ModifyKind};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use super::{Catalog, MANIFEST_EXTENSION};
+use crate::registry::LiveRegistry;
+
+/// How long the file watch waits for a burst of changes (an editor's save, `git checkout`,
+/// `cp -r`) to settle before reloading once.
+const DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// What set off a reload, for the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    Signal,
+    FileChange,
+}
+
+/// Read the plugin directories again and serve the result. Returns whether the listed set
+/// changed. Blocking (file I/O): call it from a blocking context.
+pub(crate) fn reload(catalog: &Catalog, live: &LiveRegistry) -> bool {
+    let started = std::time::Instant::now();
+    let built = match catalog.build(false) {
+        Ok(built) => built,
+        Err(error) => {
+            tracing::error!(%error, "plugin reload failed; keeping the current tools");
+            return false;
+        }
+    };
+    built.log();
+    if let Err(lost) = catalog.accept(&built) {
+        let lost: Vec<String> = lost.iter().map(|d| d.display().to_string()).collect();
+        tracing::error!(
+            dirs = %lost.join(", "),
+            "plugin reload could not read a plugin directory it read before; keeping the current tools"
+        );
+        return false;
+    }
+    let before = live.load();
+    let after = &built.registry;
+    let added: Vec<String> = after
+        .names()
+        .into_iter()
+        .filter(|n| before.get(n).is_none())
+        .map(str::to_owned)
+        .collect();
+    let removed: Vec<String> = before
+        .names()
+        .into_iter()
+        .filter(|n| after.get(n).is_none())
+        .map(str::to_owned)
+        .collect();
+    let count = after.len();
+    let changed = live.replace(built.registry);
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+        tools = count,
+        added = %added.join(","),
+        removed = %removed.join(","),
+        changed,
+        "plugins reloaded"
+    );
+    changed
+}
+
+/// Watch for reload triggers for the life of the process: SIGHUP, and manifest changes in the
+/// plugin directories. Runs on the current tokio runtime; does nothing when no plugin
+/// directory is configured (SIGHUP then keeps its default meaning).
+pub fn spawn(catalog: Arc<Catalog>, live: Arc<LiveRegistry>) {
+    if catalog.dirs().is_empty() {
+        return;
+    }
+    let (tx, mut rx) = mpsc::channel::<Trigger>(1);
+    let file_tx = tx.clone();
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        match event {
+            // A full channel already holds a pending trigger, which covers this change too.
+            Ok(event) if is_manifest_change(&event) => {
+                let _ = file_tx.try_send(Trigger::FileChange);
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "watching the plugin directories failed"),
+        }
+    });
+    let mut watcher = match watcher {
+        Ok(mut watcher) => {
+            watch_dirs(&mut watcher, &catalog, true);
+            Some(watcher)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch the plugin directories; reload with SIGHUP");
+            None
+        }
+    };
+    spawn_signal_listener(tx);
+    tokio::spawn(async move {
+        // The watcher lives as long as this task.
+        while let Some(trigger) = rx.recv().await {
+            if trigger == Trigger::FileChange {
+                // Let the burst settle, then fold what arrived meanwhile into this reload.
+                tokio::time::sleep(DEBOUNCE).await;
+                while rx.try_recv().is_ok() {}
+            }
+            tracing::debug!(?trigger, "reloading plugins");
+            let (for_reload, for_swap) = (catalog.clone(), live.clone());
+            if let Err(error) =
+                tokio::task::spawn_blocking(move || reload(&for_reload, &for_swap)).await
+            {
+                tracing::error!(%error, "the plugin reload task failed");
+            }
+            // A folder that was removed and made again (or created since the start) is
+            // watched from now on.
+            if let Some(watcher) = watcher.as_mut() {
+                watch_dirs(watcher, &catalog, false);
+            }
+        }
+    });
+}
+
+/// Whether a file-system event can change the tool set: a manifest (or a plugin directory
+/// itself) created, written, renamed or removed. Accesses (every open: a reload's own reads)
+/// and metadata changes are not.
+fn is_manifest_change(event: &notify::Event) -> bool {
+    let kind = matches!(
+        event.kind,
+        EventKind::Create(_)
+            | EventKind::Remove(_)
+            | EventKind::Any
+            | EventKind::Other
+            | EventKind::Modify(
+                ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any | ModifyKind::Other
+            )
+    );
+    kind && (event.paths.is_empty()
+        || event
+            .paths
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == MANIFEST_EXTENSION) || is_dir_event(p)))
+}
+
+/// An event on a path with no extension may be the plugin directory itself (removed or
+/// renamed): reload, and let the directory check decide.
+fn is_dir_event(path: &Path) -> bool {
+    path.extension().is_none() && !path.exists()
+}
+
+/// Watch every plugin directory that exists (again: watching a watched path is harmless).
+/// `report` logs the ones that cannot be watched (at start; later it would repeat).
+fn watch_dirs(watcher: &mut RecommendedWatcher, catalog: &Catalog, report: bool) {
+    for dir in catalog.dirs() {
+        if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive)
+            && report
+        {
+            tracing::warn!(dir = %dir.display(), %error, "not watching this plugin directory for changes (SIGHUP still reloads)");
+        }
+    }
+}
+
+/// Forward SIGHUP as a reload trigger.
+fn spawn_signal_listener(tx: mpsc::Sender<Trigger>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::hangup()) {
+            Ok(mut hangup) => {
+                tokio::spawn(async move {
+                    while hangup.recv().await.is_some() {
+                        // A full channel holds a reload that has not started yet, which will
+                        // read the directories as they are now: nothing is lost.
+                        if let Err(mpsc::error::TrySendError::Closed(_)) =
+                            tx.try_send(Trigger::Signal)
+                        {
+                            return;
+                        }
+                    }
+                });
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGHUP; plugins reload only on file changes");
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    drop(tx);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, CreateKind, DataChange, MetadataKind};
+
+    fn event(kind: EventKind, path: &str) -> notify::Event {
+        notify::Event::new(kind).add_path(path.into())
+    }
+
+    #[test]
+    fn only_manifest_changes_trigger_a_reload() {
+        let data = EventKind::Modify(ModifyKind::Data(DataChange::Content));
+        assert!(is_manifest_change(&event(data, "/p/git.toml")));
+        assert!(is_manifest_change(&event(
+            EventKind::Create(CreateKind::File),
+            "/p/new.toml"
+        )));
+        assert!(!is_manifest_change(&event(
+            EventKind::Access(AccessKind::Any),
+            "/p/git.toml"
+        )));
+        assert!(!is_manifest_change(&event(
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)),
+            "/p/git.toml"
+        )));
+        assert!(!is_manifest_change(&event(data, "/p/notes.txt")));
+        assert!(!is_manifest_change(&event(data, "/p/.git.toml.swp")));
+    }
+}

@@ -1,0 +1,492 @@
+//! The tool model: the [`AiTool`] trait every tool implements, the [`ToolContext`] a call runs
+//! with, and the two things a call can produce ([`ToolOutput`] or [`ToolError`]).
+//!
+//! A tool is provider-neutral: it describes itself (name, schemas, annotations, instructions)
+//! and executes with JSON arguments that the registry has already validated against its input
+//! schema. Transports (MCP stdio/HTTP, the `call` subcommand) never talk to a tool directly;
+//! they go through [`crate::registry::ToolRegistry::execute`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::instructions::{InstructionsFor, render_instructions};
+pub use crate::schema::JsonObject;
+use crate::workspace::{PathError, Workspace};
+
+/// MCP tool annotations: hints for the client about what a call does. They are hints, not a
+/// security boundary; the client may use them to decide when to ask the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotations {
+    /// The tool does not modify its environment.
+    pub read_only: bool,
+    /// The tool may perform destructive updates (only meaningful when not read-only).
+    pub destructive: bool,
+    /// Calling it again with the same arguments has no additional effect.
+    pub idempotent: bool,
+    /// The tool talks to an open world of external entities (the web), not a closed one.
+    pub open_world: bool,
+}
+
+impl Default for Annotations {
+    /// The MCP defaults: a tool that may write, destructively, is not idempotent, and is open
+    /// world. Tools opt into the safer hints explicitly.
+    fn default() -> Self {
+        Self {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        }
+    }
+}
+
+/// What a successful call returns: the structured result (matching the tool's output schema)
+/// and a text rendering written for a model to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The structured result; `None` only for tools without an output schema.
+    pub structured: Option<Value>,
+    /// Readable text. Not a JSON dump of `structured`: a model reads this.
+    pub text: String,
+}
+
+impl ToolOutput {
+    /// A result with both a structured value and its text rendering.
+    pub fn new(structured: Value, text: impl Into<String>) -> Self {
+        Self {
+            structured: Some(structured),
+            text: text.into(),
+        }
+    }
+}
+
+/// Where a result's payload goes: the bulk of it (a file's text, grep's matches, a listing,
+/// a command's output) that a tool would otherwise send twice, in the text block and in
+/// `structuredContent`. Clients disagree on which of the two their model reads (Claude Code,
+/// Codex and VS Code pass the model `structuredContent` alone; Claude Desktop, Zed and others
+/// the text alone), so the server picks the form per session from the client's name — both
+/// for a client it does not know — or as the operator sets it (`[tools] payload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Payload {
+    /// The text block carries the payload; `structuredContent` carries the rest.
+    Text,
+    /// `structuredContent` carries everything; the text block says what the result is,
+    /// without the payload.
+    Structured,
+    /// Both carry it (the spec's shape: for every client not known to read one of the two,
+    /// and for local runs and exports, which read the text and the structured value
+    /// separately).
+    #[default]
+    Both,
+}
+
+/// Why a tool call failed. Each message is written for a model to act on: what was wrong and
+/// what is allowed. These become `isError: true` results, never JSON-RPC errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments are wrong (beyond what the schema can express, or the schema check itself).
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The thing the call refers to does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// Policy, confinement or the operating system refused the call.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// The tool ran and failed.
+    #[error("execution failed: {0}")]
+    ExecutionFailed(String),
+    /// The call exceeded its time limit.
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// The client cancelled the call.
+    #[error("cancelled: {0}")]
+    Cancelled(String),
+    /// A dependency (e.g. a search provider) is unavailable right now.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl ToolError {
+    /// The kind, as a stable snake_case name (audit records, metrics).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::InvalidArguments(_) => "invalid_arguments",
+            Self::NotFound(_) => "not_found",
+            Self::PermissionDenied(_) => "permission_denied",
+            Self::ExecutionFailed(_) => "execution_failed",
+            Self::Timeout(_) => "timeout",
+            Self::Cancelled(_) => "cancelled",
+            Self::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
+impl From<PathError> for ToolError {
+    /// A path error as the tool error of the same kind, with the same message.
+    fn from(error: PathError) -> Self {
+        let message = error.to_string();
+        match error {
+            PathError::Empty { .. }
+            | PathError::NulByte
+            | PathError::IsADirectory { .. }
+            | PathError::NotRegular { .. }
+            | PathError::NoName { .. } => Self::InvalidArguments(message),
+            PathError::NotFound { .. }
+            | PathError::NotADirectory { .. }
+            | PathError::ParentMissing { .. } => Self::NotFound(message),
+            PathError::OutsideRoots { .. }
+            | PathError::GitDir { .. }
+            | PathError::DanglingLink { .. }
+            | PathError::Escapes { .. }
+            | PathError::Secret { .. }
+            | PathError::OsDenied { .. }
+            | PathError::LinkLoop { .. } => Self::PermissionDenied(message),
+            PathError::Io { .. } => Self::ExecutionFailed(message),
+        }
+    }
+}
+
+/// Reports progress of a long-running call. Over MCP this becomes `notifications/progress`
+/// when (and only when) the request carried a progress token.
+#[async_trait]
+pub trait ProgressSink: Send + Sync {
+    /// Report `progress` (monotonically increasing) out of an optional `total`, with a message.
+    async fn report(&self, progress: f64, total: Option<f64>, message: Option<String>);
+}
+
+/// A progress sink that drops every report (no progress token, or a local run).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+#[async_trait]
+impl ProgressSink for NoProgress {
+    async fn report(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
+}
+
+/// The answer to a confirmation request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirmation {
+    /// The user said yes (or the operator allowed unconfirmed calls).
+    Accepted,
+    /// The user said no, or dismissed the question.
+    Declined,
+    /// Nobody could be asked: why, and how the operator can allow such calls.
+    Unavailable(String),
+    /// The question must go back to the client in the response itself (the 2026-07-28
+    /// protocol's `InputRequiredResult`); the client retries the call with the answer.
+    AskClient,
+}
+
+/// Asks the human to confirm a risky call (see [`AiTool::confirmation`]).
+#[async_trait]
+pub trait Confirmer: Send + Sync {
+    /// Ask the user about `description`.
+    async fn confirm(&self, description: &str) -> Confirmation;
+}
+
+/// What happens to a call that needs the user's confirmation when nobody can be asked (the
+/// client has no elicitation support, or there is no client, as with `toolport call`). The
+/// operator sets it with `[exec] confirm`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfirmFallback {
+    /// Refuse the call, explaining how to allow it (the default).
+    #[default]
+    Deny,
+    /// Run it without asking: for headless use where the operator accepts the risk.
+    Allow,
+}
+
+impl ConfirmFallback {
+    /// The answer when nobody can be asked (`reason` says why), per this fallback.
+    pub fn answer(self, reason: &str, description: &str) -> Confirmation {
+        match self {
+            Self::Allow => {
+                tracing::info!(
+                    call = description,
+                    "running without confirmation (exec.confirm = \"allow\")"
+                );
+                Confirmation::Accepted
+            }
+            Self::Deny => Confirmation::Unavailable(format!(
+                "this call needs the user's confirmation ({description}), but {reason}. The operator can allow such calls without asking by setting `confirm = \"allow\"` in the [exec] section of the config file"
+            )),
+        }
+    }
+}
+
+/// A confirmer for contexts with nobody to ask. What happens then is the operator's choice
+/// (`exec.confirm`): refuse with an explanation (the default), or run without asking.
+#[derive(Debug, Clone)]
+pub(crate) struct NoConfirmer {
+    /// Why nobody can be asked here, shown to the model.
+    pub(crate) reason: String,
+    /// The operator's choice for this case.
+    pub(crate) fallback: ConfirmFallback,
+}
+
+#[async_trait]
+impl Confirmer for NoConfirmer {
+    async fn confirm(&self, description: &str) -> Confirmation {
+        self.fallback.answer(&self.reason, description)
+    }
+}
+
+/// A confirmer that accepts everything: for an operator who said so explicitly
+/// (`toolport call --yes`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AlwaysConfirm;
+
+#[async_trait]
+impl Confirmer for AlwaysConfirm {
+    async fn confirm(&self, _description: &str) -> Confirmation {
+        Confirmation::Accepted
+    }
+}
+
+/// What a command did, recorded by the executor for the audit log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandFacts {
+    /// The program and its arguments as the policy saw them (not the sandbox shim).
+    pub argv: Vec<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub timed_out: bool,
+}
+
+/// Facts about one call that its result does not carry, for the audit log.
+#[derive(Debug, Default)]
+pub struct CallFacts {
+    command: std::sync::Mutex<Option<CommandFacts>>,
+    declined: std::sync::atomic::AtomicBool,
+    /// The job the call's command became (it outlived the call), by id.
+    job: std::sync::Mutex<Option<String>>,
+}
+
+impl CallFacts {
+    /// The command the call ran (the last one, if it ran several).
+    pub(crate) fn set_command(&self, facts: CommandFacts) {
+        match self.command.lock() {
+            Ok(mut slot) => *slot = Some(facts),
+            Err(poisoned) => *poisoned.into_inner() = Some(facts),
+        }
+    }
+
+    /// The command the call ran, if any.
+    pub fn command(&self) -> Option<CommandFacts> {
+        match self.command.lock() {
+            Ok(slot) => slot.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The user declined the call's confirmation.
+    pub(crate) fn set_declined(&self) {
+        self.declined
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the user declined the call's confirmation.
+    pub fn declined(&self) -> bool {
+        self.declined.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The call's command became a job (`background`, or still running at `yield_after`).
+    pub(crate) fn set_job(&self, id: String) {
+        match self.job.lock() {
+            Ok(mut slot) => *slot = Some(id),
+            Err(poisoned) => *poisoned.into_inner() = Some(id),
+        }
+    }
+
+    /// The job the call's command became, if it did (an MCP task for a client that takes
+    /// tasks).
+    pub fn job(&self) -> Option<String> {
+        match self.job.lock() {
+            Ok(slot) => slot.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// Everything a call runs with. Cheap to clone (all `Arc`s).
+#[derive(Clone)]
+pub struct ToolContext {
+    /// Fires when the client cancels the request or the server shuts down.
+    pub cancel: CancellationToken,
+    /// Where progress goes.
+    pub progress: Arc<dyn ProgressSink>,
+    /// The roots this call may touch (the operator's, possibly narrowed by the client's).
+    pub workspace: Arc<Workspace>,
+    /// Who confirms risky calls ([`ToolContext::with_confirmer`]).
+    #[doc(hidden)]
+    pub confirmer: Arc<dyn Confirmer>,
+    /// What the call did beyond its result, for the audit log.
+    #[doc(hidden)]
+    pub facts: Arc<CallFacts>,
+    /// The session the call belongs to (jobs it starts are that session's).
+    #[doc(hidden)]
+    pub session: Session,
+    /// Where the result's payload goes (the session's client decides, see [`Payload`]).
+    #[doc(hidden)]
+    pub payload: Payload,
+}
+
+/// Who a call belongs to: a job belongs to the session that started it, and is killed when
+/// that session ends (unless the operator keeps jobs).
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Stable for the session, random (never the HTTP token).
+    pub id: Arc<str>,
+    /// Fires when the session ends.
+    pub ended: CancellationToken,
+}
+
+/// Random bytes in a session id (hex): unique enough to tell sessions apart.
+const SESSION_ID_BYTES: usize = 8;
+
+impl Session {
+    /// A session of its own (a local run, a test).
+    pub(crate) fn local() -> Self {
+        Self {
+            id: Self::new_id(),
+            ended: CancellationToken::new(),
+        }
+    }
+
+    /// A new random session id (for the audit log, traces and job ownership; never the HTTP
+    /// token).
+    pub fn new_id() -> Arc<str> {
+        Arc::from(
+            crate::secret::random_token(SESSION_ID_BYTES).unwrap_or_else(|_| "unknown".to_owned()),
+        )
+    }
+}
+
+impl ToolContext {
+    /// A context for a local run: no progress, nobody to confirm (the operator's
+    /// `exec.confirm`, `fallback`, decides), a fresh cancellation token.
+    pub fn local(workspace: Arc<Workspace>, fallback: ConfirmFallback) -> Self {
+        Self {
+            cancel: CancellationToken::new(),
+            progress: Arc::new(NoProgress),
+            confirmer: Arc::new(NoConfirmer {
+                reason: "there is no user to ask in this context (pass --yes to `toolport call` to confirm)".into(),
+                fallback,
+            }),
+            workspace,
+            facts: Arc::default(),
+            session: Session::local(),
+            payload: Payload::Both,
+        }
+    }
+}
+
+impl ToolContext {
+    /// Ask `confirmer` before a risky call runs (a command the policy marks, a write under
+    /// `confirm_writes`); its [`Confirmation::Declined`] reaches the model as a refusal.
+    #[must_use]
+    pub fn with_confirmer(mut self, confirmer: Arc<dyn Confirmer>) -> Self {
+        self.confirmer = confirmer;
+        self
+    }
+
+    /// Send the call's progress reports to `progress`.
+    #[must_use]
+    pub fn with_progress(mut self, progress: Arc<dyn ProgressSink>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Cancel the call when `cancel` fires (a running command is killed with its process
+    /// group).
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+}
+
+/// One tool. Object safe: the registry holds `Arc<dyn AiTool>`.
+#[async_trait]
+pub trait AiTool: Send + Sync + 'static {
+    /// Unique name, `[A-Za-z0-9_]{1,64}`: valid for MCP, OpenAI/OpenRouter, Anthropic and Ollama.
+    fn name(&self) -> &str;
+
+    /// A short human-readable title.
+    fn title(&self) -> Option<&str> {
+        None
+    }
+
+    /// What the tool does, stating its limits and defaults plainly.
+    fn description(&self) -> &str;
+
+    /// JSON Schema of the arguments; `type: "object"` at the top. Shared, not copied: the
+    /// registry's definition and the MCP listing hold the same schema.
+    fn input_schema(&self) -> Arc<JsonObject>;
+
+    /// JSON Schema of the structured result, if the tool returns one.
+    fn output_schema(&self) -> Option<Arc<JsonObject>> {
+        None
+    }
+
+    /// A category for filtering (exact match), e.g. `"filesystem"`.
+    fn category(&self) -> Option<&str> {
+        None
+    }
+
+    /// Tags for filtering (a filter matches tools that have all requested tags).
+    fn tags(&self) -> Vec<&str> {
+        Vec::new()
+    }
+
+    /// MCP behaviour hints.
+    fn annotations(&self) -> Annotations {
+        Annotations::default()
+    }
+
+    /// Prompt text teaching a model to use the tool, in the recommended shape (Tool,
+    /// Description, Purpose, Parameters, Expected Output, Example). The default generates it
+    /// from the name, description and schemas.
+    fn instructions(&self) -> String {
+        render_instructions(InstructionsFor {
+            name: self.name(),
+            description: self.description(),
+            purpose: None,
+            input_schema: &self.input_schema(),
+            output_schema: self.output_schema().as_deref(),
+            example: None,
+        })
+    }
+
+    /// Whether the registry may build this tool's definition and listing on first use (a
+    /// `tools/list`, a call, an export) instead of at registration. Only for a tool whose input
+    /// schema is an object schema by construction (the typed tools: their schemas are derived
+    /// on first use, which keeps them out of a cold start); for any other tool the registry
+    /// checks the definition when the tool is registered and refuses an invalid one there.
+    fn describe_on_first_use(&self) -> bool {
+        false
+    }
+
+    /// The input schema already compiled, for a tool that compiled it to check itself (a
+    /// plugin manifest does, when it loads): the registry then does not compile it again.
+    /// `None` (the default): the registry compiles [`AiTool::input_schema`].
+    fn compiled_input_schema(&self) -> Option<jsonschema::Validator> {
+        None
+    }
+
+    /// A human-readable description of this call if it is risky enough to need the user's
+    /// confirmation first; `None` (the default) runs it without asking. `workspace` is the
+    /// call's (a plugin resolves its path parameters to decide on the final argv).
+    fn confirmation(&self, _args: &JsonObject, _workspace: &Workspace) -> Option<String> {
+        None
+    }
+
+    /// Run the call. `args` has already been validated against [`AiTool::input_schema`].
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}

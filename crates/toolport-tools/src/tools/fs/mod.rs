@@ -1,0 +1,50 @@
+//! The file tools: `read_file`, `list_directory`, `path_info`; the search tools `grep`,
+//! `glob` and `read_many_files`, which share one tree walk (`walk.rs`); and the write tools
+//! `write_file`, `edit_file`, `create_directory` and `move_path` (served unless
+//! `[fs] write = "off"`). Thin adapters: every path goes through
+//! [`crate::workspace::Workspace`], which owns confinement and secret rules; `text.rs` holds
+//! encodings, hashes and diffs, `write.rs` what the write tools share.
+
+mod create_directory;
+mod edit_file;
+mod glob;
+mod grep;
+mod list_directory;
+mod move_path;
+mod path_info;
+mod read_file;
+mod read_many;
+mod settings;
+mod text;
+mod walk;
+mod write;
+mod write_file;
+
+pub(crate) use create_directory::CreateDirectory;
+pub(crate) use edit_file::EditFile;
+pub(crate) use glob::Glob;
+pub(crate) use grep::Grep;
+pub(crate) use list_directory::ListDirectory;
+pub(crate) use move_path::MovePath;
+pub(crate) use path_info::PathInfo;
+pub(crate) use read_file::ReadFile;
+pub(crate) use read_many::ReadManyFiles;
+pub use settings::FileLimits;
+pub use settings::FsArgs;
+pub use settings::FsSettings;
+pub use settings::WriteSettings;
+pub use settings::{FileFs, WriteMode};
+pub(crate) use write_file::WriteFile;
+
+use super::blocking;
+
+/// The category of every file tool.
+const CATEGORY: &str = "filesystem";
+
+/// Annotations shared by the file tools: read-only, idempotent, closed world.
+const ANNOTATIONS: crate::tool::Annotations = crate::tool::Annotations {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};

@@ -1,0 +1,159 @@
+//! The file tools' settings: the `[limits]` section of the config file, the
+//! `--read-max-bytes` / `--list-max-entries` flags (and their `TOOLPORT_*` variables), and
+//! [`FsSettings`], what `read_file` and `list_directory` are built with; and the `[fs]`
+//! section with `--read-only`, [`WriteSettings`]: whether the write tools are served, whether
+//! each write asks the user, and whether `.git/` may be written.
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use crate::settings::{SettingError, check_range};
+
+/// Default cap on text returned by one `read_file` call: 1 MiB is ~250k tokens, already more
+/// than most context windows; larger files are paged with `offset`/`limit`.
+pub(crate) const DEFAULT_READ_MAX_BYTES: u64 = 1024 * 1024;
+/// Smallest `read_max_bytes`: a page must hold at least a screenful of text.
+const MIN_READ_MAX_BYTES: u64 = 1024;
+/// Largest `read_max_bytes` an operator may set: one call should never be able to flood a
+/// client with more than this.
+const MAX_READ_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Default cap on entries returned by one `list_directory` call.
+pub(crate) const DEFAULT_LIST_MAX_ENTRIES: usize = 1000;
+/// Largest `list_max_entries` an operator may set.
+const MAX_LIST_MAX_ENTRIES: usize = 100_000;
+/// Default deepest recursion of `list_directory` (its `depth` argument is capped at this).
+pub(crate) const DEFAULT_LIST_MAX_DEPTH: usize = 10;
+/// Largest `list_max_depth` an operator may set.
+pub(crate) const MAX_LIST_MAX_DEPTH: usize = 64;
+
+/// The file tools' flags.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FsArgs {
+    /// Most bytes of text one read_file call returns (default 1048576 = 1 MiB).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        env = "TOOLPORT_READ_MAX_BYTES",
+        global = true
+    )]
+    pub(crate) read_max_bytes: Option<u64>,
+
+    /// Most entries one list_directory call returns (default 1000).
+    #[arg(
+        long,
+        value_name = "N",
+        env = "TOOLPORT_LIST_MAX_ENTRIES",
+        global = true
+    )]
+    pub(crate) list_max_entries: Option<usize>,
+
+    /// Serve no tool that writes (write_file, edit_file, create_directory, move_path): the
+    /// same as `[fs] write = "off"`.
+    #[arg(long, env = "TOOLPORT_READ_ONLY", global = true)]
+    pub(crate) read_only: bool,
+}
+
+/// The `[limits]` section of the config file.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileLimits {
+    read_max_bytes: Option<u64>,
+    list_max_entries: Option<usize>,
+    list_max_depth: Option<usize>,
+}
+
+/// What the file tools are built with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FsSettings {
+    /// Most bytes of text one `read_file` call returns.
+    pub read_max_bytes: u64,
+    /// Most entries one `list_directory` call returns.
+    pub list_max_entries: usize,
+    /// Deepest `list_directory` recursion.
+    pub(crate) list_max_depth: usize,
+}
+
+impl Default for FsSettings {
+    fn default() -> Self {
+        Self {
+            read_max_bytes: DEFAULT_READ_MAX_BYTES,
+            list_max_entries: DEFAULT_LIST_MAX_ENTRIES,
+            list_max_depth: DEFAULT_LIST_MAX_DEPTH,
+        }
+    }
+}
+
+impl FsSettings {
+    /// Layer the file < flags/environment over the defaults, and validate.
+    pub fn load(file: FileLimits, args: &FsArgs) -> Result<Self, SettingError> {
+        let defaults = Self::default();
+        Ok(Self {
+            read_max_bytes: check_range(
+                "limits.read_max_bytes",
+                args.read_max_bytes
+                    .or(file.read_max_bytes)
+                    .unwrap_or(defaults.read_max_bytes),
+                MIN_READ_MAX_BYTES..=MAX_READ_MAX_BYTES,
+            )?,
+            list_max_entries: check_range(
+                "limits.list_max_entries",
+                args.list_max_entries
+                    .or(file.list_max_entries)
+                    .unwrap_or(defaults.list_max_entries),
+                1..=MAX_LIST_MAX_ENTRIES,
+            )?,
+            list_max_depth: check_range(
+                "limits.list_max_depth",
+                file.list_max_depth.unwrap_or(defaults.list_max_depth),
+                1..=MAX_LIST_MAX_DEPTH,
+            )?,
+        })
+    }
+}
+
+/// What the write tools do (`[fs] write`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteMode {
+    /// Served, and a write runs without asking (clients that ask before destructive tools
+    /// still ask: write_file, edit_file and move_path are annotated destructive).
+    #[default]
+    Allow,
+    /// Served, and each write asks the user first (elicitation or `InputRequiredResult`), with
+    /// the diff or a summary in the question.
+    Confirm,
+    /// Not served: the server only reads (`--read-only`).
+    Off,
+}
+
+/// The `[fs]` section of the config file.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileFs {
+    write: Option<WriteMode>,
+    allow_git_writes: Option<bool>,
+}
+
+/// What the write tools are built with (`[fs]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct WriteSettings {
+    /// Whether the write tools are served and whether each write asks the user.
+    pub(crate) write: WriteMode,
+    /// Whether a path with a `.git` component may be written (hooks are code that git runs,
+    /// so by default they are not).
+    pub(crate) allow_git_writes: bool,
+}
+
+impl WriteSettings {
+    /// The file's `[fs]` section, with `--read-only` (or `TOOLPORT_READ_ONLY`) winning.
+    pub fn load(file: FileFs, args: &FsArgs) -> Self {
+        Self {
+            write: if args.read_only {
+                WriteMode::Off
+            } else {
+                file.write.unwrap_or_default()
+            },
+            allow_git_writes: file.allow_git_writes.unwrap_or(false),
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The built-in tools ([`builtin_tools`]), the command executor they share with plugin tools,
+//! and the operator's tool selection (enabled/disabled names, tags, category, name pattern),
+//! which `plugins::Catalog` applies to built-in and plugin tools alike.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::tool::AiTool;
+use crate::typed::typed;
+
+pub mod exec;
+pub mod fs;
+mod selection;
+pub mod web;
+
+pub use selection::SelectionArgs;
+pub use selection::ToolSelection;
+pub use selection::{FileTools, PayloadSetting};
+
+/// What the built-in tools are built with: each tool family's own settings.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinSettings<'a> {
+    /// The workspace roots (the sandbox keeps them writable).
+    pub roots: &'a [PathBuf],
+    /// `read_file` and `list_directory` limits.
+    pub fs: &'a fs::FsSettings,
+    /// The write tools (`[fs]`): served or not, confirmed or not.
+    pub write: &'a fs::WriteSettings,
+    /// `execute_command`.
+    pub exec: &'a exec::ExecSettings,
+    /// `web_search`.
+    pub web: &'a web::settings::WebSettings,
+}
+
+/// The built-in tools, and the command executor they share with plugin tools.
+pub struct Builtins {
+    /// Every built-in tool, in listing order.
+    pub(crate) tools: Vec<Arc<dyn AiTool>>,
+    /// The one executor (policy, slots, sandbox) of every tool that runs a command.
+    pub(crate) executor: Arc<exec::Executor>,
+    /// `web_search`'s provider requests by provider and outcome (a metric).
+    pub(crate) web_requests: web::RequestCounter,
+}
+
+/// Build every built-in tool from its settings.
+pub fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, SelectionError> {
+    let executor = Arc::new(exec::Executor::new(settings.exec, settings.roots).map_err(
+        |reason| SelectionError::Setup {
+            tool: exec::NAME,
+            reason,
+        },
+    )?);
+    let web_requests = web::RequestCounter::default();
+    let (job_output, job_input, job_kill, job_list) = exec::job_tools(&executor);
+    let read_file = fs::ReadFile::new(settings.fs);
+    let mut tools = vec![
+        typed(read_file.clone()),
+        typed(fs::ListDirectory::new(settings.fs)),
+        typed(fs::PathInfo),
+        typed(fs::Grep::new(settings.fs)),
+        typed(fs::Glob::new(settings.fs)),
+        typed(fs::ReadManyFiles::new(read_file)),
+    ];
+    if settings.write.write != fs::WriteMode::Off {
+        tools.extend([
+            typed(fs::WriteFile::new(*settings.write)),
+            typed(fs::EditFile::new(*settings.write)),
+            typed(fs::CreateDirectory::new(*settings.write)),
+            typed(fs::MovePath::new(*settings.write)),
+        ]);
+    }
+    tools.extend([
+        typed(exec::ExecuteCommand::new(executor.clone())),
+        typed(job_output),
+        typed(job_input),
+        typed(job_kill),
+        typed(job_list),
+        typed(web::WebSearch::new(settings.web, web_requests.clone())),
+        typed(web::FetchUrl::new(&settings.web.fetch)),
+    ]);
+    Ok(Builtins {
+        tools,
+        executor,
+        web_requests,
+    })
+}
+
+/// Why the tool selection in the config cannot be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectionError {
+    /// `tools.enabled` or `tools.disabled` names a tool that does not exist.
+    #[error("unknown tool {name:?} in {key}; known tools are: {known}")]
+    UnknownTool {
+        /// The name as configured.
+        name: String,
+        /// `tools.enabled` or `tools.disabled`.
+        key: &'static str,
+        /// The known names.
+        known: String,
+    },
+    /// A tool's settings are invalid (e.g. an unparsable policy rule).
+    #[error("cannot set up {tool}: {reason}")]
+    Setup {
+        /// The tool's name.
+        tool: &'static str,
+        /// What is wrong, naming the setting.
+        reason: String,
+    },
+    /// A built-in tool has an invalid definition (a bug).
+    #[error(transparent)]
+    Definition(#[from] crate::definition::DefinitionError),
+}
+
+/// Run blocking file work off the async runtime, mapping a panic or a runtime shutdown to a
+/// tool error.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, crate::tool::ToolError> + Send + 'static,
+) -> Result<T, crate::tool::ToolError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(crate::tool::ToolError::Cancelled(format!(
+            "the server is shutting down ({e})"
+        ))),
+    }
+}

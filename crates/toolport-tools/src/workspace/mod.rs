@@ -1,0 +1,373 @@
+//! Workspace roots and path confinement: the only place a tool's path becomes a file handle.
+//!
+//! # The rules
+//! - The operator names the roots (`--root`, default: the current directory). Each root is
+//!   canonicalised and opened **once**, as a directory handle, when the server starts.
+//! - A relative path resolves against the first root; an absolute path must lie (lexically,
+//!   component by component, so `/w/proj2` is not inside `/w/proj`) under one of the roots.
+//! - The file itself is opened *relative to the root handle* with `cap-std`, which uses
+//!   `openat2(RESOLVE_BENEATH)` on Linux (and an equivalent component-by-component walk
+//!   elsewhere). `..`, symlinks (absolute or relative, chained, dangling) and a symlink swapped
+//!   in between two calls are resolved by the kernel *beneath* the root: nothing is checked by
+//!   name and then reopened, so there is no check-then-use race.
+//! - Secrets (`.env*`, keys, `.ssh/` …) are refused by pattern, checked on the path as given
+//!   and on the real path of the opened handle (so a symlink named `notes.txt` that points at
+//!   `.env` is refused too). A file whose path holds no symlink is first opened with
+//!   `RESOLVE_NO_SYMLINKS`: its real path is then the path as given, and the real-path lookup
+//!   (a `/proc` readlink, the largest cost of a small read) is skipped. A secret directory
+//!   is not listed; a listing of its parent and `path_info` may show that a secret exists,
+//!   but its content is never returned.
+//! - A client's MCP roots can only narrow the operator's roots ([`Workspace::narrow`]).
+//!
+//! # What is not a boundary
+//! Hard links: a hard link inside a root to a file elsewhere *is* that file, and is readable.
+//! The operator decides what lives inside the roots.
+//!
+//! # Where things are
+//! Confinement lives only in this module, so that one small body of code decides whether a
+//! path may be touched and opens it beneath its root: a reviewer checks it here, once, and the
+//! tools only take what it gives back (handles, real paths), never a root handle to open
+//! paths against themselves. The [`Workspace`] type, its roots and the lexical resolution of a path (`Target`) are
+//! here; each concern has its own file:
+//! - `error.rs`: why the workspace or a path cannot be used ([`WorkspaceError`],
+//!   `PathError`), and how an I/O error from a confined lookup maps to one;
+//! - `kind.rs`: `FileKind`, the one vocabulary of file kinds;
+//! - `settings.rs`: the `[workspace]` config section ([`WorkspaceSettings`]);
+//! - `secrets.rs`: the secret rules and the checks of a path and of an opened handle's real
+//!   path against them;
+//! - `read.rs`: opening files and directories to read, metadata, and resolving a path for
+//!   another program (`Workspace::resolve`);
+//! - `write.rs`: where a write may land (`Workspace::write_target`,
+//!   `Workspace::entry_target`, `Workspace::create_dir_all`): the parent opened beneath
+//!   the root, secrets and `.git/` refused;
+//! - `atomic.rs`: the changes made there (`WriteTarget`): atomic writes (exclusive temporary
+//!   file, fsync, rename) and renames;
+//! - `sys.rs`: the raw system calls (`openat2`, `renameat2`, `/proc/self/fd`, directory
+//!   fsync) behind small functions, each with its fallback for other systems: the one file
+//!   to port.
+
+mod atomic;
+mod error;
+mod kind;
+mod read;
+mod secrets;
+mod settings;
+mod sys;
+mod write;
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
+pub(crate) use self::atomic::WriteTarget;
+pub(crate) use self::error::PathError;
+pub use self::error::WorkspaceError;
+pub(crate) use self::kind::FileKind;
+pub(crate) use self::secrets::DEFAULT_SECRET_PATTERNS;
+use self::secrets::SecretRules;
+pub use self::settings::{FileWorkspace, WorkspaceSettings};
+
+/// One root: its canonical path and an open handle that every lookup starts from.
+#[derive(Debug, Clone)]
+pub(crate) struct Root {
+    path: PathBuf,
+    /// The root as the operator spelled it (made absolute), when that differs from the
+    /// canonical path, e.g. through a symlinked parent: absolute paths may use either.
+    alias: Option<PathBuf>,
+    dir: Arc<Dir>,
+}
+
+/// A path resolved to a root: where lookups start, the path relative to it, and the absolute
+/// path to show the user.
+#[derive(Debug, Clone)]
+pub(crate) struct Target<'w> {
+    root: &'w Root,
+    /// As given (relative to the root); lookups use this, so the kernel resolves `..` and
+    /// symlinks in their real order.
+    rel: PathBuf,
+    /// Lexically normalised, for display and the secret rules.
+    normal: PathBuf,
+    display: PathBuf,
+}
+
+impl Target<'_> {
+    /// The absolute path (root joined with the lexically normalised relative path).
+    pub(crate) fn display(&self) -> &Path {
+        &self.display
+    }
+
+    /// The canonical path of the root this target is in.
+    pub(crate) fn root_path(&self) -> &Path {
+        &self.root.path
+    }
+}
+
+/// The set of roots a call may touch, plus the secret rules.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    roots: Vec<Root>,
+    secrets: SecretRules,
+}
+
+impl Workspace {
+    /// Canonicalise and open every root once; compile the secret patterns.
+    pub fn new(roots: &[PathBuf], secret_patterns: &[String]) -> Result<Self, WorkspaceError> {
+        let mut opened: Vec<Root> = Vec::new();
+        for given in roots {
+            let path = std::fs::canonicalize(given).map_err(|source| WorkspaceError::Root {
+                path: given.clone(),
+                source,
+            })?;
+            let dir = Dir::open_ambient_dir(&path, ambient_authority()).map_err(|source| {
+                WorkspaceError::Root {
+                    path: given.clone(),
+                    source,
+                }
+            })?;
+            let alias = std::path::absolute(given).ok().filter(|a| *a != path);
+            if !opened.iter().any(|r| r.path == path) {
+                opened.push(Root {
+                    path,
+                    alias,
+                    dir: Arc::new(dir),
+                });
+            }
+        }
+        Ok(Self {
+            roots: opened,
+            secrets: SecretRules::new(secret_patterns)?,
+        })
+    }
+
+    /// The canonical paths of the roots, in order.
+    pub(crate) fn root_paths(&self) -> impl Iterator<Item = &Path> {
+        self.roots.iter().map(|r| r.path.as_path())
+    }
+
+    /// The roots, for messages: `/a, /b`.
+    pub fn describe_roots(&self) -> String {
+        if self.roots.is_empty() {
+            return "none (the client's roots do not overlap the server's)".into();
+        }
+        self.roots
+            .iter()
+            .map(|r| r.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The workspace seen by a client that declared `client_roots` (already canonical absolute
+    /// paths): each client root inside an operator root becomes a root (opened through the
+    /// operator root's handle, so it cannot escape); each operator root inside a client root
+    /// stays. Nothing outside the operator's roots is ever added.
+    pub fn narrow(&self, client_roots: &[PathBuf]) -> Workspace {
+        let mut roots: Vec<Root> = Vec::new();
+        let mut add = |root: Root| {
+            if !roots.iter().any(|r| r.path == root.path) {
+                roots.push(root);
+            }
+        };
+        for client in client_roots {
+            for op in &self.roots {
+                if let Ok(rel) = client.strip_prefix(&op.path) {
+                    let opened = if rel.as_os_str().is_empty() {
+                        Ok(op.clone())
+                    } else {
+                        op.dir.open_dir(rel).map(|dir| Root {
+                            path: client.clone(),
+                            alias: None,
+                            dir: Arc::new(dir),
+                        })
+                    };
+                    match opened {
+                        Ok(root) => add(root),
+                        Err(error) => {
+                            tracing::warn!(root = %client.display(), %error, "ignoring a client root that cannot be opened inside the server's roots");
+                        }
+                    }
+                } else if op.path.starts_with(client) {
+                    add(op.clone());
+                }
+            }
+        }
+        Workspace {
+            roots,
+            secrets: self.secrets.clone(),
+        }
+    }
+
+    /// Resolve a user-supplied path to a root and a relative path, without touching the disk.
+    pub(crate) fn target(&self, user: &str) -> Result<Target<'_>, PathError> {
+        if user.is_empty() {
+            return Err(PathError::Empty {
+                first_root: self.first_root_name(),
+                roots: self.describe_roots(),
+            });
+        }
+        if user.contains('\0') {
+            return Err(PathError::NulByte);
+        }
+        let path = Path::new(user);
+        let (root, rel) = if path.is_absolute() {
+            self.roots
+                .iter()
+                .find_map(|r| {
+                    let rel = path
+                        .strip_prefix(&r.path)
+                        .ok()
+                        .or_else(|| r.alias.as_ref().and_then(|a| path.strip_prefix(a).ok()));
+                    rel.map(|rel| (r, rel))
+                })
+                .ok_or_else(|| self.outside(user))?
+        } else {
+            let root = self.roots.first().ok_or_else(|| self.outside(user))?;
+            (root, path)
+        };
+        // Lexical normalisation for display and for an early, clear error; the real
+        // resolution (symlinks included) is done by the kernel beneath the root handle.
+        let mut normal = PathBuf::new();
+        for part in rel.components() {
+            match part {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if !normal.pop() {
+                        return Err(self.outside(user));
+                    }
+                }
+                Component::Normal(name) => normal.push(name),
+                Component::RootDir | Component::Prefix(_) => return Err(self.outside(user)),
+            }
+        }
+        let display = if normal.as_os_str().is_empty() {
+            root.path.clone()
+        } else {
+            root.path.join(&normal)
+        };
+        let rel = if rel.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            rel.to_path_buf()
+        };
+        Ok(Target {
+            root,
+            rel,
+            normal,
+            display,
+        })
+    }
+
+    fn first_root_name(&self) -> String {
+        self.roots
+            .first()
+            .map(|r| r.path.display().to_string())
+            .unwrap_or_else(|| "the first root".into())
+    }
+
+    fn outside(&self, user: &str) -> PathError {
+        PathError::OutsideRoots {
+            path: user.to_owned(),
+            roots: self.describe_roots(),
+            first_root: self.first_root_name(),
+        }
+    }
+}
+
+/// Parse a client root URI (`file:///home/me/proj`) into a canonical absolute path.
+pub fn client_root_path(uri: &str) -> Option<PathBuf> {
+    let url = url::Url::parse(uri).ok()?;
+    if url.scheme() != "file" {
+        return None;
+    }
+    let path = url.to_file_path().ok()?;
+    std::fs::canonicalize(path).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workspace over two real directories, `<tmp>/a` (first) and `<tmp>/b`.
+    pub(super) fn two_roots() -> (tempfile::TempDir, Workspace, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let (a, b) = (base.join("a"), base.join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let ws = Workspace::new(&[a.clone(), b.clone()], &[]).unwrap();
+        (dir, ws, a, b)
+    }
+
+    #[test]
+    fn target_resolves_lexically_against_the_roots() {
+        let (_d, ws, a, b) = two_roots();
+        let shown = |user: &str| {
+            ws.target(user)
+                .map(|t| t.display().to_path_buf())
+                .map_err(|e| std::mem::discriminant(&e))
+        };
+        let outside = Err(std::mem::discriminant(&PathError::OutsideRoots {
+            path: String::new(),
+            roots: String::new(),
+            first_root: String::new(),
+        }));
+        for (user, expected) in [
+            ("x.txt", Ok(a.join("x.txt"))),
+            (".", Ok(a.clone())),
+            ("./src/../x.txt", Ok(a.join("x.txt"))),
+            ("src/./lib.rs", Ok(a.join("src/lib.rs"))),
+            ("..", outside.clone()),
+            ("src/../../x", outside.clone()),
+        ] {
+            assert_eq!(shown(user), expected, "{user}");
+        }
+        let in_b = b.join("deep/file.rs");
+        assert_eq!(shown(in_b.to_str().unwrap()), Ok(in_b.clone()));
+        // `/w/b2` is not inside `/w/b`: containment is by component, not by prefix.
+        let sibling = format!("{}2/x", b.display());
+        assert_eq!(shown(&sibling), outside);
+        assert_eq!(shown("/etc/passwd"), outside);
+    }
+
+    #[test]
+    fn target_refuses_empty_and_nul_paths_saying_why() {
+        let (_d, ws, a, _b) = two_roots();
+        let empty = ws.target("").map(|_| ()).unwrap_err();
+        assert_eq!(
+            empty,
+            PathError::Empty {
+                first_root: a.display().to_string(),
+                roots: ws.describe_roots(),
+            }
+        );
+        assert_eq!(
+            ws.target("a\0b").map(|_| ()).unwrap_err(),
+            PathError::NulByte
+        );
+        assert_eq!(
+            ws.target("../x").map(|_| ()).unwrap_err().to_string(),
+            format!(
+                "../x is outside the allowed roots; allowed roots are: {}. Relative paths resolve against {}",
+                ws.describe_roots(),
+                a.display()
+            )
+        );
+    }
+
+    #[test]
+    fn client_roots_only_narrow() {
+        let (_d, ws, a, _b) = two_roots();
+        let inner = a.join("inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        let narrowed = ws.narrow(std::slice::from_ref(&inner));
+        assert_eq!(narrowed.describe_roots(), inner.display().to_string());
+        assert!(
+            narrowed.target("../x").is_err(),
+            "the parent is no longer in"
+        );
+        // A client root outside the operator's roots adds nothing.
+        let outside = ws.narrow(&[PathBuf::from("/")]);
+        assert!(outside.target("/etc/passwd").is_err());
+    }
+}
