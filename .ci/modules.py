@@ -22,7 +22,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 # The bottom of the crate: these import nothing from UPPER.
-LOWER = {"schema", "settings", "secret", "instructions", "tool", "definition", "typed",
+LOWER = {"background", "schema", "settings", "secret", "instructions", "tool", "definition", "typed",
          "registry", "workspace"}
 UPPER = {"config", "cli", "hidden", "server", "transport", "tools"}
 

@@ -15,6 +15,7 @@
 //! - [`workspace`]: roots, confinement, secret rules;
 //! - [`tools`]: the built-in tools.
 
+pub mod background;
 pub mod cli;
 pub mod config;
 mod definition;
@@ -93,7 +94,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         audit: observe::audit::AuditLog::open(&config.audit, secrets),
         metrics: observe::metrics::Metrics::new(catalog.commands_running(), catalog.web_requests()),
         budgets: Arc::new(config.limits.calls.clone()),
-        jobs: catalog.jobs(),
+        jobs: background::BackgroundTable::new(Arc::new(catalog.jobs())),
         payload: config.tools.payload,
     };
     {

@@ -50,7 +50,6 @@ pub(crate) use runner::{ExecResult, Executor};
 pub(crate) use settings::ExecArgs;
 pub use settings::ExecSettings;
 pub(crate) use settings::FileExec;
-pub(crate) use tasks::{Standing, standing};
 
 /// The tool's name.
 pub(crate) const NAME: &str = "execute_command";
