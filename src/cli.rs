@@ -219,7 +219,7 @@ async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode 
     flush_audit(&shared).await;
     // The jobs end with the server; their output files go now (the watchdog does it too,
     // for a server that dies without stopping).
-    shared.jobs.remove_dir();
+    shared.jobs.remove_files();
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

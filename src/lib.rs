@@ -27,7 +27,7 @@ pub mod transport;
 // The tool model, the workspace and the tools live in the `toolport-tools` library; the
 // server's modules reach them under the same names.
 pub(crate) use toolport_tools::{
-    definition, plugins, registry, secret, settings, tool, tools, workspace,
+    background, definition, plugins, registry, secret, settings, tool, tools, workspace,
 };
 
 use std::sync::Arc;
@@ -87,7 +87,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         audit: observe::audit::AuditLog::open(&config.audit, secrets),
         metrics: observe::metrics::Metrics::new(catalog.commands_running(), catalog.web_requests()),
         budgets: Arc::new(config.limits.calls.clone()),
-        jobs: catalog.jobs(),
+        jobs: background::BackgroundTable::new(Arc::new(catalog.jobs())),
         payload: config.tools.payload,
     };
     {

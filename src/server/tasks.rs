@@ -1,10 +1,11 @@
-//! MCP tasks (the 2026-07-28 `io.modelcontextprotocol/tasks` extension, SEP-2663) over jobs. A
-//! task *is* a job: a tasks-capable client's call that became a job is answered with a task of
-//! the same id, `tasks/get` reports where the job stands, `tasks/cancel` kills it. So a task
-//! belongs to its caller exactly as the job does (the job table's ownership rule), lives as long
-//! as the job (its retention after the end, or less when the job is evicted to keep at most
-//! `exec.max_jobs` finished ones: then `tasks/get` says "unknown task", as for any job that is
-//! gone), and stays reachable by the job tools.
+//! MCP tasks (the 2026-07-28 `io.modelcontextprotocol/tasks` extension, SEP-2663) over the
+//! work calls leave running ([`crate::background`]; today `execute_command`'s jobs). A task
+//! *is* that work: a tasks-capable client's call that left work running is answered with a
+//! task of the same id, `tasks/get` reports where the work stands, `tasks/cancel` ends it. So a
+//! task belongs to its caller exactly as the work does (its owner's rule), lives as long as the
+//! work (for a job, its retention after the end, or less when the job is evicted to keep at
+//! most `exec.max_jobs` finished ones: then `tasks/get` says "unknown task", as for any job
+//! that is gone), and stays reachable by the job tools.
 //!
 //! - `working` while the command runs (`statusMessage`: its latest output line);
 //! - `completed` once it ended by itself or at its time limit, with the result a call that
@@ -21,9 +22,13 @@ use rmcp::model::{
     CallToolResult, CreateTaskResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus,
 };
 
+use rmcp::RoleServer;
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
+use rmcp::service::RequestContext;
+
+use super::ToolportServer;
+use crate::background::{Background, BackgroundState, BackgroundTable};
 use crate::tool::Session;
-use crate::tools::exec::jobs::Job;
-use crate::tools::exec::{JobTable, Standing, standing};
 
 /// How often a client should poll a working task: the pace at which a waiting call reports
 /// progress. A command's state is worth reading about once a second; faster polling only
@@ -33,10 +38,14 @@ const POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// JSON-RPC's "internal error", for a task whose result cannot be serialised.
 const INTERNAL_ERROR: i32 = -32603;
 
-/// The job behind task `id` of `session`; another session's task, or one that is gone, is
+/// The work behind task `id` of `session`; another session's task, or one that is gone, is
 /// "not found" (SEP-2663: an unknown task id is -32602 invalid params).
-pub(super) fn lookup(jobs: &JobTable, session: &Session, id: &str) -> Result<Arc<Job>, McpError> {
-    jobs.get(session, id).map_err(|error| {
+fn lookup(
+    work: &BackgroundTable,
+    session: &Session,
+    id: &str,
+) -> Result<Arc<dyn Background>, McpError> {
+    work.get(session, id).map_err(|error| {
         McpError::invalid_params(
             format!("unknown task {id:?}: {error} (task ids are the job ids of this session)"),
             None,
@@ -44,47 +53,99 @@ pub(super) fn lookup(jobs: &JobTable, session: &Session, id: &str) -> Result<Arc
     })
 }
 
-/// The answer to the call that made `job`: the task's seed state.
-pub(super) fn created(job: &Job) -> CreateTaskResult {
+/// The answer to the call that left `job` running: the task's seed state.
+pub(super) fn created(job: &dyn Background) -> CreateTaskResult {
     CreateTaskResult::new(detailed(job).task)
 }
 
 /// Where the task stands now, with its result once it has one.
-pub(super) fn detailed(job: &Job) -> DetailedTask {
-    match standing(job) {
-        Standing::Running { message } => DetailedTask::new(
+fn detailed(job: &dyn Background) -> DetailedTask {
+    match job.state() {
+        BackgroundState::Running { message } => DetailedTask::new(
             base(job, TaskStatus::Working, message).with_poll_interval_ms(millis(POLL_INTERVAL)),
             TaskPayload::Working,
         ),
-        Standing::Ended { output, message } => {
+        BackgroundState::Ended { output, message } => {
             let payload = match call_result_object(super::tool_result(output)) {
                 Ok(result) => TaskPayload::Completed { result },
                 Err(error) => TaskPayload::Failed { error },
             };
             DetailedTask::new(base(job, TaskStatus::Completed, message), payload)
         }
-        Standing::Killed { message } => DetailedTask::new(
+        BackgroundState::Killed { message } => DetailedTask::new(
             base(job, TaskStatus::Cancelled, message),
             TaskPayload::Cancelled,
         ),
     }
 }
 
-/// The fields every status has. The job is removed `exec.job_retention` after its end at the
-/// latest, so the TTL (from creation) is its run so far plus the retention: the most it is
-/// kept once it ended, and growing while it runs (SEP-2663 lets the TTL change). A job evicted
-/// earlier (more than `exec.max_jobs` finished) cannot be foreseen here: the TTL is a bound.
-fn base(job: &Job, status: TaskStatus, message: String) -> Task {
+/// The fields every status has. The work is removed its retention after its end at the
+/// latest (`exec.job_retention` for a job), so the TTL (from creation) is its run so far plus
+/// the retention: the most it is kept once it ended, and growing while it runs (SEP-2663 lets
+/// the TTL change). Work dropped earlier (a job evicted because more than `exec.max_jobs`
+/// finished) cannot be foreseen here: the TTL is a bound.
+fn base(job: &dyn Background, status: TaskStatus, message: String) -> Task {
     let updated = job.ended_at().unwrap_or_else(SystemTime::now);
-    let age = updated.duration_since(job.started_at).unwrap_or_default();
+    let age = updated.duration_since(job.started_at()).unwrap_or_default();
     Task::new(
-        job.id.clone(),
+        job.id().to_owned(),
         status,
-        timestamp(job.started_at),
+        timestamp(job.started_at()),
         timestamp(updated),
     )
     .with_status_message(message)
     .with_ttl_ms(millis(age + job.retention()))
+}
+
+impl ToolportServer {
+    /// The task `id` of the session `context` belongs to.
+    fn task(
+        &self,
+        context: &RequestContext<RoleServer>,
+        id: &str,
+    ) -> Result<Arc<dyn Background>, McpError> {
+        lookup(&self.shared.jobs, &self.job_owner(context), id)
+    }
+
+    /// `tasks/get`: where the work stands, with its result once it ended.
+    pub(super) fn task_status(
+        &self,
+        request: &GetTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let job = self.task(context, &request.task_id)?;
+        Ok(GetTaskResult::new(detailed(&*job)))
+    }
+
+    /// `tasks/update`: toolport's tasks never ask for input, so there is nothing to answer (a
+    /// command's stdin is written with job_input).
+    pub(super) fn task_update(
+        &self,
+        request: &UpdateTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let job = self.task(context, &request.task_id)?;
+        Err(McpError::invalid_params(
+            format!(
+                "task {} has no outstanding input requests (toolport's tasks never ask for input); to write to the command's stdin, start it with stdin_open: true and use job_input",
+                job.id()
+            ),
+            None,
+        ))
+    }
+
+    /// `tasks/cancel`: end the work (for a job: TERM, a grace, KILL, escapees swept) and
+    /// answer once it is gone; `tasks/get` then says `cancelled`. A task that has ended already
+    /// is left as it is.
+    pub(super) async fn task_cancel(
+        &self,
+        request: &CancelTaskParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let job = self.task(context, &request.task_id)?;
+        job.cancel().await;
+        Ok(())
+    }
 }
 
 /// ISO 8601 (RFC 3339, UTC, milliseconds).

@@ -42,6 +42,8 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 #[doc(hidden)]
+pub mod background;
+#[doc(hidden)]
 pub mod definition;
 #[doc(hidden)]
 pub mod hidden;

@@ -264,8 +264,8 @@ pub struct CommandFacts {
 pub struct CallFacts {
     command: std::sync::Mutex<Option<CommandFacts>>,
     declined: std::sync::atomic::AtomicBool,
-    /// The job the call's command became (it outlived the call), by id.
-    job: std::sync::Mutex<Option<String>>,
+    /// The background work the call left running or reports on, by id.
+    job: std::sync::Mutex<Option<CallJob>>,
 }
 
 impl CallFacts {
@@ -296,20 +296,48 @@ impl CallFacts {
         self.declined.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The call's command became a job (`background`, or still running at `yield_after`).
+    /// The call left work running ([`crate::background`]): its command became a job
+    /// (`background`, or still running at `yield_after`).
     pub(crate) fn set_job(&self, id: String) {
+        self.put_job(CallJob::Started(id));
+    }
+
+    /// The call's result reports on work started earlier (job_output).
+    pub(crate) fn set_job_shown(&self, id: String) {
+        self.put_job(CallJob::Shown(id));
+    }
+
+    fn put_job(&self, job: CallJob) {
         match self.job.lock() {
-            Ok(mut slot) => *slot = Some(id),
-            Err(poisoned) => *poisoned.into_inner() = Some(id),
+            Ok(mut slot) => *slot = Some(job),
+            Err(poisoned) => *poisoned.into_inner() = Some(job),
         }
     }
 
-    /// The job the call's command became, if it did (an MCP task for a client that takes
-    /// tasks).
-    pub fn job(&self) -> Option<String> {
+    /// The background work the call left running or reports on, if any.
+    pub fn job(&self) -> Option<CallJob> {
         match self.job.lock() {
             Ok(slot) => slot.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// The background work ([`crate::background`]) a call's result is about, by id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallJob {
+    /// The call left it running: for a client that takes tasks, the call is answered with
+    /// it as a task.
+    Started(String),
+    /// The call reports on work started earlier: its output is linked, it is no task.
+    Shown(String),
+}
+
+impl CallJob {
+    /// The work's id.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Started(id) | Self::Shown(id) => id,
         }
     }
 }

@@ -13,7 +13,7 @@
 //!   session), `jsonrpc.request.id`, `mcp.protocol.version`, `network.transport` (`pipe`,
 //!   `tcp`) and, when it fails, `error.type` (`tool_error` for an `isError` result, the
 //!   JSON-RPC code of an error, `cancelled` for a request dropped unanswered) with an error
-//!   status. One wrapper rather than a line in each handler: the handlers (`server.rs`) hold no
+//!   status. One wrapper rather than a line in each handler: the handlers (`server/`) hold no
 //!   tracing code, and every request is traced, initialize and ping included. Notifications
 //!   and `subscriptions/listen` (a stream that lasts as long as the session) are handed on
 //!   without a span.

@@ -235,7 +235,7 @@ impl TypedTool for JobOutput {
         }
         let job = executor.jobs().get(&ctx.session, &p.job_id)?;
         // The answer links the job's output resources, as execute_command's did.
-        ctx.facts.set_job(job.id.clone());
+        ctx.facts.set_job_shown(job.id.clone());
         let live = &job.live;
         for (name, offset, which) in [
             ("stdout_offset", p.stdout_offset, Which::Stdout),

@@ -102,16 +102,6 @@ pub(crate) struct Jobs {
 #[derive(Debug, Clone, Default)]
 pub struct JobTable(pub(crate) Option<Arc<Jobs>>);
 
-impl JobTable {
-    /// Remove the jobs' output files, as the server stops (the watchdog does it too, for a
-    /// server that dies without stopping).
-    pub fn remove_dir(&self) {
-        if let Some(jobs) = &self.0 {
-            jobs.remove_dir();
-        }
-    }
-}
-
 /// What a job is made of, besides its command.
 pub(crate) struct NewJob {
     pub(crate) command_line: String,

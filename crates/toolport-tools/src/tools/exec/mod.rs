@@ -50,7 +50,6 @@ pub(crate) use runner::{ExecResult, Executor};
 pub use settings::ExecArgs;
 pub use settings::ExecSettings;
 pub use settings::FileExec;
-pub use tasks::{Standing, standing};
 
 /// The tool's name.
 pub const NAME: &str = "execute_command";

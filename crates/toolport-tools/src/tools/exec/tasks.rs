@@ -1,46 +1,90 @@
-//! Jobs as MCP tasks see them. The server answers a tasks-capable client's call that became
-//! a job with a task of the same id, and maps `tasks/get` and `tasks/cancel` onto the job
-//! (`server/tasks.rs`); this file says where a job stands in `execute_command`'s own terms,
+//! Jobs as background work ([`crate::background`]): the server answers a tasks-capable
+//! client's call that became a job with a task of the same id, maps `tasks/get` and
+//! `tasks/cancel` onto the job and offers its output as resources, all through the
+//! [`Background`] hook; this file says where a job stands in `execute_command`'s own terms,
 //! so a task's final result is exactly what a call that waited would have returned.
 
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
 
 use super::jobs::{Job, JobTable};
+use super::process::Which;
 use super::{job_tools, render, runner};
+use crate::background::{Background, BackgroundState, BackgroundWork, OutputStart, OutputStream};
 use crate::tool::{Session, ToolError, ToolOutput};
 
-/// Where a job stands.
-pub enum Standing {
-    /// It runs; a line saying how far it got (its latest output line, else its state).
-    Running { message: String },
-    /// It ended by itself or at its time limit: `execute_command`'s result, as a call that
-    /// waited for the end would have returned it, and a line saying how it ended.
-    Ended { output: ToolOutput, message: String },
-    /// It was killed (job_kill, tasks/cancel, the end of its session); how, in a line.
-    Killed { message: String },
-}
-
-impl JobTable {
-    /// The job `id` of `session` (the same rule as the job tools: another session's job is
+impl BackgroundWork for JobTable {
+    /// The job `id` of `owner` (the same rule as the job tools: another session's job is
     /// "not found").
-    pub fn get(&self, session: &Session, id: &str) -> Result<Arc<Job>, ToolError> {
+    fn get(&self, owner: &Session, id: &str) -> Result<Arc<dyn Background>, ToolError> {
         match &self.0 {
-            Some(jobs) => jobs.get(session, id),
+            Some(jobs) => Ok(jobs.get(owner, id)?),
             None => Err(ToolError::NotFound(format!(
                 "no job {id:?}: this server runs no commands"
             ))),
         }
     }
+
+    /// The jobs end with the server; their output files go with it.
+    fn remove_files(&self) {
+        if let Some(jobs) = &self.0 {
+            jobs.remove_dir();
+        }
+    }
 }
 
-/// Where `job` stands now.
-pub fn standing(job: &Job) -> Standing {
+#[async_trait]
+impl Background for Job {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn state(&self) -> BackgroundState {
+        standing(self)
+    }
+
+    fn started_at(&self) -> SystemTime {
+        self.started_at
+    }
+
+    fn ended_at(&self) -> Option<SystemTime> {
+        Job::ended_at(self)
+    }
+
+    fn retention(&self) -> Duration {
+        Job::retention(self)
+    }
+
+    async fn cancel(&self) {
+        self.kill().await;
+    }
+
+    fn read_output(&self, stream: OutputStream, max: usize) -> std::io::Result<OutputStart> {
+        let which = match stream {
+            OutputStream::Stdout => Which::Stdout,
+            OutputStream::Stderr => Which::Stderr,
+        };
+        let chunk = self.live.read(which, 0, max)?;
+        Ok(OutputStart {
+            text: chunk.text,
+            next: chunk.next,
+            readable: self.live.readable(which),
+        })
+    }
+}
+
+/// Where `job` stands now: running (its latest output line, else its state), ended by itself
+/// or at its time limit (`execute_command`'s result, as a call that waited for the end would
+/// have returned it), or killed (job_kill, tasks/cancel, the end of its session).
+fn standing(job: &Job) -> BackgroundState {
     if job.running() {
         let message = job
             .live
             .last_line()
             .unwrap_or_else(|| job_tools::describe(job));
-        return Standing::Running { message };
+        return BackgroundState::Running { message };
     }
     let message = job_tools::describe(job);
     match runner::job_result(job) {
@@ -53,8 +97,8 @@ pub fn standing(job: &Job) -> Standing {
                     text,
                 },
             };
-            Standing::Ended { output, message }
+            BackgroundState::Ended { output, message }
         }
-        None => Standing::Killed { message },
+        None => BackgroundState::Killed { message },
     }
 }

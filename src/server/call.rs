@@ -1,0 +1,255 @@
+//! `tools/call`: a short pipeline — the tool exists, the session's budget admits the call, the
+//! client's roots are in, the tool runs — whose every exit is a [`Finished`], which the one
+//! outer function records (audit log, metrics) in one place before answering.
+//!
+//! Tool errors are `isError` results; an unknown tool is JSON-RPC -32602. A call that needs
+//! confirmation from a 2026-07-28 client is answered with an `InputRequiredResult` and
+//! recorded only when the client retries it. A tasks-capable client's call that left work
+//! running ([`crate::background`]) is answered with that work as a task; otherwise a result
+//! that names such work links its output.
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+
+use super::confirm::{self, McpConfirmer};
+use super::resources::job_links;
+use super::{ToolportServer, clients, progress, tasks, tool_result};
+use crate::observe::audit::Outcome;
+use crate::observe::{Call, Failure, TOOL_ERROR};
+use crate::registry::{ExecuteError, ToolRegistry};
+use crate::tool::{CallFacts, CallJob, ToolContext};
+
+/// The error kind of a call refused by a budget (`[limits]`).
+const OVER_BUDGET: &str = "over_budget";
+
+/// The metrics' tool label for a call to a tool that does not exist.
+const UNKNOWN_TOOL_LABEL: &str = "(unknown)";
+
+/// JSON-RPC's "internal error" code as an `error.type`.
+const INTERNAL_ERROR_CODE: &str = "-32603";
+
+/// JSON-RPC's "invalid params" code as the `error.type` of an unknown tool.
+const INVALID_PARAMS_CODE: &str = "-32602";
+
+/// How a call ended: the answer, and what to record of it.
+struct Finished {
+    answer: Result<CallToolResponse, McpError>,
+    record: Record,
+}
+
+/// What the audit log and the metrics get of a call.
+enum Record {
+    /// The call is over: what failed (`None`: it succeeded) and the size of its result
+    /// (0 for a JSON-RPC error, or when nobody asked for it).
+    Ended {
+        failure: Option<Failure>,
+        bytes_out: usize,
+    },
+    /// Nothing: the client retries the call with the user's answer, and the retry is what
+    /// gets recorded.
+    Retried,
+}
+
+impl Finished {
+    /// A call to a tool that does not exist: JSON-RPC -32602.
+    fn unknown_tool(message: String) -> Self {
+        let error = McpError::invalid_params(message, None);
+        Self::error(error, "unknown_tool", INVALID_PARAMS_CODE)
+    }
+
+    /// A call that failed inside the server: JSON-RPC -32603.
+    fn internal_error(message: String) -> Self {
+        let error = McpError::internal_error(message, None);
+        Self::error(error, "internal_error", INTERNAL_ERROR_CODE)
+    }
+
+    /// A JSON-RPC error, recorded as an error of `kind` with `error_type`.
+    fn error(error: McpError, kind: &'static str, error_type: &'static str) -> Self {
+        let failure = Failure {
+            kind,
+            message: error.message.to_string(),
+            outcome: Outcome::Error,
+            error_type,
+        };
+        Self {
+            answer: Err(error),
+            record: Record::Ended {
+                failure: Some(failure),
+                bytes_out: 0,
+            },
+        }
+    }
+}
+
+impl ToolportServer {
+    /// `tools/call`: open the call's record, run the pipeline, finish the record from what came
+    /// back, answer.
+    pub(super) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.count_stdio_session();
+        // One snapshot for the whole call: a reload meanwhile does not change the tool.
+        let registry = self.shared.registry.load();
+        let facts: Arc<CallFacts> = Arc::default();
+        let known = registry.get(&request.name).is_some();
+        let call = self.begin_call(&request, &context, known, facts.clone());
+        let finished = if known {
+            self.run_call(&call, &registry, request, &context, &facts)
+                .await
+        } else {
+            // Answered before waiting for the client's roots.
+            Finished::unknown_tool(registry.unknown(&request.name).to_string())
+        };
+        match finished.record {
+            Record::Ended { failure, bytes_out } => call.finish(failure, bytes_out),
+            Record::Retried => call.skip(),
+        }
+        finished.answer
+    }
+
+    /// The call's record (audit log, metrics) starts now.
+    fn begin_call(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        known: bool,
+        facts: Arc<CallFacts>,
+    ) -> Call {
+        let name = request.name.as_ref();
+        let audit = self.shared.audit.as_ref().map(|log| {
+            log.begin(
+                self.session_id.clone(),
+                self.transport,
+                self.client_name(context),
+                name,
+                request.arguments.as_ref().unwrap_or(&Default::default()),
+            )
+        });
+        // Metrics label an unknown tool with one name: a client calling random names must
+        // not create a label set per name.
+        let label = if known { name } else { UNKNOWN_TOOL_LABEL };
+        Call::begin(&self.shared.metrics, audit, label, facts)
+    }
+
+    /// The call of a tool that exists: admitted by the budget, run, answered.
+    async fn run_call(
+        &self,
+        call: &Call,
+        registry: &ToolRegistry,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        facts: &Arc<CallFacts>,
+    ) -> Finished {
+        let name = request.name.as_ref();
+        // Before anything runs: a call over its session's budget is refused, not queued.
+        let permit = match self.budget.admit(name) {
+            Ok(permit) => permit,
+            Err(denial) => {
+                let result = CallToolResult::error(vec![ContentBlock::text(denial.to_string())]);
+                let failure = Failure {
+                    kind: OVER_BUDGET,
+                    message: denial.to_string(),
+                    outcome: Outcome::Denied,
+                    error_type: TOOL_ERROR,
+                };
+                return Finished {
+                    record: Record::Ended {
+                        failure: Some(failure),
+                        bytes_out: call.size_of(&result),
+                    },
+                    answer: Ok(result.into()),
+                };
+            }
+        };
+        self.roots_settled(&context.peer).await;
+        let ctx = self.tool_context(&request, context, facts.clone());
+        let args = request.arguments.clone().unwrap_or_default();
+        let (mut result, failure) = match registry.execute(name, args, &ctx).await {
+            Ok(output) => (tool_result(output), None),
+            Err(ExecuteError::Tool(error)) => (
+                CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+                Some(Failure::tool(&error, facts)),
+            ),
+            Err(unknown @ ExecuteError::UnknownTool { .. }) => {
+                return Finished::unknown_tool(unknown.to_string());
+            }
+            Err(ExecuteError::ConfirmationRequired { description }) => {
+                return match confirm::input_required(&description) {
+                    Ok(question) => {
+                        // The retry is what counts against the budget.
+                        permit.refund();
+                        Finished {
+                            answer: Ok(question.into()),
+                            record: Record::Retried,
+                        }
+                    }
+                    Err(e) => Finished::internal_error(e.to_owned()),
+                };
+            }
+        };
+        let job = facts.job().filter(|_| failure.is_none());
+        // A client that takes tasks gets the work the call left running as a task (SEP-2663:
+        // only when this request declared the extension, in `initialize` or in its `_meta`).
+        let task = match &job {
+            Some(CallJob::Started(id))
+                if context
+                    .client_capabilities()
+                    .is_some_and(|caps| caps.supports_tasks()) =>
+            {
+                self.shared.jobs.get(&ctx.session, id).ok()
+            }
+            _ => None,
+        };
+        // Otherwise the work's whole output, as resources the client can read
+        // (`toolport://jobs/…`).
+        if task.is_none()
+            && let Some(job) = &job
+        {
+            result.content.extend(job_links(job.id()));
+        }
+        drop(permit);
+        let record = Record::Ended {
+            failure,
+            bytes_out: call.size_of(&result),
+        };
+        let answer = match task {
+            Some(job) => CallToolResponse::Task(tasks::created(&*job)),
+            None => result.into(),
+        };
+        Finished {
+            answer: Ok(answer),
+            record,
+        }
+    }
+
+    /// What the tool runs with: this request's cancellation, progress and confirmation, this
+    /// session's workspace, owner and payload placement.
+    fn tool_context(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        facts: Arc<CallFacts>,
+    ) -> ToolContext {
+        ToolContext {
+            cancel: context.ct.clone(),
+            progress: progress::sink(context),
+            workspace: self.workspace(),
+            confirmer: Arc::new(McpConfirmer::for_request(
+                request,
+                context,
+                self.shared.confirm_fallback,
+            )),
+            facts,
+            session: self.job_owner(context),
+            payload: clients::payload_for(
+                self.shared.payload,
+                self.client_info(context).as_ref().map(|i| i.name.as_str()),
+            ),
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Resources: `toolport://metrics` (the metrics as JSON) and the output of work a call left
+//! running ([`crate::background`]), `toolport://jobs/ID/stdout` and `/stderr`, linked from the
+//! results that name such work and readable by the session that owns it.
+
+use rmcp::ErrorData as McpError;
+use rmcp::RoleServer;
+use rmcp::model::{
+    ContentBlock, ListResourcesResult, ReadResourceResult, Resource, ResourceContents,
+};
+use rmcp::service::RequestContext;
+
+use super::ToolportServer;
+use crate::background::OutputStream;
+use crate::observe::metrics;
+
+/// Where a job's output is offered as a resource: `toolport://jobs/ID/stdout` and `/stderr`.
+const JOB_RESOURCE_PREFIX: &str = "toolport://jobs/";
+
+/// Most bytes one `resources/read` of a job's output returns: its start, for a look; the
+/// rest is paged with job_output (a resource read has no offsets).
+const JOB_RESOURCE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// The resource links to a job's output, added to the results that name a job.
+pub(super) fn job_links(id: &str) -> Vec<ContentBlock> {
+    ["stdout", "stderr"]
+        .into_iter()
+        .map(|stream| {
+            ContentBlock::resource_link(
+                Resource::new(format!("{JOB_RESOURCE_PREFIX}{id}/{stream}"), format!("{id} {stream}"))
+                    .with_description(format!("The whole {stream} of {id} so far (its start, up to 4 MiB; page the rest with job_output)"))
+                    .with_mime_type("text/plain"),
+            )
+        })
+        .collect()
+}
+
+/// `resources/list`: the metrics (a job's output is linked from the results that name it).
+pub(super) fn list() -> ListResourcesResult {
+    ListResourcesResult::with_all_items(vec![
+        Resource::new(metrics::RESOURCE_URI, "metrics")
+            .with_title("toolport metrics")
+            .with_description(
+                "Calls by tool and outcome, call durations, sessions, calls in flight and commands running, as JSON (the same samples as /metrics over HTTP)",
+            )
+            .with_mime_type("application/json"),
+    ])
+}
+
+impl ToolportServer {
+    /// `resources/read`: the metrics, or a job's output.
+    pub(super) fn read_resource_uri(
+        &self,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResult, McpError> {
+        if let Some(rest) = uri.strip_prefix(JOB_RESOURCE_PREFIX) {
+            return self.read_job_output(uri, rest, context);
+        }
+        if uri != metrics::RESOURCE_URI {
+            return Err(McpError::resource_not_found(
+                format!(
+                    "unknown resource {:?}; the resources are {} and a job's output, {JOB_RESOURCE_PREFIX}JOB_ID/stdout or /stderr",
+                    uri,
+                    metrics::RESOURCE_URI
+                ),
+                None,
+            ));
+        }
+        let json = self.shared.metrics.render_json();
+        let text = serde_json::to_string_pretty(&json)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(text, metrics::RESOURCE_URI).with_mime_type("application/json"),
+        ]))
+    }
+
+    /// `resources/read` of `toolport://jobs/ID/stdout` (or `/stderr`): the start of a job's
+    /// whole output, for the session that owns it.
+    fn read_job_output(
+        &self,
+        uri: &str,
+        rest: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResult, McpError> {
+        let not_found = |why: String| McpError::resource_not_found(why, None);
+        let (id, stream) = match rest.split_once('/') {
+            Some((id, "stdout")) => (id, OutputStream::Stdout),
+            Some((id, "stderr")) => (id, OutputStream::Stderr),
+            _ => {
+                return Err(not_found(format!(
+                    "{uri:?} is not a job's output: use {JOB_RESOURCE_PREFIX}JOB_ID/stdout or /stderr"
+                )));
+            }
+        };
+        let job = self
+            .shared
+            .jobs
+            .get(&self.job_owner(context), id)
+            .map_err(|e| not_found(e.to_string()))?;
+        let start = job
+            .read_output(stream, JOB_RESOURCE_MAX_BYTES)
+            .map_err(|e| {
+                McpError::internal_error(format!("cannot read the job's output: {e}"), None)
+            })?;
+        let mut text = start.text;
+        if start.next < start.readable {
+            text.push_str(&format!(
+                "\n[... {} more bytes: read them with job_output from offset {} ...]\n",
+                start.readable - start.next,
+                start.next
+            ));
+        }
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(text, uri).with_mime_type("text/plain"),
+        ]))
+    }
+}
