@@ -9,7 +9,7 @@ use std::time::Duration;
 /// One command for the [`Executor`](super::Executor). Nothing in it is trusted: the executor
 /// checks the program and arguments, applies the command policy and the server's limits, and
 /// resolves `cwd` inside the workspace.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct CommandRequest {
     /// The program: a name looked up on the command's `PATH`, or a path.
     pub(crate) program: String,
