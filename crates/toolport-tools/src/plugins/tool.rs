@@ -10,6 +10,7 @@
 //! non-zero exit, a timeout or a kill is an `isError` result carrying stderr and the exit code.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -19,7 +20,7 @@ use super::template::ExpandError;
 use crate::instructions::{InstructionsFor, render_instructions};
 use crate::schema::JsonObject;
 use crate::tool::{AiTool, Annotations, ToolContext, ToolError, ToolOutput};
-use crate::tools::exec::{ExecResult, Executor, Params};
+use crate::tools::exec::{CommandRequest, ExecResult, Executor};
 use crate::workspace::Workspace;
 
 /// Stops git's upward search for a repository (see [`PluginTool::env`]).
@@ -54,7 +55,11 @@ impl PluginTool {
 
     /// The command for a call: defaults applied, path parameters resolved inside the roots,
     /// templates filled. Nothing runs.
-    fn command(&self, args: &JsonObject, workspace: &Workspace) -> Result<Params, ToolError> {
+    fn command(
+        &self,
+        args: &JsonObject,
+        workspace: &Workspace,
+    ) -> Result<CommandRequest, ToolError> {
         let run = &self.manifest.run;
         let mut values = args.clone();
         for (name, default) in &run.defaults {
@@ -85,23 +90,23 @@ impl PluginTool {
             ExpandError::Refused(m) => ToolError::PermissionDenied(m),
             ExpandError::Invalid(m) => ToolError::InvalidArguments(m),
         };
-        Ok(Params {
-            command: run.command.clone(),
+        Ok(CommandRequest {
+            program: run.command.clone(),
             args: run.args.expand(&values).map_err(expand_error)?,
             cwd: match &run.cwd {
                 Some(t) => t.expand(&values).map_err(expand_error)?,
                 None => None,
             },
-            timeout: run.timeout,
+            timeout: run.timeout.map(Duration::from_secs),
             stdin: match &run.stdin {
                 Some(t) => t.expand(&values).map_err(expand_error)?,
                 None => None,
             },
-            env: Some(self.env(workspace)),
+            env: self.env(workspace),
+            stdin_open: false,
             // A plugin tool answers when its command ends: no jobs.
             background: false,
-            yield_after: Some(0),
-            stdin_open: false,
+            yield_after: Some(Duration::ZERO),
         })
     }
 
@@ -275,15 +280,15 @@ impl AiTool for PluginTool {
     /// The policy's confirmation set applies to the final argv (paths resolved). A call whose
     /// command cannot be built asks nothing: `execute` reports why.
     fn confirmation(&self, args: &JsonObject, workspace: &Workspace) -> Option<String> {
-        let params = self.command(args, workspace).ok()?;
+        let request = self.command(args, workspace).ok()?;
         self.executor
-            .confirmation(&params)
+            .confirmation(&request)
             .map(|question| format!("{question} (plugin tool {})", self.manifest.name))
     }
 
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let params = self.command(&args, &ctx.workspace)?;
-        let result = self.executor.run(params, ctx).await?;
+        let request = self.command(&args, &ctx.workspace)?;
+        let result = self.executor.run(request, ctx).await?;
         self.finish(result)
     }
 }

@@ -34,8 +34,8 @@ use crate::tool::{Session, ToolError};
 
 /// One job.
 #[derive(Debug)]
-pub struct Job {
-    pub id: String,
+pub(crate) struct Job {
+    pub(crate) id: String,
     owner: Arc<str>,
     /// The command as a shell would show it.
     pub(crate) command_line: String,
@@ -43,10 +43,10 @@ pub struct Job {
     pub(crate) cwd: String,
     /// Its limit, in seconds.
     pub(crate) timeout: u64,
-    pub started_at: SystemTime,
+    pub(crate) started_at: SystemTime,
     /// When it started, by the monotonic clock (which finished job ended first).
     started: Instant,
-    pub live: Arc<Live>,
+    pub(crate) live: Arc<Live>,
     /// How long it is kept after its end.
     retention: Duration,
 }
@@ -59,19 +59,19 @@ impl Job {
 
     /// End it (TERM to its processes, a grace, KILL, the escapees swept) and wait until they
     /// are gone. A job that has ended already is left as it is.
-    pub async fn kill(&self) {
+    pub(crate) async fn kill(&self) {
         self.live.kill();
         self.live.ended().await;
     }
 
     /// When it ended, by the wall clock (`None` while it runs).
-    pub fn ended_at(&self) -> Option<SystemTime> {
+    pub(crate) fn ended_at(&self) -> Option<SystemTime> {
         self.live.end().map(|end| self.started_at + end.duration)
     }
 
     /// How long it is kept after its end (`exec.job_retention`), at most: it goes sooner when
     /// more than `exec.max_jobs` finished jobs are kept and it ended first.
-    pub fn retention(&self) -> Duration {
+    pub(crate) fn retention(&self) -> Duration {
         self.retention
     }
 
@@ -107,7 +107,7 @@ pub(crate) struct NewJob {
     pub(crate) command_line: String,
     pub(crate) cwd: String,
     pub(crate) timeout: u64,
-    pub live: Arc<Live>,
+    pub(crate) live: Arc<Live>,
     /// What it holds until it ends (its `max_concurrent` slot, its count in the metrics).
     pub(crate) hold: Box<dyn Send>,
 }

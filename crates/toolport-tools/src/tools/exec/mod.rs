@@ -17,10 +17,11 @@
 //!   the roots, the temp dir (also passed as `TMPDIR`) and `/dev/shm` stay writable.
 //!
 //! All of that is the [`Executor`] ([`runner`]), which plugin tools share: this file only maps
-//! the tool's arguments onto it and renders the result.
+//! the tool's arguments onto the engine's [`CommandRequest`] and renders the result.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -32,20 +33,23 @@ use crate::settings::{human, human_bytes};
 use crate::tool::{Annotations, ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 
+mod env;
 mod job_tools;
 pub mod jobs;
 pub(crate) mod policy;
 pub mod process;
 pub mod reaper;
+mod request;
 mod runner;
 pub mod sandbox;
 mod settings;
 mod tasks;
 pub mod watchdog;
 
+pub use env::child_env;
 pub(crate) use job_tools::job_tools;
 pub use jobs::JobTable;
-pub use runner::child_env;
+pub(crate) use request::CommandRequest;
 pub(crate) use runner::{ExecResult, Executor};
 pub use settings::ExecArgs;
 pub use settings::ExecSettings;
@@ -92,7 +96,7 @@ fn description(settings: &ExecSettings) -> String {
 }
 
 /// Arguments of `execute_command`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Params {
     /// The program to run, e.g. "cargo", "git", "ls" or a path. Not a command line: put the
@@ -121,6 +125,23 @@ pub(crate) struct Params {
     /// Keep the command's stdin open for job_input (a REPL, a prompt), after `stdin` if given.
     #[serde(default)]
     pub(crate) stdin_open: bool,
+}
+
+/// The arguments as the engine's request: the same fields, named for the engine.
+impl From<Params> for CommandRequest {
+    fn from(p: Params) -> Self {
+        Self {
+            program: p.command,
+            args: p.args,
+            cwd: p.cwd,
+            env: p.env.unwrap_or_default(),
+            stdin: p.stdin,
+            stdin_open: p.stdin_open,
+            timeout: p.timeout.map(Duration::from_secs),
+            background: p.background,
+            yield_after: p.yield_after.map(Duration::from_secs),
+        }
+    }
 }
 
 /// The `execute_command` tool: the arguments as a command for the shared [`Executor`].
@@ -269,7 +290,7 @@ impl TypedTool for ExecuteCommand {
     }
 
     fn confirmation(&self, p: &Params, _workspace: &crate::workspace::Workspace) -> Option<String> {
-        self.executor.confirmation(p)
+        self.executor.confirmation(&p.clone().into())
     }
 
     fn render(&self, output: &ExecResult) -> String {
@@ -283,7 +304,7 @@ impl TypedTool for ExecuteCommand {
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
-        self.executor.run(p, ctx).await
+        self.executor.run(p.into(), ctx).await
     }
 }
 

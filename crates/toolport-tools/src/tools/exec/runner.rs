@@ -3,12 +3,12 @@
 //! nothing that `execute_command` with the same argv could not, and both queue for the same
 //! `exec.max_concurrent` slots.
 //!
-//! A call is a pipeline, as codex's exec is: [`Executor::plan`] turns a request into a
+//! A call is a pipeline, as codex's exec is: [`Executor::plan`] turns a [`CommandRequest`]
+//! (the engine's own input; `execute_command` and plugin tools each build one) into a
 //! [`process::RunSpec`] (checks, policy, timeout, environment, working directory, sandbox
 //! argv; nothing runs), [`process::run`] runs it, and `Report::finish` turns the outcome into
 //! an [`ExecResult`].
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,41 +18,15 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
+use super::env::child_env;
 use super::jobs::{Job, Jobs, NewJob};
 use super::policy::{Decision, Place, Policy};
-use super::process::Which;
+use super::process::{self, Which};
+use super::request::CommandRequest;
 use super::sandbox::{self, SandboxSpec};
 use super::settings::{self, ExecSettings, SandboxKind};
-use super::{Params, process};
 use crate::tool::{CommandFacts, ToolContext, ToolError};
 use crate::workspace::PathError;
-
-/// Environment variables a call may not set: they change how programs are loaded or how
-/// shells start, which would let a call run code the policy never saw.
-const DENIED_ENV_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_"];
-const DENIED_ENV_NAMES: &[&str] = &[
-    "BASH_ENV",
-    "ENV",
-    "IFS",
-    "PROMPT_COMMAND",
-    "SHELLOPTS",
-    "PS4",
-];
-
-/// Variables every command gets so that nothing waits for a human: no pager, no editor, no git
-/// credential prompt, and tools' non-interactive modes (CI=1).
-const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
-    ("TERM", "dumb"),
-    ("PAGER", "cat"),
-    ("GIT_PAGER", "cat"),
-    ("MANPAGER", "cat"),
-    ("GIT_TERMINAL_PROMPT", "0"),
-    ("GIT_EDITOR", "true"),
-    ("EDITOR", "true"),
-    ("VISUAL", "true"),
-    ("CI", "1"),
-    ("DEBIAN_FRONTEND", "noninteractive"),
-];
 
 /// A call's timeout when it gives none: [`settings::DEFAULT_TIMEOUT`], or the operator's
 /// maximum when that is lower.
@@ -204,21 +178,24 @@ impl Executor {
         super::JobTable(Some(self.jobs.clone()))
     }
 
-    /// What to ask the user before running `p`, when the policy wants confirmation.
-    pub(crate) fn confirmation(&self, p: &Params) -> Option<String> {
+    /// What to ask the user before running `request`, when the policy wants confirmation.
+    pub(crate) fn confirmation(&self, request: &CommandRequest) -> Option<String> {
         // The working directory as the policy sees it: relative ones are under the first root
         // (where the call runs them); a cwd that escapes is refused when the call runs.
         let root = self.roots.first().map_or(Path::new(""), PathBuf::as_path);
-        let cwd = root.join(p.cwd.as_deref().unwrap_or(""));
+        let cwd = root.join(request.cwd.as_deref().unwrap_or(""));
         let place = Place {
             cwd: &cwd,
             roots: &self.roots,
         };
-        match self.policy.decide(&p.command, &p.args, Some(&place)) {
+        match self
+            .policy
+            .decide(&request.program, &request.args, Some(&place))
+        {
             Decision::Confirm { reason } => Some(format!(
                 "Run `{}` in {}: {reason}",
-                Self::command_line(p),
-                p.cwd.as_deref().unwrap_or("the workspace root")
+                request.command_line(),
+                request.cwd.as_deref().unwrap_or("the workspace root")
             )),
             Decision::Allow | Decision::Deny { .. } => None,
         }
@@ -226,16 +203,18 @@ impl Executor {
 
     /// Run a command: plan it, wait for a free slot (a cancelled call leaves the queue), run
     /// it with its process group, and report what it did.
-    pub(crate) async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
-        let argv: Vec<String> = std::iter::once(p.command.clone())
-            .chain(p.args.iter().cloned())
-            .collect();
+    pub(crate) async fn run(
+        &self,
+        request: CommandRequest,
+        ctx: &ToolContext,
+    ) -> Result<ExecResult, ToolError> {
+        let argv = request.argv();
         // Recorded first, so a call dropped while the command runs still names it.
         ctx.facts.set_command(CommandFacts {
             argv: argv.clone(),
             ..CommandFacts::default()
         });
-        let result = self.run_planned(p, ctx).await;
+        let result = self.run_planned(request, ctx).await;
         if let Some(job) = result.as_ref().ok().and_then(|r| r.job_id.clone()) {
             ctx.facts.set_job(job);
         }
@@ -248,10 +227,14 @@ impl Executor {
         result
     }
 
-    async fn run_planned(&self, p: Params, ctx: &ToolContext) -> Result<ExecResult, ToolError> {
-        let background = p.background;
-        let stdin_open = p.stdin_open;
-        let plan = match self.plan(p, &ctx.workspace)? {
+    async fn run_planned(
+        &self,
+        request: CommandRequest,
+        ctx: &ToolContext,
+    ) -> Result<ExecResult, ToolError> {
+        let background = request.background;
+        let stdin_open = request.stdin_open;
+        let plan = match self.plan(request, &ctx.workspace)? {
             Planned::Run(plan) => plan,
             Planned::NoSuchCwd(result) => return Ok(result),
         };
@@ -327,25 +310,6 @@ impl Executor {
             }
         }
     }
-
-    /// The command as a shell would show it (for confirmations and results).
-    fn command_line(p: &Params) -> String {
-        std::iter::once(p.command.as_str())
-            .chain(p.args.iter().map(String::as_str))
-            .map(|part| {
-                if !part.is_empty()
-                    && part
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-                {
-                    part.to_owned()
-                } else {
-                    format!("'{}'", part.replace('\'', r"'\''"))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
 }
 
 /// One command counted as running until this is dropped (also when the call is dropped).
@@ -361,79 +325,6 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.0.dec();
-    }
-}
-
-/// The environment a command runs with: PATH, HOME, LANG, TMPDIR, the operator's allowlist,
-/// the non-interactive defaults, then the call's own `env` (refused names rejected).
-pub fn child_env(
-    env_allowlist: &[String],
-    extra: Option<&BTreeMap<String, String>>,
-) -> Result<Vec<(String, String)>, ToolError> {
-    let mut env: BTreeMap<String, String> = BTreeMap::new();
-    env.insert(
-        "PATH".into(),
-        absolute_path_entries(
-            &std::env::var("PATH").unwrap_or_else(|_| process::FALLBACK_PATH.into()),
-        ),
-    );
-    if let Ok(home) = std::env::var("HOME") {
-        env.insert("HOME".into(), home);
-    }
-    env.insert(
-        "LANG".into(),
-        std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
-    );
-    // The server's temp dir: with a sandbox it is the one writable place outside the roots.
-    env.insert("TMPDIR".into(), std::env::temp_dir().display().to_string());
-    for name in env_allowlist {
-        if let Ok(value) = std::env::var(name) {
-            env.insert(name.clone(), value);
-        }
-    }
-    for (name, value) in NON_INTERACTIVE_ENV {
-        env.insert((*name).into(), (*value).into());
-    }
-    for (name, value) in extra.into_iter().flatten() {
-        let valid = !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit());
-        if !valid {
-            return Err(ToolError::InvalidArguments(format!(
-                "env: {name:?} is not a valid variable name (letters, digits and _, not starting with a digit)"
-            )));
-        }
-        if DENIED_ENV_NAMES.contains(&name.as_str())
-            || DENIED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
-        {
-            return Err(ToolError::PermissionDenied(format!(
-                "env: setting {name} is not allowed (it changes how programs load or how shells start); refused names are {} and anything starting with {}",
-                DENIED_ENV_NAMES.join(", "),
-                DENIED_ENV_PREFIXES.join(", ")
-            )));
-        }
-        if value.contains('\0') {
-            return Err(ToolError::InvalidArguments(format!(
-                "env: the value of {name} contains a NUL byte"
-            )));
-        }
-        env.insert(name.clone(), value.clone());
-    }
-    Ok(env.into_iter().collect())
-}
-
-/// `PATH` without its empty and relative entries: they resolve against the command's working
-/// directory (the workspace), so a program name allowed by the policy (or named by a plugin)
-/// could run a file the agent wrote.
-fn absolute_path_entries(path: &str) -> String {
-    let kept: Vec<&str> = path
-        .split(':')
-        .filter(|entry| entry.starts_with('/'))
-        .collect();
-    if kept.is_empty() {
-        process::FALLBACK_PATH.to_owned()
-    } else {
-        kept.join(":")
     }
 }
 
@@ -481,18 +372,20 @@ impl Executor {
     /// configured).
     fn plan(
         &self,
-        p: Params,
+        request: CommandRequest,
         workspace: &crate::workspace::Workspace,
     ) -> Result<Planned, ToolError> {
-        if p.command.is_empty()
-            || p.command.contains('\0')
-            || p.args.iter().any(|a| a.contains('\0'))
+        if request.program.is_empty()
+            || request.program.contains('\0')
+            || request.args.iter().any(|a| a.contains('\0'))
         {
             return Err(ToolError::InvalidArguments(
                 "command must be a non-empty program name, and neither it nor args may contain NUL bytes".into(),
             ));
         }
-        if let Decision::Deny { rule, reason } = self.policy.decide(&p.command, &p.args, None) {
+        if let Decision::Deny { rule, reason } =
+            self.policy.decide(&request.program, &request.args, None)
+        {
             return Err(ToolError::PermissionDenied(format!(
                 "the command policy denies this command ({rule}): {reason}"
             )));
@@ -507,21 +400,23 @@ impl Executor {
             }
         };
         let yield_cap = self.settings.timeout_max.as_secs();
-        let yield_after = p.yield_after.unwrap_or(self.settings.yield_after.as_secs());
+        let yield_after = request
+            .yield_after
+            .map_or(self.settings.yield_after.as_secs(), |after| after.as_secs());
         if yield_after > yield_cap {
             return Err(ToolError::InvalidArguments(format!(
                 "yield_after {yield_after} is above the server's maximum of {yield_cap} seconds (the longest a call may wait); give at most {yield_cap}, or background: true"
             )));
         }
         // A command that may become a job has a job's limits.
-        let may_be_job = p.background || yield_after > 0;
+        let may_be_job = request.background || yield_after > 0;
         let (default, max) = if may_be_job {
             (self.settings.job_timeout, self.settings.job_timeout_max)
         } else {
             (default_timeout(&self.settings), self.settings.timeout_max)
         };
         let max = max.as_secs();
-        let timeout = p.timeout.unwrap_or(default.as_secs());
+        let timeout = request.timeout.map_or(default.as_secs(), |t| t.as_secs());
         if timeout > max {
             // The schema's `maximum` says so and the registry checks it first; this keeps the
             // rule true for any other caller.
@@ -534,14 +429,14 @@ impl Executor {
                 }
             )));
         }
-        let env = child_env(&self.settings.env_allowlist, p.env.as_ref())?;
+        let env = child_env(&self.settings.env_allowlist, Some(&request.env))?;
         let path = env
             .iter()
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
-        let command_line = Self::command_line(&p);
-        let cwd_arg = p.cwd.as_deref().unwrap_or(".");
+        let command_line = request.command_line();
+        let cwd_arg = request.cwd.as_deref().unwrap_or(".");
         let (cwd_dir, cwd) = match workspace.open_dir(cwd_arg) {
             Ok((dir, target)) => (dir, target.display().display().to_string()),
             Err(error @ (PathError::NotFound { .. } | PathError::NotADirectory { .. })) => {
@@ -557,16 +452,16 @@ impl Executor {
             }
             Err(other) => return Err(other.into()),
         };
-        let args: Vec<OsString> = p.args.iter().map(OsString::from).collect();
+        let args: Vec<OsString> = request.args.iter().map(OsString::from).collect();
         let (program, args) = match sandbox {
             Some(spec) => {
-                let (exe, argv) =
-                    sandbox::shim_command(spec, p.command.as_ref(), &args).map_err(|e| {
+                let (exe, argv) = sandbox::shim_command(spec, request.program.as_ref(), &args)
+                    .map_err(|e| {
                         ToolError::ExecutionFailed(format!("cannot start the sandbox: {e}"))
                     })?;
                 (exe.into_os_string(), argv)
             }
-            None => (OsString::from(&p.command), args),
+            None => (OsString::from(&request.program), args),
         };
         Ok(Planned::Run(Plan {
             spec: process::RunSpec {
@@ -574,18 +469,18 @@ impl Executor {
                 args,
                 cwd: cwd_dir.into_std_file(),
                 env,
-                stdin: p.stdin.map(String::into_bytes),
+                stdin: request.stdin.map(String::into_bytes),
                 timeout: Duration::from_secs(timeout),
                 max_output_bytes: self.settings.max_output_bytes,
             },
             report: Report {
-                command: p.command,
+                command: request.program,
                 command_line,
                 cwd,
                 timeout,
                 path,
             },
-            yield_after: (!p.background && yield_after > 0)
+            yield_after: (!request.background && yield_after > 0)
                 .then(|| Duration::from_secs(yield_after)),
         }))
     }
