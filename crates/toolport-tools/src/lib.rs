@@ -78,6 +78,6 @@ pub use tool::{
     AiTool, Annotations, ConfirmFallback, Confirmation, Confirmer, NoProgress, ProgressSink,
     ToolContext, ToolError, ToolOutput,
 };
-pub use toolbox::{BuildError, Settings, Toolbox};
+pub use toolbox::{BuildError, Settings, SettingsError, Toolbox};
 pub use typed::{ToolSpec, TypedTool, typed};
 pub use workspace::Workspace;

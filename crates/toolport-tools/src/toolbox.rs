@@ -3,18 +3,71 @@
 //! its tool set through the same [`Catalog`] (plus live reload); this is the small front door
 //! for a Rust agent.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use serde::Deserialize;
 
 use crate::definition::DefinitionError;
 use crate::plugins::Catalog;
+use crate::plugins::FilePlugins;
 use crate::registry::ToolRegistry;
+use crate::settings::SettingError;
 use crate::tool::{AiTool, ConfirmFallback, ToolContext};
-use crate::tools::exec::ExecSettings;
-use crate::tools::fs::{FsSettings, WriteMode, WriteSettings};
-use crate::tools::web::settings::WebSettings;
-use crate::tools::{BuiltinSettings, SelectionError, ToolSelection, builtin_tools};
-use crate::workspace::{Workspace, WorkspaceError};
+use crate::tools::exec::{ExecArgs, ExecSettings, FileExec};
+use crate::tools::fs::{FileFs, FileLimits, FsArgs, FsSettings, WriteMode, WriteSettings};
+use crate::tools::web::settings::{FileWeb, WebSettings};
+use crate::tools::{
+    BuiltinSettings, FileTools, SelectionArgs, SelectionError, ToolSelection, builtin_tools,
+};
+use crate::workspace::{FileWorkspace, Workspace, WorkspaceError, WorkspaceSettings};
+
+/// The keys of `[limits]` that are the file tools'; the section's other keys are the server's
+/// call budgets (docs/observability.md), which a toolbox has no use for.
+const FILE_LIMIT_KEYS: &[&str] = &["read_max_bytes", "list_max_entries", "list_max_depth"];
+
+/// A toolport config file as a toolbox reads it: the tool sections; the server's own
+/// (`[http]`, `[audit]`, `[telemetry]`, `log_level`) are accepted and left alone, so one file
+/// serves both. Unknown keys are errors, as in the server.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolsFile {
+    roots: Option<Vec<PathBuf>>,
+    #[serde(default)]
+    tools: FileTools,
+    #[serde(default)]
+    limits: toml::Table,
+    #[serde(default)]
+    fs: FileFs,
+    #[serde(default)]
+    workspace: FileWorkspace,
+    #[serde(default)]
+    exec: FileExec,
+    #[serde(default)]
+    web: FileWeb,
+    #[serde(default)]
+    plugins: FilePlugins,
+    // The server's sections.
+    #[allow(dead_code)]
+    log_level: Option<toml::Value>,
+    #[allow(dead_code)]
+    http: Option<toml::Value>,
+    #[allow(dead_code)]
+    audit: Option<toml::Value>,
+    #[allow(dead_code)]
+    telemetry: Option<toml::Value>,
+}
+
+/// Why [`Settings::from_toml`] refused a config text. The message names the key.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// Not TOML, an unknown key, or a value of the wrong type.
+    #[error("invalid tool settings: {0}")]
+    Parse(String),
+    /// A value outside what is allowed.
+    #[error(transparent)]
+    Setting(#[from] SettingError),
+}
 
 /// What a [`Toolbox`] is built from: the roots the tools may touch and how the built-in tools
 /// behave. The defaults are the `toolport` binary's (docs/configuration.md): file tools
@@ -40,6 +93,74 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Settings from the text of a toolport config file (docs/configuration.md): `roots` and
+    /// the sections the tools read — `[tools]`, `[limits]` (the file tools' keys), `[fs]`,
+    /// `[workspace]`, `[exec]`, `[web]` (API keys from its `*_file` keys or the
+    /// `TOOLPORT_*_API_KEY` variables, as in the server), `[plugins] dirs`. Relative paths
+    /// resolve against `base_dir` (the file's folder); without `roots`, the root is
+    /// `base_dir`. The server's own sections are accepted and ignored, so the same file
+    /// configures both.
+    ///
+    /// ```
+    /// use toolport_tools::{Settings, Toolbox};
+    ///
+    /// let text = r#"
+    ///     [exec]
+    ///     timeout_max = "30s"
+    ///     [tools]
+    ///     disabled = ["web_search", "fetch_url"]
+    /// "#;
+    /// let settings = Settings::from_toml(text, &std::env::temp_dir())?;
+    /// let toolbox = Toolbox::new(&settings)?;
+    /// assert!(toolbox.registry().get("web_search").is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_toml(text: &str, base_dir: &Path) -> Result<Self, SettingsError> {
+        let file: ToolsFile = toml::from_str(text)
+            .map_err(|e| SettingsError::Parse(e.to_string().trim_end().to_owned()))?;
+        let limits: toml::Table = file
+            .limits
+            .into_iter()
+            .filter(|(key, _)| FILE_LIMIT_KEYS.contains(&key.as_str()))
+            .collect();
+        let limits: FileLimits = limits
+            .try_into()
+            .map_err(|e: toml::de::Error| SettingsError::Parse(format!("[limits]: {e}")))?;
+        let absolute = |path: &PathBuf| {
+            if path.is_absolute() {
+                path.clone()
+            } else {
+                base_dir.join(path)
+            }
+        };
+        let roots = match &file.roots {
+            Some(roots) => roots.iter().map(absolute).collect(),
+            None => vec![base_dir.to_path_buf()],
+        };
+        let env = |name: &str| std::env::var(name).ok();
+        let plugins = crate::plugins::PluginSettings::load(
+            file.plugins,
+            &Default::default(),
+            None,
+            base_dir,
+            base_dir,
+        );
+        Ok(Self {
+            roots,
+            secret_patterns: WorkspaceSettings::load(file.workspace).secret_patterns,
+            fs: FsSettings::load(limits, &FsArgs::default())?,
+            write: WriteSettings::load(file.fs, &FsArgs::default()),
+            exec: ExecSettings::load(file.exec, &ExecArgs::default())?,
+            web: WebSettings::load(file.web, base_dir, env)?,
+            plugin_dirs: if plugins.default_dir {
+                Vec::new()
+            } else {
+                plugins.dirs
+            },
+            selection: ToolSelection::load(file.tools, &SelectionArgs::default())?,
+        })
+    }
+
     /// The defaults with these roots (the first is where relative paths start). Every path a
     /// tool touches must be inside one of them.
     pub fn new<P: Into<PathBuf>>(roots: impl IntoIterator<Item = P>) -> Self {
@@ -176,5 +297,69 @@ impl Toolbox {
     /// [`ToolContext::with_confirmer`] to ask the user.
     pub fn context(&self) -> ToolContext {
         ToolContext::local(self.workspace.clone(), self.confirm_fallback)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_server_config_file_gives_the_tool_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("work")).unwrap();
+        let text = r#"
+            roots = ["work"]
+            log_level = "debug"
+            [limits]
+            read_max_bytes = 4096
+            max_calls_per_session = 10
+            [fs]
+            write = "off"
+            [exec]
+            timeout_max = "30s"
+            [http]
+            max_body_bytes = 1000
+            [audit]
+            path = "audit.jsonl"
+            [plugins]
+            dirs = ["tools.d"]
+        "#;
+        let settings = Settings::from_toml(text, dir.path()).unwrap();
+        assert_eq!(settings.roots, vec![dir.path().join("work")]);
+        assert_eq!(settings.fs.read_max_bytes, 4096);
+        assert_eq!(settings.write.write, WriteMode::Off);
+        assert_eq!(
+            settings.exec.timeout_max,
+            std::time::Duration::from_secs(30)
+        );
+        assert_eq!(settings.plugin_dirs, vec![dir.path().join("tools.d")]);
+        let toolbox = Toolbox::new(&settings).unwrap();
+        assert!(toolbox.registry().get("write_file").is_none());
+        assert!(toolbox.registry().get("read_file").is_some());
+    }
+
+    #[test]
+    fn defaults_root_at_the_base_dir_and_read_no_default_plugin_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings::from_toml("", dir.path()).unwrap();
+        assert_eq!(settings.roots, vec![dir.path().to_path_buf()]);
+        assert!(settings.plugin_dirs.is_empty());
+    }
+
+    #[test]
+    fn a_typo_or_a_bad_value_is_an_error_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        for (text, names) in [
+            ("[exec]\ntimeout_maxx = \"3s\"\n", "timeout_maxx"),
+            ("[limits]\nread_max_bytes = 0\n", "read_max_bytes"),
+            ("[nonsense]\n", "nonsense"),
+            ("[web]\nproviders = [\"nope\"]\n", "nope"),
+        ] {
+            let error = Settings::from_toml(text, dir.path())
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(names), "{text}: {error}");
+        }
     }
 }
