@@ -20,7 +20,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 
 /// The longest an example may take (it starts the built-in tools and makes a few requests to
@@ -337,6 +337,74 @@ async fn calls_beyond_max_tool_calls_per_turn_are_answered_as_not_run() {
         "{}",
         results[2].1
     );
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_running_command_and_stops_the_loop() {
+    let root = tempfile::tempdir().unwrap();
+    let server = ChatServer::start(vec![
+        calls(&[(
+            "call_sleep",
+            "execute_command",
+            json!({"command": "sleep", "args": ["60"], "yield_after": 0}),
+        )]),
+        answer("never asked for"),
+    ])
+    .await;
+    let started = std::time::Instant::now();
+    let mut child = tokio::process::Command::new(example("agent_loop"))
+        .arg("Wait a minute")
+        .current_dir(root.path())
+        .env("OPENAI_BASE_URL", &server.base_url)
+        .env("OPENAI_MODEL", "scripted")
+        .env("TOOLPORT_ROOT", root.path())
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Wait for the call to start (the loop says so on stderr), then press Ctrl-C.
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    loop {
+        let line = timeout(RUN_LIMIT, stderr.next_line())
+            .await
+            .expect("a progress line in time")
+            .unwrap()
+            .unwrap_or_else(|| panic!("stderr ended before the call started: {seen:?}"));
+        let started_call = line.contains("-> execute_command");
+        seen.push(line);
+        if started_call {
+            break;
+        }
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let mut rest = String::new();
+    while let Some(line) = timeout(RUN_LIMIT, stderr.next_line())
+        .await
+        .expect("stderr in time")
+        .unwrap()
+    {
+        rest.push_str(&line);
+        rest.push('\n');
+    }
+    let out = timeout(RUN_LIMIT, child.wait_with_output())
+        .await
+        .expect("agent_loop finished in time")
+        .unwrap();
+
+    assert_eq!(out.status.code(), Some(130), "stderr: {rest}");
+    assert!(rest.contains("cancelled (Ctrl-C)"), "{rest}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the 60 s command was cancelled, not waited for ({:?})",
+        started.elapsed()
+    );
+    assert_eq!(server.requests().len(), 1, "the loop stopped");
+    assert_eq!(text(&out.stdout), "");
 }
 
 #[tokio::test]
