@@ -119,6 +119,16 @@ struct Described {
 }
 
 impl Described {
+    /// The definition as `format` wants it.
+    fn in_format(&self, format: ToolFormat) -> Value {
+        match format {
+            ToolFormat::Mcp => serde_json::to_value(&self.mcp).unwrap_or(Value::Null),
+            ToolFormat::Openai => self.definition.to_openai(),
+            ToolFormat::Anthropic => self.definition.to_anthropic(),
+            ToolFormat::Ollama => self.definition.to_ollama(),
+        }
+    }
+
     /// Checked: an invalid definition is refused.
     fn new(tool: &dyn AiTool) -> Result<Self, DefinitionError> {
         let definition = ToolDefinition::new(
@@ -303,16 +313,26 @@ impl ToolRegistry {
     pub fn definitions(&self, format: ToolFormat) -> Vec<Value> {
         self.entries
             .iter()
-            .map(|e| {
-                let Described { definition, mcp } = e.described();
-                match format {
-                    ToolFormat::Mcp => serde_json::to_value(mcp).unwrap_or(Value::Null),
-                    ToolFormat::Openai => definition.to_openai(),
-                    ToolFormat::Anthropic => definition.to_anthropic(),
-                    ToolFormat::Ollama => definition.to_ollama(),
-                }
-            })
+            .map(|e| e.described().in_format(format))
             .collect()
+    }
+
+    /// One tool's definition in a target format (`None`: no tool has this name) — to show a
+    /// model, or a reader, a single tool.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use toolport_tools::{Settings, Toolbox, ToolFormat};
+    ///
+    /// let toolbox = Toolbox::new(&Settings::new([std::env::temp_dir()]).read_only())?;
+    /// let read_file = toolbox.registry().definition_in("read_file", ToolFormat::Openai);
+    /// assert_eq!(read_file.unwrap()["function"]["name"], "read_file");
+    /// assert!(toolbox.registry().definition_in("no_such_tool", ToolFormat::Openai).is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn definition_in(&self, name: &str, format: ToolFormat) -> Option<Value> {
+        self.entry(name).map(|e| e.described().in_format(format))
     }
 
     /// Every tool's instructions, joined by blank lines.
