@@ -239,6 +239,7 @@ fn markdown_files() -> Vec<String> {
         "ARCHITECTURE.md",
         "BENCHMARKS.md",
         "FUZZING.md",
+        "crates/toolport-tools/README.md",
     ]
     .map(str::to_owned)
     .to_vec();
