@@ -17,9 +17,6 @@
 
 pub mod cli;
 pub mod config;
-#[cfg(fuzzing)]
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod observe;
 pub mod server;
 pub mod transport;

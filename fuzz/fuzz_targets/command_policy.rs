@@ -1,4 +1,5 @@
-//! The command policy's argv analysis (src/tools/exec/policy.rs, `Policy::decide`).
+//! The command policy's argv analysis (crates/toolport-tools/src/tools/exec/policy.rs,
+//! `Policy::decide`, through its door `fuzz_decide`).
 //!
 //! Input: one byte of flags (bit 0: `allow_shells`; bit 1: judge with a working directory and
 //! root, for the rules about paths outside the roots), then lines: `@wrap 3 0 7` (wrappers to
@@ -18,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use toolport::fuzzing::{CommandPolicy, Verdict};
+use toolport_tools::tools::exec::fuzz_decide;
 
 #[derive(Debug, Default)]
 struct Case {
@@ -63,6 +64,38 @@ fn place() -> (&'static Path, &'static [PathBuf]) {
         (real.clone(), vec![real])
     });
     (cwd, roots)
+}
+
+/// The kind of a decision (`fuzz_decide` gives the decision's `Debug` text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Allow,
+    Deny,
+    Confirm,
+}
+
+type Place = Option<(&'static Path, &'static [PathBuf])>;
+
+/// The decision of a policy with rule lists `[allow, deny, confirm_rules]`, as its kind and its
+/// text; `None`: a rule does not parse.
+fn judge(
+    rules: [&[String]; 3],
+    allow_shells: bool,
+    program: &str,
+    args: &[String],
+    place: Place,
+) -> Option<(Kind, String)> {
+    let text = fuzz_decide(rules, allow_shells, program, args, place).ok()?;
+    let kind = if text == "Allow" {
+        Kind::Allow
+    } else if text.starts_with("Deny") {
+        Kind::Deny
+    } else if text.starts_with("Confirm") {
+        Kind::Confirm
+    } else {
+        panic!("a decision of no known kind: {text}")
+    };
+    Some((kind, text))
 }
 
 fn strings(words: &[&str]) -> Vec<String> {
@@ -113,16 +146,15 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let place = case.with_place.then(place);
-    let Ok(policy) = CommandPolicy::new(&[], &[], &[], case.allow_shells) else {
-        panic!("the default policy builds");
+    let decide = |program: &str, args: &[String]| {
+        judge([&[], &[], &[]], case.allow_shells, program, args, place)
+            .expect("the default policy builds")
     };
-    let decide = |program: &str, args: &[String]| policy.decide(program, args, place);
 
     // No panic on anything, with operator rules too.
     let rules: Vec<String> = case.rules.iter().take(4).cloned().collect();
-    if let Ok(custom) = CommandPolicy::new(&rules, &rules, &rules, case.allow_shells) {
-        let _ = custom.decide(&case.program, &case.args, place);
-    }
+    let custom = [rules.as_slice(); 3];
+    let _ = judge(custom, case.allow_shells, &case.program, &case.args, place);
     let verdict = decide(&case.program, &case.args);
 
     // The built-in confirmation set, whatever follows.
@@ -143,28 +175,25 @@ fuzz_target!(|data: &[u8]| {
     for (program, args) in &dangerous {
         let v = decide(program, args);
         assert!(
-            matches!(v, Verdict::Confirm(_)),
+            v.0 == Kind::Confirm,
             "`{program} {args:?}` is {v:?}, not confirm"
         );
     }
     if !case.allow_shells {
         let args = [strings(&["-c"]), tail.clone()].concat();
         let v = decide("sh", &args);
-        assert!(
-            matches!(v, Verdict::Confirm(_)),
-            "`sh -c {tail:?}` is {v:?}"
-        );
+        assert!(v.0 == Kind::Confirm, "`sh -c {tail:?}` is {v:?}");
     }
 
     // Wrapping never weakens a decision. The program must read as one to every wrapper: not
     // an option, not an `env` assignment.
     let plain = !case.program.starts_with('-') && !case.program.contains('=');
     let wrappers: Vec<u8> = case.wrappers.iter().take(24).copied().collect();
-    if plain && !wrappers.is_empty() && verdict != Verdict::Allow {
+    if plain && !wrappers.is_empty() && verdict.0 != Kind::Allow {
         let (program, args) = wrap(&wrappers, &case.program, &case.args);
         let wrapped = decide(&program, &args);
         assert!(
-            wrapped != Verdict::Allow,
+            wrapped.0 != Kind::Allow,
             "`{program} {args:?}` is allowed, but the command it wraps is {verdict:?}"
         );
     }
@@ -174,12 +203,12 @@ fuzz_target!(|data: &[u8]| {
         && !name.is_empty()
         && !name.contains(|c: char| c.is_whitespace() || "*?[]{}\\!".contains(c))
     {
-        let deny = CommandPolicy::new(&[], &[name.to_owned()], &[], case.allow_shells)
-            .expect("a plain name is a valid rule");
+        let deny = [name.to_owned()];
         let (program, args) = wrap(&wrappers, &case.program, &case.args);
-        let v = deny.decide(&program, &args, place);
+        let v = judge([&[], &deny, &[]], case.allow_shells, &program, &args, place)
+            .expect("a plain name is a valid rule");
         assert!(
-            matches!(v, Verdict::Deny(_)),
+            v.0 == Kind::Deny,
             "`{program} {args:?}` is {v:?} with exec.deny = [{name:?}]"
         );
     }

@@ -1,4 +1,5 @@
-//! The DuckDuckGo result page parser (src/tools/web/duckduckgo.rs).
+//! The DuckDuckGo result page parser (crates/toolport-tools/src/tools/web/duckduckgo.rs,
+//! through its door `fuzz_parse`).
 //!
 //! Input: one byte choosing the hit count (1..=10, as `web_search` asks), then the page body
 //! (any bytes; the parser reads them as lossy UTF-8). Property: no panic; a page that parses
@@ -7,14 +8,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolport::fuzzing::duckduckgo;
+use toolport_tools::tools::web::fuzz_duckduckgo;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&count, body)) = data.split_first() else {
         return;
     };
     let count = usize::from(count % 10) + 1;
-    let Ok(hits) = duckduckgo(body, count) else {
+    let Ok(hits) = fuzz_duckduckgo(body, count) else {
         return;
     };
     assert!(

@@ -1,5 +1,6 @@
 //! The HTTP gate's header checks (src/transport/http/gate.rs, `Gate::check`) and the
-//! `--allowed-origin` rule parser.
+//! `--allowed-origin` rule parser, through their doors `fuzz_gate_check` (beside
+//! `HttpSettings::gate`) and `fuzz_origin_rule`.
 //!
 //! Input: lines of bytes: `Name: value` (a request header, in order; names and values that
 //! are not valid HTTP are dropped, as hyper would), `@origin RULE` (an extra
@@ -11,10 +12,30 @@
 //! parsed origin rule prints as text that parses back to itself.
 #![no_main]
 
+use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
-use toolport::fuzzing::{HttpGate, origin_rule, valid_header};
+use toolport::transport::{fuzz_gate_check, fuzz_origin_rule as origin_rule};
 
 const TOKEN: &str = "fuzz-token-0123456789abcdef";
+
+/// Whether hyper would deliver this header (a valid name and value).
+fn valid_header(name: &[u8], value: &[u8]) -> bool {
+    HeaderName::from_bytes(name).is_ok() && HeaderValue::from_bytes(value).is_ok()
+}
+
+/// The headers as a request carries them, in order; invalid ones dropped, as hyper would.
+fn header_map(headers: &[(&[u8], &[u8])]) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) =
+            (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+        {
+            map.append(name, value);
+        }
+    }
+    map
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut headers: Vec<(&[u8], &[u8])> = Vec::new();
     let mut origins: Vec<String> = Vec::new();
@@ -40,14 +61,14 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let token = (!no_auth).then_some(TOKEN);
-    let gate = HttpGate::new(token, &origins);
+    let check = |headers: &[(&[u8], &[u8])]| fuzz_gate_check(token, &origins, &header_map(headers));
     let first = |wanted: &str| {
         headers
             .iter()
             .find(|(n, v)| n.eq_ignore_ascii_case(wanted.as_bytes()) && valid_header(n, v))
             .map(|(_, v)| *v)
     };
-    let verdict = gate.check(&headers);
+    let verdict = check(&headers);
     if verdict.is_ok() {
         let host = first("host").expect("a request without Host passed");
         let host = String::from_utf8_lossy(host).to_ascii_lowercase();
@@ -77,7 +98,7 @@ fuzz_target!(|data: &[u8]| {
         let right = format!("Bearer {TOKEN}");
         let mut with_token: Vec<(&[u8], &[u8])> = vec![(b"authorization", right.as_bytes())];
         with_token.extend(headers.iter().copied());
-        if let Err(rejection) = gate.check(&with_token) {
+        if let Err(rejection) = check(&with_token) {
             assert!(
                 !rejection.starts_with("NoToken")
                     && !rejection.starts_with("WrongScheme")

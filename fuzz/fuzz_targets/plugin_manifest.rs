@@ -1,4 +1,5 @@
-//! Plugin manifests (src/plugins/manifest.rs) and argv templates (src/plugins/template.rs).
+//! Plugin manifests and argv templates (crates/toolport-tools/src/plugins/manifest.rs and
+//! template.rs, through their doors `fuzz_load`, `fuzz_argv` and `fuzz_text`).
 //!
 //! Input, by its first byte:
 //! - even: the rest is a manifest's TOML text. Property: loading it never panics, and each
@@ -17,7 +18,7 @@
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Number, Value, json};
-use toolport::fuzzing::{Argv, ArgvError, plugin_manifest, text_template};
+use toolport_tools::plugins::{fuzz_argv, fuzz_load, fuzz_text};
 
 const PARAMS: [&str; 4] = ["a", "b", "c", "d"];
 
@@ -57,6 +58,27 @@ struct Case {
     elements: Vec<Elem>,
     text: Vec<Piece>,
     values: [Arg; 4],
+}
+
+/// Why an argv template gave no argv: the model's answer, and the template's (`fuzz_argv`
+/// gives its `ExpandError` as `Debug` text, read by [`refusal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ArgvError {
+    /// A value of the wrong kind or with a NUL.
+    Invalid(String),
+    /// A value that would start an element with `-` before a literal `--`.
+    Refused(String),
+}
+
+/// The template's refusal, from its `Debug` text (`Refused("…")`, `Invalid("…")`).
+fn refusal(debug: String) -> ArgvError {
+    if debug.starts_with("Refused(") {
+        ArgvError::Refused(debug)
+    } else if debug.starts_with("Invalid(") {
+        ArgvError::Invalid(debug)
+    } else {
+        panic!("a refusal of no known kind: {debug}")
+    }
 }
 
 fn param(i: u8) -> &'static str {
@@ -287,11 +309,10 @@ fn templates(case: &Case) {
         values.insert((*name).to_owned(), value);
     }
 
-    let argv = match Argv::parse(&texts, &PARAMS) {
-        Ok(argv) => argv,
+    let got = match fuzz_argv(&texts, &PARAMS, &values) {
+        Ok(got) => got.map_err(refusal),
         Err(error) => panic!("a well-formed template is refused: {error}\n{texts:?}"),
     };
-    let got = argv.expand(&values);
     let want = model(&meanings, &values);
     assert!(
         same(&got, &want),
@@ -299,7 +320,7 @@ fn templates(case: &Case) {
     );
 
     let (text, parts) = normalize(&case.text);
-    let got = text_template(&text, &PARAMS, &values);
+    let got = fuzz_text(&text, &PARAMS, &values);
     let want = fill(&parts, &values, false);
     match (&got, &want) {
         (Ok(a), Ok(b)) if a == b => {}
@@ -309,25 +330,27 @@ fn templates(case: &Case) {
 }
 
 fn manifest(text: &str) {
-    let Ok(tools) = plugin_manifest(text) else {
-        return;
-    };
     let samples = [
         json!({}),
         json!({"path": "a b; rm -rf / #", "pattern": "$(id)", "count": 3, "verbose": true,
                "message": "`id` && echo pwned", "files": ["x y", "--z", "-"], "rev": "HEAD~1"}),
         json!({"path": "-rf", "pattern": "--output=/etc/passwd", "files": [], "count": -1}),
     ];
-    for tool in &tools {
-        assert!(!tool.name.is_empty());
-        assert!(!tool.command.contains('\0'));
-        for sample in &samples {
-            let Value::Object(values) = sample else {
-                unreachable!()
-            };
-            if let Ok(argv) = tool.argv(values) {
-                assert!(argv.iter().all(|a| !a.contains('\0')), "{argv:?}");
-            }
+    let calls: Vec<Map<String, Value>> = samples
+        .into_iter()
+        .filter_map(|sample| match sample {
+            Value::Object(values) => Some(values),
+            _ => None,
+        })
+        .collect();
+    let Ok(tools) = fuzz_load(text, &calls) else {
+        return;
+    };
+    for (name, command, argvs) in &tools {
+        assert!(!name.is_empty());
+        assert!(!command.contains('\0'));
+        for argv in argvs.iter().flatten() {
+            assert!(argv.iter().all(|a| !a.contains('\0')), "{argv:?}");
         }
     }
 }

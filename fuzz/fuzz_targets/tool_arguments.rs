@@ -1,9 +1,10 @@
-//! Argument validation against every built-in tool's input schema (src/registry.rs
-//! `ToolRegistry::validate`, the error prose of src/instructions.rs).
+//! Argument validation against every built-in tool's input schema (crates/toolport-tools:
+//! `ToolRegistry::validate` in registry.rs, the error prose of instructions.rs, the params
+//! parse of typed.rs through its door `AiTool::parse_arguments`).
 //!
 //! Input: one byte choosing the tool, then JSON text (objects are the arguments; anything
-//! else is ignored). The registry is the built-in tools of a default configuration,
-//! registered as `toolport::build` registers them.
+//! else is ignored). The registry is the library's `Toolbox` of default settings: every
+//! built-in tool, registered as the server registers them.
 //! Property: no panic; validation accepts or returns a message that names the tool, says the
 //! arguments do not match and lists the allowed parameters; and arguments the schema accepts
 //! parse into the tool's params type (the schema and the Rust type agree), so a validated call
@@ -15,14 +16,15 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use toolport::fuzzing::ToolSchemas;
+use toolport_tools::{Settings, Toolbox};
 
 thread_local! {
-    static SCHEMAS: (ToolSchemas, Vec<String>) = {
-        let schemas = ToolSchemas::new(&std::env::temp_dir());
-        let names = schemas.names();
+    static TOOLS: (Toolbox, Vec<String>) = {
+        let toolbox = Toolbox::new(&Settings::new([std::env::temp_dir()]))
+            .expect("the built-in tools build");
+        let names: Vec<String> = toolbox.registry().names().into_iter().map(str::to_owned).collect();
         assert!(names.len() >= 15, "the built-in tools: {names:?}");
-        (schemas, names)
+        (toolbox, names)
     };
 }
 
@@ -47,13 +49,16 @@ fuzz_target!(|data: &[u8]| {
     let Ok(Value::Object(args)) = serde_json::from_slice::<Value>(json) else {
         return;
     };
-    SCHEMAS.with(|(schemas, names)| {
+    TOOLS.with(|(toolbox, names)| {
+        let registry = toolbox.registry();
         let name = &names[usize::from(pick) % names.len()];
-        match schemas.validate(name, &args) {
+        match registry.validate(name, &args) {
             Ok(()) => {
-                let parsed = schemas
-                    .parse_params(name, &args)
-                    .expect("every built-in tool has a params check");
+                let tool = registry.get(name).expect("a listed tool");
+                let parsed = tool
+                    .parse_arguments(&args)
+                    .expect("every built-in tool has a params type")
+                    .map_err(|e| e.to_string());
                 if let Err(error) = parsed
                     && !out_of_range(&error, &Value::Object(args.clone()))
                 {
@@ -63,7 +68,8 @@ fuzz_target!(|data: &[u8]| {
                     );
                 }
             }
-            Err(message) => {
+            Err(error) => {
+                let message = error.to_string();
                 assert!(
                     message.contains(&format!("the arguments for {name} do not match its schema:")),
                     "{message}"

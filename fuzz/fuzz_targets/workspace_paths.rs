@@ -1,4 +1,6 @@
-//! Workspace path resolution and confinement (src/workspace/).
+//! Workspace path resolution and confinement (crates/toolport-tools/src/workspace/, through
+//! its doors `Workspace::fuzz_open_file`, `fuzz_open_dir`, `fuzz_resolve`, `fuzz_write_target`
+//! and `fuzz_is_secret`).
 //!
 //! A scratch directory holds a root with files, directories, a secret (`.env`, `.ssh/`) and
 //! symlinks of every kind (inside, to a directory, absolute, pointing outside, to the secret,
@@ -20,13 +22,14 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use libfuzzer_sys::fuzz_target;
-use toolport::fuzzing::Confined;
+use toolport_tools::Workspace;
+use toolport_tools::workspace::WorkspaceSettings;
 
 struct Scratch {
     _dir: tempfile::TempDir,
     base: PathBuf,
     root: PathBuf,
-    workspace: Confined,
+    workspace: Workspace,
 }
 
 fn write(path: &Path, text: &str) {
@@ -84,7 +87,8 @@ fn scratch() -> Scratch {
     for (name, target) in links {
         symlink(target, root.join(name)).unwrap();
     }
-    let workspace = Confined::new(std::slice::from_ref(&root)).unwrap();
+    let patterns = WorkspaceSettings::default().secret_patterns;
+    let workspace = Workspace::new(std::slice::from_ref(&root), &patterns).unwrap();
     Scratch {
         _dir: dir,
         base,
@@ -110,7 +114,7 @@ fn inside(s: &Scratch, path: &Path, what: &str) {
     );
     let rel = path.strip_prefix(&s.root).unwrap();
     assert!(
-        !s.workspace.is_secret(rel),
+        !s.workspace.fuzz_is_secret(rel),
         "{what}: {} is a secret",
         path.display()
     );
@@ -133,7 +137,7 @@ fuzz_target!(|data: &[u8]| {
         let what = format!("{user:?}");
         match mode % 4 {
             0 => {
-                if let Ok((mut file, display)) = s.workspace.open_file(&user) {
+                if let Ok((mut file, display)) = s.workspace.fuzz_open_file(&user) {
                     inside(s, &display, &what);
                     inside(s, &real_path(&file), &what);
                     let mut content = String::new();
@@ -147,13 +151,13 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             1 => {
-                if let Ok((dir, display)) = s.workspace.open_dir(&user) {
+                if let Ok((dir, display)) = s.workspace.fuzz_open_dir(&user) {
                     inside(s, &display, &what);
                     inside(s, &real_path(&dir), &what);
                 }
             }
             2 => {
-                if let Ok(path) = s.workspace.resolve(&user) {
+                if let Ok(path) = s.workspace.fuzz_resolve(&user) {
                     inside(s, &path, &what);
                     if let Ok(real) = std::fs::canonicalize(&path) {
                         inside(s, &real, &what);
@@ -161,7 +165,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             _ => {
-                if let Ok((dir, name, display)) = s.workspace.write_target(&user) {
+                if let Ok((dir, name, display)) = s.workspace.fuzz_write_target(&user) {
                     let parent = real_path(&dir);
                     assert!(
                         parent.starts_with(&s.root),

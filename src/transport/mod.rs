@@ -9,6 +9,11 @@
 pub(crate) mod http;
 pub mod stdio;
 
+// The fuzz target `http_gate`'s doors (fuzz/; only with `--cfg fuzzing`).
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use http::{gate::fuzz_origin_rule, settings::fuzz_gate_check};
+
 use rmcp::service::{QuitReason, RunningService};
 use rmcp::{RoleServer, Service};
 

@@ -515,6 +515,15 @@ pub trait AiTool: Send + Sync + 'static {
         None
     }
 
+    /// For the fuzz target `tool_arguments` (fuzz/; only with `--cfg fuzzing`): whether
+    /// `args`, already valid for the input schema, parse into the tool's own parameter type
+    /// as a call would parse them. `None` (the default): the tool has no such type.
+    #[cfg(fuzzing)]
+    #[doc(hidden)]
+    fn parse_arguments(&self, _args: &JsonObject) -> Option<Result<(), ToolError>> {
+        None
+    }
+
     /// Run the call. `args` has already been validated against [`AiTool::input_schema`].
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }

@@ -283,16 +283,6 @@ fn with_integer_range(message: &str) -> String {
     }
 }
 
-/// [`parse`], for the fuzz target that checks every built-in tool's schema against its params
-/// type (src/fuzzing.rs).
-#[cfg(fuzzing)]
-pub(crate) fn parse_params<P: DeserializeOwned>(
-    tool: &str,
-    args: JsonObject,
-) -> Result<P, ToolError> {
-    parse(tool, args)
-}
-
 /// Rewrite every float with a zero fraction that fits an `i64` or `u64` as that integer.
 fn integral_floats_to_integers(value: &mut Value) {
     match value {
@@ -371,6 +361,10 @@ impl<T: TypedTool> AiTool for Typed<T> {
         // user about them first would be pointless.
         let params = parse::<T::Params>(self.spec.name, args.clone()).ok()?;
         self.tool.confirmation(&params, workspace)
+    }
+    #[cfg(fuzzing)]
+    fn parse_arguments(&self, args: &JsonObject) -> Option<Result<(), ToolError>> {
+        Some(parse::<T::Params>(self.spec.name, args.clone()).map(drop))
     }
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let params = parse(self.spec.name, args)?;

@@ -471,6 +471,26 @@ impl HttpSettings {
     }
 }
 
+/// The fuzz target `http_gate`'s door to [`Gate::check`] (fuzz/; only with `--cfg fuzzing`):
+/// the gate of the default settings (loopback hosts and origins) holding `token` (`None`:
+/// `--no-auth`), with `extra_origins` added as `--allowed-origin` rules (those that do not
+/// parse are skipped), applied to `headers`. `Err`: the rejection as its `Debug` text.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn fuzz_gate_check(
+    token: Option<&str>,
+    extra_origins: &[&str],
+    headers: &axum::http::HeaderMap,
+) -> Result<(), String> {
+    let mut settings = HttpSettings::default();
+    let extra = extra_origins
+        .iter()
+        .filter_map(|o| OriginRule::parse(o).ok());
+    settings.allowed_origins.extend(extra);
+    let gate = settings.gate(token.map(Secret::new));
+    gate.check(headers).map_err(|e| format!("{e:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

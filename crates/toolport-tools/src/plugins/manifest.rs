@@ -144,6 +144,20 @@ pub(crate) struct Run {
     pub(crate) defaults: Vec<(String, Value)>,
 }
 
+impl Run {
+    /// A call's arguments with the schema's defaults filled in where they are missing or
+    /// `null`.
+    pub(crate) fn with_defaults(&self, args: &JsonObject) -> JsonObject {
+        let mut values = args.clone();
+        for (name, default) in &self.defaults {
+            if values.get(name).is_none_or(Value::is_null) {
+                values.insert(name.clone(), default.clone());
+            }
+        }
+        values
+    }
+}
+
 /// Why a manifest cannot be used: one line naming the file, the line, the field and what is
 /// allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -504,6 +518,38 @@ fn check_no_shell_script(command: &str, args: &ArgvTemplate) -> Result<(), Strin
         }
     }
     Ok(())
+}
+
+/// The fuzz target `plugin_manifest`'s door to the loader (fuzz/; only with `--cfg fuzzing`):
+/// load `text` as `plugins/fuzz.toml` (the default `exec.timeout_max` as limit) and fill each
+/// tool's `run.args` for each of `calls`, defaults applied as a call applies them (path
+/// parameters are not resolved). `Ok`: per tool, its name, its `run.command` and, per call,
+/// the argv or the refusal's message; `Err`: why the manifest does not load.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+#[allow(clippy::type_complexity)]
+pub fn fuzz_load(
+    text: &str,
+    calls: &[JsonObject],
+) -> Result<Vec<(String, String, Vec<Result<Vec<String>, String>>)>, String> {
+    let limits = Limits {
+        timeout_max: crate::tools::exec::ExecSettings::default().timeout_max,
+    };
+    let tools = parse(Path::new("/nonexistent/plugins/fuzz.toml"), text, limits)
+        .map_err(|e| e.to_string())?;
+    Ok(tools
+        .into_iter()
+        .map(|tool| {
+            let argvs = calls
+                .iter()
+                .map(|call| {
+                    let values = tool.run.with_defaults(call);
+                    tool.run.args.expand(&values).map_err(|e| e.to_string())
+                })
+                .collect();
+            (tool.name, tool.run.command, argvs)
+        })
+        .collect())
 }
 
 #[cfg(test)]

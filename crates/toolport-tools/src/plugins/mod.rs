@@ -22,18 +22,19 @@ use crate::tool::AiTool;
 use crate::tools::exec::Executor;
 use crate::tools::{Builtins, SelectionError, ToolSelection};
 
-// Reachable from the crate root only for the fuzz targets' entry points (src/fuzzing.rs).
-#[cfg(fuzzing)]
-pub(crate) mod manifest;
-#[cfg(not(fuzzing))]
 mod manifest;
 pub mod reload;
 mod settings;
-#[cfg(fuzzing)]
-pub(crate) mod template;
-#[cfg(not(fuzzing))]
 mod template;
 mod tool;
+
+// The fuzz target `plugin_manifest`'s doors (fuzz/; only with `--cfg fuzzing`).
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use manifest::fuzz_load;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use template::{fuzz_argv, fuzz_text};
 
 pub(crate) use manifest::ManifestError;
 pub use settings::PluginSettings;

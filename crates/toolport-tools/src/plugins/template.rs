@@ -581,6 +581,36 @@ fn load_error(label: &str, text: &str, message: String) -> TemplateError {
     }
 }
 
+/// The fuzz target `plugin_manifest`'s door to [`ArgvTemplate`] (fuzz/; only with `--cfg
+/// fuzzing`): parse `args` as `run.args` for a tool with parameters `params` and fill it with
+/// `values`. `Err`: a template that does not parse; `Ok(Err)`: the [`ExpandError`] as its
+/// `Debug` text (`Refused(…)`, `Invalid(…)`).
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn fuzz_argv(
+    args: &[String],
+    params: &[&str],
+    values: &Map<String, Value>,
+) -> Result<Result<Vec<String>, String>, String> {
+    let template = ArgvTemplate::parse("run.args", args, params).map_err(|e| e.to_string())?;
+    Ok(template.expand(values).map_err(|e| format!("{e:?}")))
+}
+
+/// The fuzz target `plugin_manifest`'s door to [`Template`] (fuzz/; only with `--cfg
+/// fuzzing`): parse `text` as `run.stdin` and fill it; `Ok(None)` when a value is absent.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn fuzz_text(
+    text: &str,
+    params: &[&str],
+    values: &Map<String, Value>,
+) -> Result<Option<String>, String> {
+    Template::parse("run.stdin", text, params)
+        .map_err(|e| e.to_string())?
+        .expand(values)
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;

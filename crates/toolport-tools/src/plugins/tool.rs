@@ -61,12 +61,7 @@ impl PluginTool {
         workspace: &Workspace,
     ) -> Result<CommandRequest, ToolError> {
         let run = &self.manifest.run;
-        let mut values = args.clone();
-        for (name, default) in &run.defaults {
-            if values.get(name).is_none_or(Value::is_null) {
-                values.insert(name.clone(), default.clone());
-            }
-        }
+        let mut values = run.with_defaults(args);
         for name in &run.paths {
             let resolve = |value: &Value| -> Result<Value, ToolError> {
                 let Value::String(path) = value else {

@@ -156,3 +156,26 @@ impl Workspace {
         target.root.dir.read_link_contents(&target.rel)
     }
 }
+
+/// The fuzz target `workspace_paths`'s doors (fuzz/; only with `--cfg fuzzing`): the opens and
+/// the resolution above, their errors as text.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+impl Workspace {
+    /// [`Workspace::open_file`]: the file and the path shown to the user.
+    pub fn fuzz_open_file(&self, user: &str) -> Result<(std::fs::File, PathBuf), String> {
+        let open = self.open_file(user).map_err(|e| e.to_string())?;
+        Ok((open.file, open.display))
+    }
+
+    /// [`Workspace::open_dir`]: the directory and the path shown to the user.
+    pub fn fuzz_open_dir(&self, user: &str) -> Result<(std::fs::File, PathBuf), String> {
+        let (dir, target) = self.open_dir(user).map_err(|e| e.to_string())?;
+        Ok((dir.into_std_file(), target.display().to_path_buf()))
+    }
+
+    /// [`Workspace::resolve`]: the real absolute path.
+    pub fn fuzz_resolve(&self, user: &str) -> Result<PathBuf, String> {
+        self.resolve(user).map_err(|e| e.to_string())
+    }
+}

@@ -153,6 +153,14 @@ impl Workspace {
         self.secrets.matching(rel).is_some()
     }
 
+    /// [`Workspace::is_secret`], for the fuzz target `workspace_paths` (fuzz/; only with
+    /// `--cfg fuzzing`).
+    #[cfg(fuzzing)]
+    #[doc(hidden)]
+    pub fn fuzz_is_secret(&self, rel: &Path) -> bool {
+        self.is_secret(rel)
+    }
+
     /// Refuse an opened handle whose real path (what was actually opened, after symlinks) is
     /// a secret.
     pub(super) fn check_real_path(

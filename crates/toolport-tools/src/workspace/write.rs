@@ -176,3 +176,27 @@ impl Workspace {
         Ok((real, !existed))
     }
 }
+
+/// The fuzz target `workspace_paths`'s door to [`Workspace::write_target`] (fuzz/; only with
+/// `--cfg fuzzing`): where a write would go, nothing written.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+impl Workspace {
+    /// The parent directory opened beneath its root, the entry's name in it, and the real
+    /// path shown to the user.
+    pub fn fuzz_write_target(
+        &self,
+        user: &str,
+    ) -> Result<(std::fs::File, std::ffi::OsString, PathBuf), String> {
+        let target = self.write_target(user, false).map_err(|e| e.to_string())?;
+        let (dir, name) = target.parts();
+        let dir = dir
+            .try_clone()
+            .map_err(|e| format!("cannot duplicate the parent handle: {e}"))?;
+        Ok((
+            dir.into_std_file(),
+            name.to_owned(),
+            target.display().to_path_buf(),
+        ))
+    }
+}

@@ -37,6 +37,9 @@ mod env;
 mod job_tools;
 pub mod jobs;
 pub(crate) mod policy;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use policy::fuzz_decide;
 pub mod process;
 pub mod reaper;
 mod request;

@@ -651,6 +651,29 @@ impl Policy {
     }
 }
 
+/// The fuzz target `command_policy`'s door (fuzz/; only with `--cfg fuzzing`): build a
+/// policy from `[exec]`'s `allow`, `deny` and `confirm_rules` lists as [`Policy::new`] does
+/// and judge `program args…`, with `place` as (working directory, real roots). `Ok`: the
+/// [`Decision`] as its `Debug` text (`Allow`, `Deny { … }`, `Confirm { … }`); `Err`: a rule
+/// that does not parse.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn fuzz_decide(
+    [allow, deny, confirm_rules]: [&[String]; 3],
+    allow_shells: bool,
+    program: &str,
+    args: &[String],
+    place: Option<(&Path, &[PathBuf])>,
+) -> Result<String, String> {
+    let policy =
+        Policy::new(allow, deny, confirm_rules, allow_shells).map_err(|e| e.to_string())?;
+    let place = place.map(|(cwd, roots)| Place { cwd, roots });
+    Ok(format!(
+        "{:?}",
+        policy.decide(program, args, place.as_ref())
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

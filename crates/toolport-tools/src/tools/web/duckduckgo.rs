@@ -188,6 +188,25 @@ impl SearchProvider for DuckDuckGo {
     }
 }
 
+/// The fuzz target `duckduckgo_html`'s door (fuzz/; only with `--cfg fuzzing`): parse a result
+/// page for `count` hits as `web_search` does. `Ok`: each hit as (title, URL, snippet); `Err`:
+/// the failure's message.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn fuzz_parse(body: &[u8], count: usize) -> Result<Vec<(String, String, String)>, String> {
+    let query = Query {
+        text: "fuzz",
+        count,
+    };
+    let hits = DuckDuckGo::new("http://unused".into())
+        .parse(body, query)
+        .map_err(|e| e.message)?;
+    Ok(hits
+        .into_iter()
+        .map(|h| (h.title, h.url, h.snippet))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,9 @@ use crate::typed::{ToolSpec, TypedTool};
 pub(crate) mod brave;
 pub(crate) mod cache;
 pub(crate) mod duckduckgo;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use duckduckgo::fuzz_parse as fuzz_duckduckgo;
 pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod fetch_url;
