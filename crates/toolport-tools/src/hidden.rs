@@ -17,7 +17,19 @@ use crate::tools::exec::{sandbox, watchdog};
 const UNREPRESENTABLE_STATUS: u8 = 125;
 
 /// Run the hidden helper that `argv` names, if any, and return its exit status; `None` when
-/// this is an ordinary `toolport` invocation.
+/// this is an ordinary `toolport` invocation. A program that runs commands under the Landlock
+/// sandbox calls it first in `main` (the sandbox re-executes the current program):
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+///     if let Some(code) = toolport_tools::dispatch_helper(&argv) {
+///         return code;
+///     }
+///     // … the program itself
+///     std::process::ExitCode::SUCCESS
+/// }
+/// ```
 pub fn dispatch(argv: &[OsString]) -> Option<ExitCode> {
     let command = argv.get(1)?;
     let code = if command == sandbox::SHIM_SUBCOMMAND {

@@ -28,6 +28,19 @@ use crate::instructions::{allowed_parameters, argument_field};
 use crate::tool::{AiTool, Confirmation, JsonObject, ToolContext, ToolError, ToolOutput};
 
 /// Criteria for [`ToolRegistry::filter`]; all given criteria must hold (AND).
+///
+/// ```
+/// use toolport_tools::{Settings, ToolFilter, ToolFormat, Toolbox};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let toolbox = Toolbox::new(&Settings::new([std::env::temp_dir()]))?;
+/// let files = toolbox.registry().filter(&ToolFilter::new().category("filesystem"));
+/// assert!(files.get("read_file").is_some() && files.get("execute_command").is_none());
+/// let for_anthropic = files.definitions(ToolFormat::Anthropic);
+/// assert_eq!(for_anthropic.len(), files.len());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ToolFilter {
     /// The tool must have every one of these tags.

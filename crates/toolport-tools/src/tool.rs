@@ -182,7 +182,41 @@ pub enum Confirmation {
     AskClient,
 }
 
-/// Asks the human to confirm a risky call (see [`AiTool::confirmation`]).
+/// Asks the human to confirm a risky call (see [`AiTool::confirmation`]): a command the
+/// policy marks, a write under [`Settings::confirm_writes`](crate::Settings::confirm_writes).
+/// Set one on a call's context with [`ToolContext::with_confirmer`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use toolport_tools::{Confirmation, Confirmer, Settings, Toolbox};
+///
+/// /// Says no to everything (a terminal agent would ask y/N here).
+/// struct AlwaysNo;
+///
+/// #[async_trait::async_trait]
+/// impl Confirmer for AlwaysNo {
+///     async fn confirm(&self, question: &str) -> Confirmation {
+///         eprintln!("declining: {question}");
+///         Confirmation::Declined
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let root = std::env::temp_dir();
+/// let toolbox = Toolbox::new(&Settings::new([&root]).confirm_writes())?;
+/// let ctx = toolbox.context().with_confirmer(Arc::new(AlwaysNo));
+/// let args = json!({"path": "never-written.txt", "content": "x"});
+/// let result = toolbox
+///     .registry()
+///     .execute("write_file", args.as_object().cloned().unwrap_or_default(), &ctx)
+///     .await;
+/// assert!(result.unwrap_err().to_string().contains("declined"));
+/// assert!(!root.join("never-written.txt").exists());
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait Confirmer: Send + Sync {
     /// Ask the user about `description`.
@@ -440,7 +474,52 @@ impl ToolContext {
     }
 }
 
-/// One tool. Object safe: the registry holds `Arc<dyn AiTool>`.
+/// One tool. Object safe: the registry holds `Arc<dyn AiTool>`. For a tool whose schema is
+/// known at compile time, [`TypedTool`](crate::TypedTool) is shorter; implement this for one
+/// built from data at run time.
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use toolport_tools::{AiTool, JsonObject, Settings, ToolContext, ToolError, ToolOutput, Toolbox};
+///
+/// /// Says hello to whoever it is told.
+/// struct Hello {
+///     schema: Arc<JsonObject>,
+/// }
+///
+/// #[async_trait::async_trait]
+/// impl AiTool for Hello {
+///     fn name(&self) -> &str {
+///         "hello"
+///     }
+///     fn description(&self) -> &str {
+///         "Greet someone by name."
+///     }
+///     fn input_schema(&self) -> Arc<JsonObject> {
+///         self.schema.clone()
+///     }
+///     async fn execute(&self, args: JsonObject, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+///         let name = args["name"].as_str().unwrap_or("world");
+///         Ok(ToolOutput::new(json!({"greeting": format!("hello, {name}")}), format!("hello, {name}")))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+/// let hello = Hello { schema: Arc::new(schema.as_object().cloned().unwrap_or_default()) };
+/// let mut toolbox = Toolbox::new(&Settings::new([std::env::temp_dir()]).read_only())?;
+/// toolbox.add(Arc::new(hello))?;
+/// let args = json!({"name": "Ada"}).as_object().cloned().unwrap_or_default();
+/// let output = toolbox.registry().execute("hello", args, &toolbox.context()).await?;
+/// assert_eq!(output.text, "hello, Ada");
+/// // The schema is checked before the tool runs: the model reads what was wrong.
+/// let error = toolbox.registry().execute("hello", JsonObject::new(), &toolbox.context()).await;
+/// assert!(error.unwrap_err().to_string().contains("\"name\" is a required property"));
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait AiTool: Send + Sync + 'static {
     /// Unique name, `[A-Za-z0-9_]{1,64}`: valid for MCP, OpenAI/OpenRouter, Anthropic and Ollama.
@@ -492,6 +571,7 @@ pub trait AiTool: Send + Sync + 'static {
         })
     }
 
+    #[doc(hidden)]
     /// Whether the registry may build this tool's definition and listing on first use (a
     /// `tools/list`, a call, an export) instead of at registration. Only for a tool whose input
     /// schema is an object schema by construction (the typed tools: their schemas are derived
@@ -501,6 +581,7 @@ pub trait AiTool: Send + Sync + 'static {
         false
     }
 
+    #[doc(hidden)]
     /// The input schema already compiled, for a tool that compiled it to check itself (a
     /// plugin manifest does, when it loads): the registry then does not compile it again.
     /// `None` (the default): the registry compiles [`AiTool::input_schema`].

@@ -104,7 +104,17 @@ impl Target<'_> {
     }
 }
 
-/// The set of roots a call may touch, plus the secret rules.
+/// The set of roots a call may touch, plus the secret rules. A [`Toolbox`](crate::Toolbox)
+/// opens it from its settings; every path a tool touches is opened through it, beneath a root.
+///
+/// ```
+/// use toolport_tools::Workspace;
+///
+/// let root = std::env::temp_dir();
+/// let workspace = Workspace::new(&[root.clone()], &["*.sqlite".to_owned()])?;
+/// assert!(workspace.describe_roots().contains(&*root.canonicalize()?.to_string_lossy()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Workspace {
     roots: Vec<Root>,
