@@ -114,12 +114,17 @@ const STDOUT_PIPE_BYTES: i32 = 1 << 20;
 
 /// Make the stdout pipe [`STDOUT_PIPE_BYTES`] large; a refusal (a lower limit, or the
 /// user's pipe quota used up) keeps the kernel's size, which only costs speed.
+#[cfg(target_os = "linux")]
 fn grow_pipe(fd: &OwnedFd) {
     use nix::fcntl::{FcntlArg, fcntl};
     if let Err(error) = fcntl(fd, FcntlArg::F_SETPIPE_SZ(STDOUT_PIPE_BYTES)) {
         tracing::debug!(%error, "the stdout pipe keeps its size");
     }
 }
+
+/// Pipes cannot be resized on other systems (`F_SETPIPE_SZ` is Linux's): the kernel's size.
+#[cfg(not(target_os = "linux"))]
+fn grow_pipe(_fd: &OwnedFd) {}
 
 /// `fd` as the reactor drives it (a pipe end or a Unix socket), else the `blocking` form;
 /// with what it is, for the log. One body for stdin and stdout, which differ only in the

@@ -90,7 +90,7 @@ pub(crate) fn install() {
     if REAPER.get().is_some() {
         return;
     }
-    if let Err(error) = nix::sys::prctl::set_child_subreaper(true) {
+    if let Err(error) = become_subreaper() {
         tracing::warn!(%error, "cannot become a child subreaper: a command's processes that call setsid may outlive it");
         return;
     }
@@ -99,6 +99,19 @@ pub(crate) fn install() {
         next: AtomicU64::new(1),
         children: Mutex::new(Owned::default()),
     });
+}
+
+/// Adopt the orphans of our descendants (Linux's `PR_SET_CHILD_SUBREAPER`).
+#[cfg(target_os = "linux")]
+fn become_subreaper() -> Result<(), String> {
+    nix::sys::prctl::set_child_subreaper(true).map_err(|error| error.to_string())
+}
+
+/// Other systems have no child subreaper (macOS, the BSDs): a command's processes that leave
+/// its process group are reparented to init, out of reach (docs/security.md says so).
+#[cfg(not(target_os = "linux"))]
+fn become_subreaper() -> Result<(), String> {
+    Err(format!("{} has no child subreaper", std::env::consts::OS))
 }
 
 /// A child of the server that sweeps must leave alone (the watchdog).
