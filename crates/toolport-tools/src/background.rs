@@ -109,8 +109,12 @@ struct NoWork;
 
 impl BackgroundWork for NoWork {
     fn get(&self, _owner: &Session, id: &str) -> Result<Arc<dyn Background>, ToolError> {
-        Err(ToolError::NotFound(format!(
-            "no job {id:?}: this server runs no commands"
-        )))
+        Err(no_work(id))
     }
+}
+
+/// The answer for work `id` where nothing runs in the background (no command runner): one
+/// message, whichever table is asked.
+pub(crate) fn no_work(id: &str) -> ToolError {
+    ToolError::NotFound(format!("no job {id:?}: this server runs no commands"))
 }

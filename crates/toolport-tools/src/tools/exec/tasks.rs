@@ -21,9 +21,7 @@ impl BackgroundWork for JobTable {
     fn get(&self, owner: &Session, id: &str) -> Result<Arc<dyn Background>, ToolError> {
         match &self.0 {
             Some(jobs) => Ok(jobs.get(owner, id)?),
-            None => Err(ToolError::NotFound(format!(
-                "no job {id:?}: this server runs no commands"
-            ))),
+            None => Err(crate::background::no_work(id)),
         }
     }
 
