@@ -34,12 +34,6 @@ use super::process::Live;
 use super::settings::ExecSettings;
 use crate::tool::{Session, ToolError};
 
-/// The private directory of the jobs' output files of the server whose pid is `server`; the
-/// Unix watchdog removes it when that server is gone.
-pub(crate) fn job_dir(server: u32) -> PathBuf {
-    std::env::temp_dir().join(format!("toolport-jobs-{server}"))
-}
-
 /// One job.
 #[derive(Debug)]
 pub(crate) struct Job {
@@ -180,7 +174,7 @@ impl Jobs {
     pub(crate) fn dir(&self) -> Result<PathBuf, ToolError> {
         self.dir
             .get_or_init(|| {
-                let dir = job_dir(std::process::id());
+                let dir = super::os::job_dir(std::process::id());
                 match super::os::create_private_dir(&dir) {
                     Ok(()) => Ok(dir),
                     // Left by an earlier server with the same pid: start afresh.

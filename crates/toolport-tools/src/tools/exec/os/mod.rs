@@ -33,6 +33,12 @@ pub(crate) use imp::{
     dispatch_helper, host_env, prepare_host, read_at, resolve_program, signal_name,
 };
 
+/// The private directory of the jobs' output files of the server whose pid is `server`
+/// ([`super::jobs`]); the Unix watchdog removes it when that server is gone.
+pub(crate) fn job_dir(server: u32) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("toolport-jobs-{server}"))
+}
+
 /// Whether running `program` means running a batch file through `cmd.exe`: its name says so
 /// (`build.bat`), or, on Windows, it resolves to one (`npx` → `npx.cmd`). The command policy
 /// treats such a command as a shell script.

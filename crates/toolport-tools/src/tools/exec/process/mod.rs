@@ -31,10 +31,6 @@ use output::{Output, pump};
 /// and the output read so far is returned.
 pub(crate) const IO_DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
 
-/// Between SIGTERM and SIGKILL on timeout or cancellation: long enough for a well-behaved
-/// program to clean up, short enough that a cancelled call is gone within a second.
-pub(crate) const KILL_GRACE: Duration = Duration::from_millis(500);
-
 /// How often progress is reported while a command runs (when the client asked for progress).
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 

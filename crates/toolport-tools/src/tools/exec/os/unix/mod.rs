@@ -25,13 +25,17 @@ pub mod watchdog;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
 use self::reaper::Scope;
-use crate::tools::exec::process::KILL_GRACE;
+
+/// Between SIGTERM and SIGKILL on timeout or cancellation: long enough for a well-behaved
+/// program to clean up, short enough that a cancelled call is gone within a second.
+const KILL_GRACE: Duration = Duration::from_millis(500);
 
 /// Used when the server itself has no PATH (and to resolve a program when a command's
 /// environment has none).

@@ -182,7 +182,7 @@ pub(crate) fn run_watchdog(server: Option<&std::ffi::OsString>) -> i32 {
         let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
     }
     // The jobs' output files go with them (first: the scan below reads every process).
-    let _ = std::fs::remove_dir_all(crate::tools::exec::jobs::job_dir(server));
+    let _ = std::fs::remove_dir_all(super::super::job_dir(server));
     kill_scopes(server);
     0
 }
