@@ -19,6 +19,10 @@ use std::path::{Component, Path};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Case {
     /// Byte for byte (Linux, other Unix).
+    #[cfg_attr(
+        all(not(test), any(target_os = "macos", windows)),
+        allow(dead_code, reason = "the file systems of Linux and other Unix")
+    )]
     Sensitive,
     /// Without case, by [`fold`] (macOS, Windows).
     #[cfg_attr(

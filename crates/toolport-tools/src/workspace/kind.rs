@@ -16,12 +16,28 @@ pub(crate) enum FileKind {
     /// A symbolic link.
     Symlink,
     /// A named pipe.
+    #[cfg_attr(
+        windows,
+        allow(dead_code, reason = "no special files in a Windows file system")
+    )]
     Fifo,
     /// A Unix socket.
+    #[cfg_attr(
+        windows,
+        allow(dead_code, reason = "no special files in a Windows file system")
+    )]
     Socket,
     /// A block device.
+    #[cfg_attr(
+        windows,
+        allow(dead_code, reason = "no special files in a Windows file system")
+    )]
     BlockDevice,
     /// A character device.
+    #[cfg_attr(
+        windows,
+        allow(dead_code, reason = "no special files in a Windows file system")
+    )]
     CharDevice,
     /// Anything else.
     Other,

@@ -19,6 +19,20 @@
 //!   but its content is never returned.
 //! - A client's MCP roots can only narrow the operator's roots ([`Workspace::narrow`]).
 //!
+//! # Per system
+//! The system calls are in `sys/` (one file per system; its `mod.rs` says what each call
+//! guarantees where). The path syntax is Unix (`locate/unix.rs`) or Windows (`locate/windows.rs`
+//! with the pure rules of `winpath.rs`: drive letters, UNC and `\\?\` forms; device paths,
+//! streams, reserved names refused). Names compare exactly on Linux and without case on macOS
+//! and Windows (`case.rs`, `sys::FS_CASE`): secrets, `.git` and the roots.
+//!
+//! Checked on Linux by the tests: `..`, symlinks (in process and over MCP), the Windows syntax
+//! rules (as pure functions), and the case-insensitive rules (a [`Workspace`] built with
+//! `Case::Insensitive`). Only checked on the real systems (type-checked here, not run): that
+//! `F_GETPATH` and `GetFinalPathNameByHandleW` spell paths as the roots' canonical paths, that
+//! cap-std treats junctions like symlinks, `MoveFileExW`'s refusal of an existing destination,
+//! `renameatx_np(RENAME_EXCL)`, and what the file systems themselves do with case and 8.3 names.
+//!
 //! # What is not a boundary
 //! Hard links: a hard link inside a root to a file elsewhere *is* that file, and is readable.
 //! The operator decides what lives inside the roots.
@@ -80,9 +94,12 @@ use self::secrets::SecretRules;
 pub use self::settings::{FileWorkspace, WorkspaceSettings};
 /// The real path of an open directory handle (a command's working directory): see
 /// `sys::handle_path`.
-#[allow(
-    unused_imports,
-    reason = "the command engine's per-OS working directory (issue 29) is its user"
+#[cfg_attr(
+    target_os = "linux",
+    allow(
+        unused_imports,
+        reason = "on Linux the command engine enters /proc/self/fd/N instead"
+    )
 )]
 pub(crate) use self::sys::handle_path;
 
@@ -371,6 +388,7 @@ mod tests {
     /// another case neither a way out nor a break. (That the file system itself then opens
     /// `.env` for `.ENV` is only seen on the real systems.)
     #[test]
+    #[cfg(unix)]
     fn names_compare_without_case_where_the_file_system_ignores_it() {
         let dir = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(dir.path()).unwrap();
@@ -424,6 +442,27 @@ mod tests {
         .unwrap();
         assert!(exact.open_file(".ENV").is_ok());
         assert!(exact.target(&format!("{upper}/src/lib.rs")).is_err());
+    }
+
+    /// A root moved after start: the real path of a handle is then no longer under the root's
+    /// path, and the secret rules cannot be checked on it. A link with an innocent name to a
+    /// secret is refused, not read.
+    #[test]
+    #[cfg(unix)]
+    fn a_real_path_outside_the_roots_path_is_refused_not_passed() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let root = base.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join(".env"), "TOKEN=1").unwrap();
+        std::os::unix::fs::symlink(".env", root.join("notes.txt")).unwrap();
+        let ws = Workspace::new(std::slice::from_ref(&root), &[".env*".to_owned()]).unwrap();
+        std::fs::rename(&root, base.join("moved")).unwrap();
+        let opened = ws.open_file("notes.txt").map(|_| ());
+        assert!(
+            matches!(opened, Err(PathError::Escapes { .. })),
+            "{opened:?}"
+        );
     }
 
     #[test]
