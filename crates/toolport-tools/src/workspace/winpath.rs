@@ -563,7 +563,8 @@ mod tests {
 
     #[test]
     fn names_windows_would_change_or_cannot_hold_are_refused() {
-        for name in ["key.pem.", "notes ", "dir.", "a. "] {
+        // `...` and `.. ` would be `.` and `..` to Win32: refused like any name ending so.
+        for name in ["key.pem.", "notes ", "dir.", "a. ", "...", ".. "] {
             assert_eq!(
                 parse(name),
                 Err(WinPathError::TrailingDotOrSpace(name.into())),
@@ -641,6 +642,10 @@ mod tests {
         assert_eq!(placed(r"c:\W\x"), ok(0, &["x"]));
         assert_eq!(placed(r"d:/DATA/y/../z"), ok(1, &["z"]));
         assert_eq!(placed("."), ok(0, &[]));
+        assert!(matches!(
+            placed(r"sub\...\x"),
+            Err(PlaceError::Syntax(WinPathError::TrailingDotOrSpace(_)))
+        ));
         for outside in [
             r"..\x",
             r"src\..\..\x",

@@ -1,7 +1,10 @@
 //! macOS: the real path of a handle from `fcntl(F_GETPATH)` (what was opened, not a name looked
 //! up again), and `renameatx_np(RENAME_EXCL)`, which refuses an existing destination
-//! atomically. There is no `openat2`: every read takes the open-then-check-the-real-path way,
-//! and [`open_path_beneath`] is cap-std's confined canonicalisation (`portable.rs`).
+//! atomically. There is no `openat2`: every read takes the open-then-check-the-real-path way.
+//! [`open_path_beneath`] opens the path beneath the root with `O_EVTONLY` (no read permission
+//! needed, like Linux's `O_PATH`) and reads the handle's real path; when that open fails it
+//! falls back to cap-std's confined canonicalisation of the name (`portable.rs`), which gives
+//! the error (both are confined: the fallback changes only how exact the answer is).
 
 use std::ffi::CString;
 use std::io;
@@ -12,11 +15,31 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::Dir;
 
 use super::Target;
-pub(super) use super::portable::open_path_beneath;
 pub(super) use super::unix::{
     create_new_options, is_escape, is_link_loop, keep_permissions, open_entry_no_follow,
     read_options, special_kind, special_kind_cap, sync_dir,
 };
+
+/// Open `rel` beneath the root for events only (`O_EVTONLY`, non-blocking: no read permission
+/// needed, a FIFO does not hang), following symlinks only beneath it, and read the handle's
+/// real path; if that fails, cap-std's confined canonicalisation.
+pub(super) fn open_path_beneath(target: &Target<'_>, rel: &Path) -> io::Result<PathBuf> {
+    use cap_std::fs::{OpenOptions, OpenOptionsExt};
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags(libc::O_EVTONLY | libc::O_NONBLOCK | libc::O_NOCTTY);
+    let by_handle = target
+        .root
+        .dir
+        .open_with(rel, &options)
+        .ok()
+        .and_then(|file| super::handle_path(&file.into_std()));
+    match by_handle {
+        Some(real) => Ok(real),
+        None => super::portable::open_path_beneath(target, rel),
+    }
+}
 
 /// No `openat2` on macOS: always `None`, so the caller checks the real path of what it opened.
 pub(super) fn open_without_symlinks(_target: &Target<'_>) -> Option<std::fs::File> {

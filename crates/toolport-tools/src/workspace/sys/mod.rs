@@ -71,9 +71,10 @@ pub(super) fn open_without_symlinks(target: &Target<'_>) -> Option<std::fs::File
 /// The real absolute path of `rel` (relative to the target's root), looked up beneath the root:
 /// symlinks are followed only while they stay inside it, and an escape fails (`EXDEV` on
 /// Linux, cap-std's escape error elsewhere), which [`Workspace::io_error`] reports as
-/// [`PathError::Escapes`]. Linux reads it from an `O_PATH` handle; elsewhere it is cap-std's
-/// confined canonicalisation joined to the root's path (components as spelled in the path
-/// given, which is why the secret rules match case-insensitively where the file system does).
+/// [`PathError::Escapes`]. Linux reads it from an `O_PATH` handle, macOS from an `O_EVTONLY`
+/// one (falling back to the next way when that open fails); elsewhere it is cap-std's confined
+/// canonicalisation joined to the root's path (components as spelled in the path given, which
+/// is why the secret rules match case-insensitively where the file system does).
 pub(super) fn open_path_beneath(target: &Target<'_>, rel: &Path) -> io::Result<PathBuf> {
     let rel = if rel.as_os_str().is_empty() {
         Path::new(".")
