@@ -41,7 +41,7 @@ pub(crate) fn toolport_bin() -> std::path::PathBuf {
 pub(crate) fn prepare_commands() {
     toolport_tools::tools::exec::prepare_host(toolport_bin().as_os_str());
     assert!(
-        toolport_tools::tools::exec::watchdog::installed(),
+        toolport_tools::tools::exec::os::unix::watchdog::installed(),
         "the watchdog was not armed"
     );
 }

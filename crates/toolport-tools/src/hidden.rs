@@ -3,15 +3,16 @@
 //! argument parsing, no logging, no async runtime, no threads), as codex's `arg0` does:
 //! - `toolport __sandbox-exec … -- PROGRAM ARGS`: confine a command with Landlock, then exec
 //!   it ([`crate::tools::exec::sandbox`]);
-//! - `toolport __watchdog`: the companion process that kills running commands' process groups
-//!   when the server dies ([`crate::tools::exec::watchdog`]).
+//! - `toolport __watchdog` (Unix): the companion process that kills running commands' process
+//!   groups when the server dies ([`crate::tools::exec::os::unix::watchdog`]; Windows needs
+//!   none: a command's Job Object dies with the server).
 //!
 //! Neither is shown in `--help`.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use crate::tools::exec::{sandbox, watchdog};
+use crate::tools::exec::{os, sandbox};
 
 /// Exit status when a helper's own status does not fit a process exit code.
 const UNREPRESENTABLE_STATUS: u8 = 125;
@@ -34,10 +35,8 @@ pub fn dispatch(argv: &[OsString]) -> Option<ExitCode> {
     let command = argv.get(1)?;
     let code = if command == sandbox::SHIM_SUBCOMMAND {
         sandbox::run_shim(argv.get(2..).unwrap_or_default())
-    } else if command == watchdog::WATCHDOG_SUBCOMMAND {
-        watchdog::run_watchdog(argv.get(2))
     } else {
-        return None;
+        os::dispatch_helper(command, argv.get(2..).unwrap_or_default())?
     };
     Some(ExitCode::from(
         u8::try_from(code).unwrap_or(UNREPRESENTABLE_STATUS),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
 use super::FileKind;
-use super::sys::{self, READ_FLAGS};
+use super::sys;
 
 /// Where a write lands: the entry `name` in the directory `dir`, which was opened beneath its
 /// root. Every change (create, replace, rename) is made relative to `dir`, so it cannot leave
@@ -33,10 +33,6 @@ const TEMP_SUFFIX: &str = ".tmp";
 /// Random bytes in a temporary file's name: enough that two writers never pick the same one
 /// (the create is exclusive anyway).
 const TEMP_RANDOM_BYTES: usize = 8;
-/// Permission bits kept from the replaced file (rwx for all, setuid/setgid/sticky).
-const MODE_BITS: u32 = 0o7777;
-/// Mode of a newly created file before the umask, as `open(2)` callers conventionally use.
-const NEW_FILE_MODE: u32 = 0o666;
 
 impl WriteTarget {
     /// The real absolute path, for results and messages.
@@ -62,14 +58,7 @@ impl WriteTarget {
     /// non-blocking, so a FIFO swapped in meanwhile never hangs the call).
     pub(crate) fn read_existing(&self) -> io::Result<Vec<u8>> {
         use std::io::Read;
-        let mut options = OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use cap_std::fs::OpenOptionsExt;
-            options.custom_flags(READ_FLAGS | libc::O_NOFOLLOW);
-        }
-        let mut file = self.dir.open_with(&self.name, &options)?.into_std();
+        let mut file = sys::open_entry_no_follow(&self.dir, &self.name)?;
         if !file.metadata()?.is_file() {
             return Err(io::Error::other("it is no longer a regular file"));
         }
@@ -90,26 +79,17 @@ impl WriteTarget {
         let temp = format!("{TEMP_PREFIX}{random}{TEMP_SUFFIX}");
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use cap_std::fs::OpenOptionsExt;
-            options.mode(NEW_FILE_MODE);
-            options.custom_flags(libc::O_NOFOLLOW);
-        }
+        sys::create_new_options(&mut options);
         let file = self.dir.open_with(&temp, &options)?;
         let cleanup = RemoveOnDrop {
             dir: &self.dir,
             name: Some(&temp),
         };
         let mut file = file.into_std();
-        #[cfg(unix)]
         if let Some(existing) = &self.existing
             && existing.is_file()
         {
-            use cap_std::fs::PermissionsExt as _;
-            use std::os::unix::fs::PermissionsExt;
-            let mode = existing.permissions().mode() & MODE_BITS;
-            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            sys::keep_permissions(&file, existing)?;
         }
         file.write_all(bytes)?;
         file.sync_all()?;

@@ -5,7 +5,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::{FileKind, Target, Workspace};
+use super::{FileKind, Target, Workspace, sys};
 
 /// The message cap-std gives when a lookup would leave the root (`EXDEV` from `openat2`, or its
 /// own walk). It is the only way to tell an escape from an ordinary permission error.
@@ -174,7 +174,7 @@ impl Workspace {
         let path = target.display.display().to_string();
         let escaped = (error.kind() == io::ErrorKind::PermissionDenied
             && error.to_string().contains(CAP_STD_ESCAPE))
-            || error.raw_os_error() == Some(libc::EXDEV);
+            || sys::is_escape(error);
         if escaped {
             return PathError::Escapes {
                 path,
@@ -189,7 +189,7 @@ impl Workspace {
             io::ErrorKind::PermissionDenied => PathError::OsDenied { path },
             io::ErrorKind::NotADirectory => PathError::NotADirectory { path },
             io::ErrorKind::IsADirectory => PathError::IsADirectory { path },
-            _ if error.raw_os_error() == Some(libc::ELOOP) => PathError::LinkLoop { path },
+            _ if sys::is_link_loop(error) => PathError::LinkLoop { path },
             _ => PathError::Io {
                 path,
                 message: error.to_string(),

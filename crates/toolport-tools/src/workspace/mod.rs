@@ -42,11 +42,14 @@
 //!   the root, secrets and `.git/` refused;
 //! - `atomic.rs`: the changes made there (`WriteTarget`): atomic writes (exclusive temporary
 //!   file, fsync, rename) and renames;
-//! - `sys.rs`: the raw system calls (`openat2`, `renameat2`, `/proc/self/fd`, directory
-//!   fsync) behind small functions, each with its fallback for other systems: the one file
-//!   to port.
+//! - `sys/`: the operating-system calls behind one interface (`sys/mod.rs`: the real path of
+//!   a handle, the open without symlinks, the rename that never replaces, directory fsync,
+//!   open flags and permission bits), one file per system (`linux.rs`, `macos.rs`,
+//!   `windows.rs`, `other.rs` for other Unix): the only files to port;
+//! - `case.rs`: whether names compare with or without case (`sys::FS_CASE` per system).
 
 mod atomic;
+mod case;
 mod error;
 mod kind;
 mod read;
@@ -68,6 +71,13 @@ pub(crate) use self::kind::FileKind;
 pub(crate) use self::secrets::DEFAULT_SECRET_PATTERNS;
 use self::secrets::SecretRules;
 pub use self::settings::{FileWorkspace, WorkspaceSettings};
+/// The real path of an open directory handle (a command's working directory): see
+/// `sys::handle_path`.
+#[allow(
+    unused_imports,
+    reason = "the command engine's per-OS working directory (issue 29) is its user"
+)]
+pub(crate) use self::sys::handle_path;
 
 /// One root: its canonical path and an open handle that every lookup starts from.
 #[derive(Debug, Clone)]
@@ -363,6 +373,15 @@ mod tests {
                 a.display()
             )
         );
+    }
+
+    #[test]
+    fn handle_path_names_what_was_opened() {
+        let (_d, _ws, a, _b) = two_roots();
+        std::fs::create_dir(a.join("sub")).unwrap();
+        let dir = std::fs::File::open(a.join("sub")).unwrap();
+        std::fs::rename(a.join("sub"), a.join("moved")).unwrap();
+        assert_eq!(super::handle_path(&dir), Some(a.join("moved")));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
-use super::sys::{self, READ_FLAGS};
+use super::sys;
 use super::{FileKind, PathError, Target, Workspace};
 
 /// A file opened for reading inside the roots.
@@ -30,18 +30,14 @@ impl Workspace {
         self.check_secret(&target, &target.normal)?;
         // A path without symlinks is what it says: its real path is the one the secret rules
         // just checked. Only a path with one needs the open-then-check-the-real-path way.
-        let plain = sys::open_without_symlinks(&target, READ_FLAGS);
+        let plain = sys::open_without_symlinks(&target);
         let checked = plain.is_some();
         let file = match plain {
-            Some(fd) => std::fs::File::from(fd),
+            Some(file) => file,
             None => {
                 let mut options = OpenOptions::new();
                 options.read(true);
-                #[cfg(unix)]
-                {
-                    use cap_std::fs::OpenOptionsExt;
-                    options.custom_flags(READ_FLAGS);
-                }
+                sys::read_options(&mut options);
                 target
                     .root
                     .dir

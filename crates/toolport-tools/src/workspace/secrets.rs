@@ -2,10 +2,10 @@
 //! on the real path of an opened handle.
 
 use std::borrow::Cow;
-use std::os::fd::AsFd;
 use std::path::{Component, Path};
 use std::sync::{Arc, OnceLock};
 
+use cap_std::io_lifetimes::AsFilelike;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::{PathError, Target, Workspace, WorkspaceError, sys};
@@ -165,13 +165,13 @@ impl Workspace {
     /// a secret.
     pub(super) fn check_real_path(
         &self,
-        handle: &impl AsFd,
+        handle: &impl AsFilelike,
         target: &Target<'_>,
     ) -> Result<(), PathError> {
         match sys::real_path(handle, target) {
-            Some(real) => match real.strip_prefix(&target.root.path) {
-                Ok(rel) => self.check_secret(target, rel),
-                Err(_) => Ok(()),
+            Some(real) => match sys::FS_CASE.strip_root(&real, &target.root.path) {
+                Some(rel) => self.check_secret(target, rel),
+                None => Ok(()),
             },
             None => Ok(()),
         }

@@ -11,6 +11,10 @@ use super::{FileKind, PathError, Target, Workspace, WriteTarget, sys};
 /// Most symlinks followed to reach a write target (a link to a link …): a link that leads on
 /// further than this is refused as a loop.
 const MAX_WRITE_LINKS: usize = 8;
+/// The directory git keeps its own files (and hooks) in: writes there are refused unless
+/// allowed (matched without case where the file system ignores case: `.GIT` is the same
+/// directory there).
+const GIT_DIR: &str = ".git";
 
 impl Workspace {
     /// Refuse to write `rel` (relative to the target's root) when it is a secret or, unless
@@ -24,7 +28,7 @@ impl Workspace {
         self.check_secret(target, rel)?;
         let in_git = rel
             .components()
-            .any(|c| matches!(c, Component::Normal(name) if name == ".git"));
+            .any(|c| matches!(c, Component::Normal(name) if sys::FS_CASE.is_name(name, GIT_DIR)));
         if in_git && !allow_git {
             return Err(PathError::GitDir {
                 path: target.display.display().to_string(),

@@ -1,16 +1,21 @@
-//! The environment a command runs with: minimal (PATH with absolute entries only, HOME, LANG,
-//! TMPDIR, the operator's allowlist), non-interactive defaults so nothing waits for a human,
+//! The environment a command runs with: minimal (PATH with absolute entries only, what the OS
+//! needs — HOME, LANG, TMPDIR on Unix; SystemRoot, PATHEXT, ComSpec, TEMP … on Windows, see
+//! [`os::host_env`] — and the operator's allowlist), non-interactive defaults so nothing waits
+//! for a human,
 //! and the call's own variables minus those that change how programs load or shells start.
 //! The server's own environment (and its secrets) is not inherited.
 
 use std::collections::BTreeMap;
 
-use super::process;
+use super::os;
 use crate::tool::ToolError;
 
 /// Environment variables a call may not set: they change how programs are loaded or how
 /// shells start, which would let a call run code the policy never saw.
 const DENIED_ENV_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_"];
+/// Compared without regard to case (Windows' variable names are case-insensitive; on Unix a
+/// refused lowercase twin costs nothing). `COMSPEC` and `PATHEXT` decide, on Windows, which
+/// shell runs batch files and which files count as programs.
 const DENIED_ENV_NAMES: &[&str] = &[
     "BASH_ENV",
     "ENV",
@@ -18,6 +23,8 @@ const DENIED_ENV_NAMES: &[&str] = &[
     "PROMPT_COMMAND",
     "SHELLOPTS",
     "PS4",
+    "COMSPEC",
+    "PATHEXT",
 ];
 
 /// Variables every command gets so that nothing waits for a human: no pager, no editor, no git
@@ -45,18 +52,10 @@ pub fn child_env(
     env.insert(
         "PATH".into(),
         absolute_path_entries(
-            &std::env::var("PATH").unwrap_or_else(|_| process::FALLBACK_PATH.into()),
+            &std::env::var_os("PATH").unwrap_or_else(|| os::FALLBACK_PATH.into()),
         ),
     );
-    if let Ok(home) = std::env::var("HOME") {
-        env.insert("HOME".into(), home);
-    }
-    env.insert(
-        "LANG".into(),
-        std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
-    );
-    // The server's temp dir: with a sandbox it is the one writable place outside the roots.
-    env.insert("TMPDIR".into(), std::env::temp_dir().display().to_string());
+    env.extend(os::host_env());
     for name in env_allowlist {
         if let Ok(value) = std::env::var(name) {
             env.insert(name.clone(), value);
@@ -74,8 +73,9 @@ pub fn child_env(
                 "env: {name:?} is not a valid variable name (letters, digits and _, not starting with a digit)"
             )));
         }
-        if DENIED_ENV_NAMES.contains(&name.as_str())
-            || DENIED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+        let upper = name.to_ascii_uppercase();
+        if DENIED_ENV_NAMES.contains(&upper.as_str())
+            || DENIED_ENV_PREFIXES.iter().any(|p| upper.starts_with(p))
         {
             return Err(ToolError::PermissionDenied(format!(
                 "env: setting {name} is not allowed (it changes how programs load or how shells start); refused names are {} and anything starting with {}",
@@ -96,14 +96,13 @@ pub fn child_env(
 /// `PATH` without its empty and relative entries: they resolve against the command's working
 /// directory (the workspace), so a program name allowed by the policy (or named by a plugin)
 /// could run a file the agent wrote.
-fn absolute_path_entries(path: &str) -> String {
-    let kept: Vec<&str> = path
-        .split(':')
-        .filter(|entry| entry.starts_with('/'))
+/// Entries are split and joined with the OS's separator (`:`, `;` on Windows).
+fn absolute_path_entries(path: &std::ffi::OsStr) -> String {
+    let kept: Vec<std::path::PathBuf> = std::env::split_paths(path)
+        .filter(|entry| entry.is_absolute())
         .collect();
-    if kept.is_empty() {
-        process::FALLBACK_PATH.to_owned()
-    } else {
-        kept.join(":")
+    match std::env::join_paths(&kept) {
+        Ok(joined) if !kept.is_empty() => joined.to_string_lossy().into_owned(),
+        _ => os::FALLBACK_PATH.to_owned(),
     }
 }

@@ -12,8 +12,9 @@ use serde_json::json;
 
 use super::CATEGORY;
 use super::jobs::Job;
+use super::os::signal_name;
 use super::process::{Which, progress_ticker};
-use super::runner::{Executor, signal_name};
+use super::runner::Executor;
 use crate::schema::JsonObject;
 use crate::settings::human_bytes;
 use crate::tool::{Annotations, ToolContext, ToolError};

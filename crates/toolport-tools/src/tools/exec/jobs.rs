@@ -17,12 +17,14 @@
 //!   never a job without its output. The output files go when the last holder of the job lets
 //!   go of it (at once, unless a job tool is reading it that very moment; that read completes).
 //! - A job holds its `exec.max_concurrent` slot until it ends.
-//! - Its full output is in two files (`<id>.stdout`, `<id>.stderr`, 0600) in the server's
-//!   private job directory (`$TMPDIR/toolport-jobs-<server pid>`, 0700), besides the head and
-//!   tail kept in memory; the watchdog removes the directory when the server is gone.
+//! - Its full output is in two files (`<id>.stdout`, `<id>.stderr`, 0600 on Unix) in the
+//!   server's private job directory (`$TMPDIR/toolport-jobs-<server pid>`, 0700 on Unix; on
+//!   Windows both inherit the user's temp folder's ACL, which is private to the user), besides
+//!   the head and tail kept in memory. The server removes the directory when it stops; on Unix
+//!   the watchdog also does when the server is killed (on Windows a killed server leaves it
+//!   behind, with nothing running).
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -172,15 +174,13 @@ impl Jobs {
     pub(crate) fn dir(&self) -> Result<PathBuf, ToolError> {
         self.dir
             .get_or_init(|| {
-                let dir = super::watchdog::job_dir(std::process::id());
-                match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                let dir = super::os::job_dir(std::process::id());
+                match super::os::create_private_dir(&dir) {
                     Ok(()) => Ok(dir),
                     // Left by an earlier server with the same pid: start afresh.
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                         let _ = std::fs::remove_dir_all(&dir);
-                        std::fs::DirBuilder::new()
-                            .mode(0o700)
-                            .create(&dir)
+                        super::os::create_private_dir(&dir)
                             .map(|()| dir.clone())
                             .map_err(|e| format!("cannot create {}: {e}", dir.display()))
                     }
@@ -352,7 +352,7 @@ mod tests {
             program: "echo".into(),
             args: vec![text.into()],
             cwd: std::fs::File::open("/").unwrap(),
-            env: vec![("PATH".into(), process::FALLBACK_PATH.into())],
+            env: vec![("PATH".into(), crate::tools::exec::os::FALLBACK_PATH.into())],
             stdin: None,
             timeout: TEST_WAIT,
             max_output_bytes: 1024,

@@ -8,9 +8,9 @@
 //! - the environment is minimal (PATH, HOME, LANG, TERM=dumb, an operator allowlist) with
 //!   non-interactive defaults (no pager, no git prompts, CI=1), so the server's own secrets are
 //!   not inherited and nothing waits for a keyboard;
-//! - stdin is /dev/null unless given; the command gets its own process group, no terminal, and
-//!   dies with the server ([`watchdog`]); on timeout or cancellation the whole group is
-//!   terminated;
+//! - stdin is the null device unless given; the command gets its own process tree (a process
+//!   group on Unix, a Job Object on Windows: [`os`]), no terminal or console window, and dies
+//!   with the server; on timeout or cancellation the whole tree is terminated;
 //! - at most `exec.max_concurrent` commands run at once (others queue; the other tools stay
 //!   responsive), and each stream keeps at most `exec.max_output_bytes` (head and tail);
 //! - optionally, Landlock confines what the command may write ([`sandbox`]), failing closed:
@@ -40,14 +40,13 @@ pub(crate) mod policy;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub use policy::fuzz_decide;
+pub mod os;
 pub mod process;
-pub mod reaper;
 mod request;
 mod runner;
 pub mod sandbox;
 mod settings;
 mod tasks;
-pub mod watchdog;
 
 pub use env::child_env;
 pub(crate) use job_tools::job_tools;
@@ -64,15 +63,12 @@ pub const NAME: &str = "execute_command";
 /// The category of `execute_command`.
 const CATEGORY: &str = "exec";
 
-/// Process-wide set-up before the server binary runs commands: give up the controlling
-/// terminal ([`process::detach_controlling_terminal`]), become the child subreaper
-/// ([`reaper`]) and arm the [`watchdog`] to run from `exe` (the toolport binary;
-/// `/proc/self/exe` in the server), started by the first command. Without a watchdog commands
-/// still run, but a killed server would leave them running: that is logged as a warning.
+/// Process-wide set-up before the server binary runs commands, per OS ([`os`]): on Unix, give
+/// up the controlling terminal, become the child subreaper (Linux) and arm the watchdog to run
+/// from `exe` (the toolport binary; `/proc/self/exe` in the server), started by the first
+/// command; on Windows nothing is needed (each command's Job Object dies with the server).
 pub fn prepare_host(exe: &std::ffi::OsStr) {
-    process::detach_controlling_terminal();
-    reaper::install();
-    watchdog::arm(exe);
+    os::prepare_host(exe);
 }
 
 /// The tool's description, stating the operator's real limits.

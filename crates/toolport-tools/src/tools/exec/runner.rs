@@ -20,6 +20,7 @@ use tokio::sync::Semaphore;
 
 use super::env::child_env;
 use super::jobs::{Job, Jobs, NewJob};
+use super::os;
 use super::policy::{Decision, Place, Policy};
 use super::process::{self, Which};
 use super::request::CommandRequest;
@@ -328,16 +329,6 @@ impl Drop for Running {
     }
 }
 
-pub(crate) fn signal_name(status: std::process::ExitStatus) -> Option<String> {
-    use std::os::unix::process::ExitStatusExt;
-    let number = status.signal()?;
-    Some(
-        nix::sys::signal::Signal::try_from(number)
-            .map(|s| s.as_str().to_owned())
-            .unwrap_or_else(|_| format!("signal {number}")),
-    )
-}
-
 /// What [`Executor::plan`] decided for a call.
 enum Planned {
     /// Run this.
@@ -570,7 +561,7 @@ impl Report {
             stderr: stderr.text,
             timed_out: outcome.timed_out,
             duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
-            signal: outcome.status.and_then(signal_name),
+            signal: outcome.status.and_then(os::signal_name),
             cwd: self.cwd,
             timeout: self.timeout,
             command_line: self.command_line,

@@ -1,60 +1,35 @@
 //! Running one command to completion, with the hygiene peers get wrong (see the module docs of
-//! [`super`] for the list): its own process group, no controlling terminal, stdin from
-//! /dev/null unless given, both pipes drained concurrently into bounded head+tail buffers
-//! ([`output`], which keeps what the command wrote), the
-//! whole group terminated (TERM, grace, KILL) on timeout or cancellation, leftovers killed when
-//! the leader exits, a drain timeout for grandchildren that keep the pipes open, the group
-//! registered with the [`watchdog`] (so it dies with the server), and the child always reaped
-//! ([`group`]: signalling, terminating and guarding the group).
-//!
-//! What leaves the group (`setsid`, a double-forking daemon) is found and killed by the
-//! [`reaper`] when the command ends.
-//!
-//! Commands are started with `posix_spawn` (std picks it when there is no `pre_exec` hook and
-//! the program needs no `PATH` search): a `vfork`-style clone that copies no page tables, so a
-//! spawn costs the same however large the server is. That is why nothing here runs code in the
-//! child: the working directory is entered by `posix_spawn` itself, the process group is a
-//! spawn attribute, death with the server is the watchdog's job, and "no terminal" is arranged
-//! once for the whole server by [`detach_controlling_terminal`] (the crate's one use of
-//! `unsafe`: a single `ioctl`).
+//! [`super`] for the list): its own process tree ([`os::Tree`]: a process group on Unix, a Job
+//! Object on Windows), no terminal or console window, stdin from the null device unless given,
+//! both pipes drained concurrently into bounded head+tail buffers ([`output`], which keeps what
+//! the command wrote), the whole tree terminated on timeout or cancellation, leftovers killed
+//! when the leader exits, a drain timeout for grandchildren that keep the pipes open, the tree
+//! dying with the server, and the child always reaped. Everything that differs between
+//! operating systems is in [`os`]; this file is the same on all of them.
 
-use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::reaper::{self, Scope};
-use super::watchdog;
+use super::os;
 use crate::tool::ProgressSink;
 
-mod group;
 mod output;
 
-use group::{GroupGuard, contain, signal_group, terminate};
 pub(crate) use output::{Captured, Which};
 use output::{Output, pump};
-
-/// Used when the server itself has no PATH (and to resolve a program when a command's
-/// environment has none).
-pub(crate) const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// After the command exits, how long to wait for its pipes to close. A grandchild that was
 /// put in the background keeps them open; past this the rest of the process group is killed
 /// and the output read so far is returned.
 pub(crate) const IO_DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
-
-/// Between SIGTERM and SIGKILL on timeout or cancellation: long enough for a well-behaved
-/// program to clean up, short enough that a cancelled call is gone within a second.
-pub(crate) const KILL_GRACE: Duration = Duration::from_millis(500);
 
 /// How often progress is reported while a command runs (when the client asked for progress).
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
@@ -65,11 +40,11 @@ pub struct RunSpec {
     pub program: OsString,
     /// Its arguments.
     pub args: Vec<OsString>,
-    /// The working directory, as a handle (entered with `fchdir`, so it cannot be swapped).
+    /// The working directory, as a handle ([`os::cwd_path`] says how the child enters it).
     pub cwd: std::fs::File,
     /// The complete environment.
     pub env: Vec<(String, String)>,
-    /// Bytes for stdin; `None` connects stdin to /dev/null.
+    /// Bytes for stdin; `None` connects stdin to the null device.
     pub stdin: Option<Vec<u8>>,
     /// Wall-clock limit.
     pub timeout: Duration,
@@ -227,64 +202,6 @@ impl Drop for Live {
     }
 }
 
-/// Give up the server's controlling terminal, if it has one, so that no command it runs can
-/// open `/dev/tty` to prompt for a password or read keystrokes (it gets ENXIO instead), and
-/// none is stopped by SIGTTIN as a background job of the user's terminal. This is what
-/// `setsid` in each child used to provide; doing it once in the server lets commands be
-/// spawned without running code in the child. The server stays in its process group and
-/// session, so Ctrl-C in that terminal still reaches it. Does nothing for a session leader
-/// (there `TIOCNOTTY` would hang up the whole session) or when there is no terminal.
-pub(crate) fn detach_controlling_terminal() {
-    use std::os::unix::fs::OpenOptionsExt;
-    if nix::unistd::getsid(None).ok() == Some(Pid::this()) {
-        return;
-    }
-    let Ok(tty) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOCTTY)
-        .open("/dev/tty")
-    else {
-        // ENXIO: no controlling terminal, the usual case under an MCP client.
-        return;
-    };
-    // SAFETY: TIOCNOTTY takes no argument and only changes this process's terminal
-    // association; `tty` is an open descriptor for the duration of the call.
-    #[allow(unsafe_code)]
-    let rc = unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCNOTTY) };
-    if rc != 0 {
-        tracing::warn!(
-            error = %std::io::Error::last_os_error(),
-            "could not detach from the controlling terminal: commands may be able to prompt on it"
-        );
-    }
-}
-
-/// Where the child starts: the working directory's handle, named through `/proc/self/fd`.
-/// `posix_spawn` enters it in the child (`posix_spawn_file_actions_addchdir_np`), where the
-/// magic link still names the directory that was opened and checked, so a path swapped in the
-/// meantime cannot redirect the command.
-fn cwd_path(cwd: BorrowedFd<'_>) -> PathBuf {
-    PathBuf::from(format!("/proc/self/fd/{}", cwd.as_raw_fd()))
-}
-
-/// Resolve a bare program name against the child's `PATH` (relative entries against its
-/// working directory), as `execvp` in the child would. std only spawns with `posix_spawn` when
-/// the program needs no search under a changed environment, so the search happens here; a
-/// name with a `/` is left to the kernel. `None` when no executable of that name is found.
-fn resolve_program(program: &OsStr, env: &[(String, String)], cwd: &Path) -> Option<OsString> {
-    if program.as_encoded_bytes().contains(&b'/') {
-        return Some(program.to_owned());
-    }
-    let path = env
-        .iter()
-        .find(|(key, _)| key == "PATH")
-        .map_or(FALLBACK_PATH, |(_, value)| value.as_str());
-    which::which_in(program, Some(path), cwd)
-        .ok()
-        .map(PathBuf::into_os_string)
-}
-
 /// Wait up to [`IO_DRAIN_TIMEOUT`] for the output readers to reach end-of-file.
 async fn drain(readers: &mut [tokio::task::JoinHandle<()>]) {
     let _ = tokio::time::timeout(IO_DRAIN_TIMEOUT, async {
@@ -327,24 +244,22 @@ fn not_started(error: std::io::Error) -> Outcome {
 /// Start a command, and the task that drives it to its end (its timeout, or [`Live::kill`]).
 /// A command that cannot be started is returned as its outcome.
 pub(crate) fn start(spec: RunSpec, options: &StartOptions) -> Result<Arc<Live>, Box<Outcome>> {
-    let cwd = cwd_path(spec.cwd.as_fd());
-    let Some(program) = resolve_program(&spec.program, &spec.env, &cwd) else {
+    let cwd = match os::cwd_path(&spec.cwd) {
+        Ok(cwd) => cwd,
+        Err(error) => return Err(Box::new(not_started(error))),
+    };
+    let Some(program) = os::resolve_program(&spec.program, &spec.env, &cwd) else {
         let error = std::io::Error::new(
             std::io::ErrorKind::NotFound,
             "no executable of that name on PATH",
         );
         return Err(Box::new(not_started(error)));
     };
-    // The marker the reaper finds every process of this command by, descendants included.
-    let scope = Scope::new();
     let mut cmd = Command::new(program);
     cmd.args(&spec.args)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .envs(scope.as_ref().map(Scope::env))
         .current_dir(&cwd)
-        // Its own process group, led by the command, so the whole tree can be signalled.
-        .process_group(0)
         .stdin(if spec.stdin.is_some() || options.stdin_open {
             Stdio::piped()
         } else {
@@ -353,26 +268,11 @@ pub(crate) fn start(spec: RunSpec, options: &StartOptions) -> Result<Arc<Live>, 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-
-    // The first command starts the watchdog it registers with.
-    watchdog::ensure();
-    let mut child = match reaper::spawn_leader(|| cmd.spawn(), Child::id) {
-        Ok(child) => child,
+    // Its own tree (process group / Job Object), which dies with the server; if the driving
+    // task is dropped (the runtime stopping), the tree's `Drop` kills it.
+    let (mut child, tree) = match os::Tree::spawn(&mut cmd) {
+        Ok(spawned) => spawned,
         Err(error) => return Err(Box::new(not_started(error))),
-    };
-    let leader = child.id();
-    let pgid = leader
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
-    // If the server dies, the watchdog takes the group down; if the driving task is dropped
-    // (the runtime stopping), the guard does.
-    if let Some(pgid) = pgid {
-        watchdog::register(pgid);
-    }
-    let guard = GroupGuard {
-        pgid,
-        leader,
-        scope,
     };
     let (changes, _) = watch::channel(0);
     let live = Arc::new(Live {
@@ -414,7 +314,7 @@ pub(crate) fn start(spec: RunSpec, options: &StartOptions) -> Result<Arc<Live>, 
     if let Some(err) = child.stderr.take() {
         readers.push(tokio::spawn(pump(err, live.clone(), Which::Stderr)));
     }
-    tokio::spawn(drive(child, live.clone(), guard, readers));
+    tokio::spawn(drive(child, live.clone(), tree, readers));
     Ok(live)
 }
 
@@ -424,10 +324,9 @@ pub(crate) fn start(spec: RunSpec, options: &StartOptions) -> Result<Arc<Live>, 
 async fn drive(
     mut child: Child,
     live: Arc<Live>,
-    mut guard: GroupGuard,
+    tree: os::Tree,
     mut readers: Vec<tokio::task::JoinHandle<()>>,
 ) {
-    let pgid = guard.pgid;
     let deadline = tokio::time::Instant::from_std(live.started + live.timeout);
     enum Ended {
         Exited(Option<ExitStatus>),
@@ -444,25 +343,20 @@ async fn drive(
             // Give the pipes a moment to close, then kill whatever the command left behind
             // (background jobs holding the pipes, or not): nothing outlives the command.
             drain(&mut readers).await;
-            signal_group(pgid, Signal::SIGKILL);
+            tree.kill_rest();
             (status, false, false)
         }
-        Ended::TimedOut => (terminate(&mut child, pgid).await, true, false),
-        Ended::Killed => (terminate(&mut child, pgid).await, false, true),
+        Ended::TimedOut => (tree.terminate(&mut child).await, true, false),
+        Ended::Killed => (tree.terminate(&mut child).await, false, true),
     };
-    // The leader is reaped (or its wait failed): the sweep may see its pid reused.
-    if let Some(leader) = guard.leader.take() {
-        reaper::leader_done(leader);
-    }
-    // Then what left the group: `setsid` children, daemons.
-    contain(guard.scope.as_ref(), pgid).await;
-    // After the group is dead the pipes close; a reader stuck on a pipe some escaped process
+    // The leader is reaped (or its wait failed): then what left the tree.
+    tree.finish().await;
+    // After the tree is dead the pipes close; a reader stuck on a pipe some escaped process
     // still holds is abandoned after the drain timeout.
     drain(&mut readers).await;
     for reader in &readers {
         reader.abort();
     }
-    guard.release();
     *live.stdin.lock().await = None;
     let _ = live.end.set(End {
         status,

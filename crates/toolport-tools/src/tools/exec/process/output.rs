@@ -8,13 +8,13 @@
 
 use std::collections::VecDeque;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{Live, StartOptions};
+use crate::tools::exec::os;
 
 /// Read buffer per stream.
 const READ_CHUNK: usize = 64 * 1024;
@@ -25,7 +25,8 @@ const PROGRESS_LINE_MAX: usize = 200;
 /// One captured stream.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Captured {
-    /// The kept text (lossy UTF-8), with a marker where bytes were cut.
+    /// The kept text ([`os::decode`]: UTF-8, or the console code page on Windows), with a
+    /// marker where bytes were cut.
     pub text: String,
     /// Bytes the command wrote to the stream in total.
     pub(crate) total_bytes: u64,
@@ -83,7 +84,7 @@ impl HeadTail {
         }
         bytes.extend(self.tail.iter());
         Captured {
-            text: String::from_utf8_lossy(&bytes).into_owned(),
+            text: os::decode(&bytes).into_owned(),
             total_bytes: self.total,
             truncated: omitted > 0,
         }
@@ -104,7 +105,7 @@ impl LastLine {
                 self.partial.extend_from_slice(piece);
             }
             if piece.ends_with(b"\n") {
-                let text = String::from_utf8_lossy(&self.partial);
+                let text = os::decode(&self.partial);
                 let text = text.trim();
                 if !text.is_empty() {
                     self.line = Some(text.chars().take(PROGRESS_LINE_MAX).collect());
@@ -179,12 +180,7 @@ impl Spill {
                 .target
                 .clone()
                 .ok_or_else(|| std::io::Error::other("no job directory"))?;
-            let mut file = std::fs::OpenOptions::new()
-                .create_new(true)
-                .write(true)
-                .read(true)
-                .mode(0o600)
-                .open(&target)?;
+            let mut file = os::create_private_file(&target)?;
             file.write_all(&self.pending)?;
             self.pending = Vec::new();
             self.path = Some(target);
@@ -204,9 +200,8 @@ impl Spill {
         let len = usize::try_from(end - offset).unwrap_or(max);
         match &self.file {
             Some(file) => {
-                use std::os::unix::fs::FileExt;
                 let mut buf = vec![0; len];
-                file.read_exact_at(&mut buf, offset)?;
+                os::read_at(file, &mut buf, offset)?;
                 Ok(buf)
             }
             None => {
@@ -236,7 +231,7 @@ pub(crate) enum Which {
 /// A slice of a stream read at an offset.
 #[derive(Debug)]
 pub(crate) struct Chunk {
-    /// The bytes as text (lossy UTF-8; a character cut by the end of the slice is left for
+    /// The bytes as text ([`os::decode`]; a UTF-8 character cut by the end of the slice is left for
     /// the next read).
     pub(crate) text: String,
     /// The offset after this slice.
@@ -337,7 +332,7 @@ impl Live {
             cut
         };
         Ok(Chunk {
-            text: String::from_utf8_lossy(&bytes[..cut]).into_owned(),
+            text: os::decode(&bytes[..cut]).into_owned(),
             next: offset + cut as u64,
         })
     }

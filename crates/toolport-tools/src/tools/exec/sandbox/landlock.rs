@@ -282,6 +282,12 @@ fn enforce(spec: &SandboxSpec) -> Result<(), SandboxError> {
     }
 }
 
+/// Replace this (confined) process with `program`: returns only on failure, with the reason.
+pub(super) fn exec(program: &std::ffi::OsStr, args: &[std::ffi::OsString]) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    std::process::Command::new(program).args(args).exec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,9 +71,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 // The confinement itself, per OS: Landlock on Linux; elsewhere a refusal that says why (the
 // sandbox is never skipped silently).
@@ -185,9 +183,7 @@ pub(crate) fn run_shim(args: &[OsString]) -> i32 {
         return EXIT_SANDBOX;
     }
     // Only returns on failure; on success the confined program replaces this process.
-    let err = Command::new(&invocation.program)
-        .args(&invocation.args)
-        .exec();
+    let err = os::exec(&invocation.program, &invocation.args);
     let program = Path::new(&invocation.program).display();
     match err.kind() {
         io::ErrorKind::NotFound => {

@@ -22,3 +22,8 @@ pub(super) fn probe(_spec: &SandboxSpec) -> Result<String, String> {
 pub(super) fn confine(_spec: &SandboxSpec) -> Result<(), String> {
     Err(reason())
 }
+
+/// [`super::run_shim`]'s `execve` without Landlock: never reached ([`confine`] refused first).
+pub(super) fn exec(_program: &std::ffi::OsStr, _args: &[std::ffi::OsString]) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::Unsupported, reason())
+}

@@ -182,15 +182,9 @@ pub(crate) fn run_watchdog(server: Option<&std::ffi::OsString>) -> i32 {
         let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
     }
     // The jobs' output files go with them (first: the scan below reads every process).
-    let _ = std::fs::remove_dir_all(job_dir(server));
+    let _ = std::fs::remove_dir_all(super::super::job_dir(server));
     kill_scopes(server);
     0
-}
-
-/// The private directory of the jobs' output files of the server whose pid is `server`
-/// ([`super::jobs`]); the watchdog removes it when that server is gone.
-pub(crate) fn job_dir(server: u32) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("toolport-jobs-{server}"))
 }
 
 /// Most passes over `/proc` for the server's scopes: a process forking while a pass runs is

@@ -3,7 +3,7 @@
 //!
 //! A process group is not a boundary: `setsid` puts a process in a new session and group,
 //! where killing the command's group does not reach it. Two facts close the gap without
-//! running code in the child (commands are started with `posix_spawn`; see [`super::process`]):
+//! running code in the child (commands are started with `posix_spawn`; see [`crate::tools::exec::process`]):
 //! - **The server is a child subreaper** (`PR_SET_CHILD_SUBREAPER`, set once by [`install`]):
 //!   a process whose parent dies is reparented to the server instead of init. So whatever
 //!   escaped the group ends up as the server's own child once the group is killed (its parent

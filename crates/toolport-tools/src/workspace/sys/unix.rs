@@ -1,0 +1,51 @@
+//! What every Unix shares (Linux, macOS, other Unix): open flags, permission bits, the
+//! directory fsync and the error numbers. The per-OS files re-export these.
+
+use std::ffi::OsStr;
+use std::io;
+
+use cap_std::fs::{Dir, Metadata, OpenOptions, OpenOptionsExt};
+
+/// Flags for opening a file to read (read-only is 0): non-blocking, so opening a FIFO with no
+/// writer returns at once instead of hanging (it is then refused as not a regular file); no
+/// controlling terminal from a tty.
+pub(super) const READ_FLAGS: libc::c_int = libc::O_NONBLOCK | libc::O_NOCTTY;
+/// Permission bits kept from the replaced file (rwx for all, setuid/setgid/sticky).
+const MODE_BITS: u32 = 0o7777;
+/// Mode of a newly created file before the umask, as `open(2)` callers conventionally use.
+const NEW_FILE_MODE: u32 = 0o666;
+
+pub(super) fn read_options(options: &mut OpenOptions) {
+    options.custom_flags(READ_FLAGS);
+}
+
+pub(super) fn open_entry_no_follow(dir: &Dir, name: &OsStr) -> io::Result<std::fs::File> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags(READ_FLAGS | libc::O_NOFOLLOW);
+    Ok(dir.open_with(name, &options)?.into_std())
+}
+
+pub(super) fn create_new_options(options: &mut OpenOptions) {
+    options.mode(NEW_FILE_MODE).custom_flags(libc::O_NOFOLLOW);
+}
+
+pub(super) fn keep_permissions(file: &std::fs::File, existing: &Metadata) -> io::Result<()> {
+    use cap_std::fs::PermissionsExt as _;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = existing.permissions().mode() & MODE_BITS;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+}
+
+pub(super) fn sync_dir(dir: &Dir) -> io::Result<()> {
+    nix::unistd::fsync(dir).map_err(io::Error::from)
+}
+
+pub(super) fn is_escape(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(libc::EXDEV)
+}
+
+pub(super) fn is_link_loop(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(libc::ELOOP)
+}
