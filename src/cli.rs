@@ -20,9 +20,26 @@ use crate::registry::{ExecuteError, ToolFilter};
 use crate::server::Shared;
 use crate::tool::{AlwaysConfirm, ToolContext};
 
-/// This very binary, however it was started (and even if the file was replaced since): the
-/// command watchdog runs as `toolport __watchdog`.
-const SELF_EXE: &str = "/proc/self/exe";
+/// This very binary, however it was started: the command watchdog runs as
+/// `toolport __watchdog`. On Linux `/proc/self/exe`, which names it even if the file was
+/// replaced since (an upgrade while serving); other systems have no such name (macOS has no
+/// `/proc`), so there it is the path the OS reports for this process.
+#[cfg(target_os = "linux")]
+fn self_exe() -> std::ffi::OsString {
+    "/proc/self/exe".into()
+}
+
+/// See the Linux form above: the path the OS reports (macOS `_NSGetExecutablePath`, Windows
+/// `GetModuleFileNameW`), else how the process was started (`argv[0]`).
+#[cfg(not(target_os = "linux"))]
+fn self_exe() -> std::ffi::OsString {
+    std::env::current_exe()
+        .map(std::path::PathBuf::into_os_string)
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot tell where this binary is; using argv[0] for the command watchdog");
+            std::env::args_os().next().unwrap_or_default()
+        })
+}
 
 /// How long exiting waits for the runtime's blocking threads: a read of stdin blocks a
 /// runtime thread that no cancellation can interrupt, and when the server stops on a signal
@@ -187,7 +204,7 @@ fn prepare_commands(shared: &Shared, plugins: bool) {
             .get(crate::tools::exec::NAME)
             .is_some()
     {
-        crate::tools::exec::prepare_host(std::ffi::OsStr::new(SELF_EXE));
+        crate::tools::exec::prepare_host(&self_exe());
     }
 }
 

@@ -19,6 +19,7 @@ pub mod cli;
 pub mod config;
 pub mod observe;
 pub mod server;
+mod shutdown;
 pub mod transport;
 
 // The tool model, the workspace and the tools live in the `toolport-tools` library; the
@@ -101,7 +102,8 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
 }
 
 /// Serve one MCP session over a transport until the client disconnects or the process is
-/// told to stop (SIGINT or SIGTERM). Stopping cancels every call in flight, so running
+/// told to stop (`shutdown::signal`: SIGINT or SIGTERM, on Windows the console's Ctrl-C,
+/// Ctrl-Break, close, logoff and shutdown events). Stopping cancels every call in flight, so running
 /// commands are killed with their process groups before this returns.
 pub async fn serve<T, E, A>(shared: Arc<Shared>, transport: T) -> Result<(), Error>
 where
@@ -114,7 +116,7 @@ where
         .await
         .map_err(|e| Error::Serve(e.to_string()))?;
     let stop = async {
-        shutdown_signal().await;
+        shutdown::signal().await;
         tracing::info!("stopping: cancelling calls in flight");
     };
     transport::serve_until_stopped(running, stop)
@@ -123,42 +125,18 @@ where
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM (Ctrl-C, or a client/supervisor stopping the server).
-pub(crate) async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut int), Ok(mut term)) => {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            _ => std::future::pending::<()>().await,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 /// Serve MCP over stdin/stdout until stdin closes or the process is told to stop.
 pub(crate) async fn serve_stdio(shared: Arc<Shared>) -> Result<(), Error> {
     serve(shared, StdioTransport::stdio()).await
 }
 
 /// Serve MCP over HTTP on the configured `--http` address until the process is told to stop
-/// (SIGINT or SIGTERM); then calls in flight are cancelled (running commands are killed) and
+/// (`shutdown::signal`); then calls in flight are cancelled (running commands are killed) and
 /// connections get a bounded grace before this returns.
 pub(crate) async fn serve_http(
     shared: Arc<Shared>,
     settings: transport::http::settings::HttpSettings,
 ) -> Result<(), Error> {
-    transport::http::serve(shared, &settings, shutdown_signal()).await?;
+    transport::http::serve(shared, &settings, shutdown::signal()).await?;
     Ok(())
 }

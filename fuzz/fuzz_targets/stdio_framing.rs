@@ -1,4 +1,4 @@
-//! The stdio transport's line framing (src/transport/stdio.rs), driven through its public API:
+//! The stdio transport's line framing (src/transport/stdio/mod.rs), driven through its public API:
 //! `StdioTransport::new` over an in-memory pipe, and rmcp's `Transport`.
 //!
 //! Input: one byte choosing how the rest is cut into reads, then the bytes a client writes to

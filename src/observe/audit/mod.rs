@@ -9,7 +9,8 @@
 //!   equal to or containing a configured secret (API keys, the HTTP token), and the userinfo of
 //!   every URL anywhere in the record (`https://user:password@host/` is written
 //!   `https://***@host/`; the userinfo an argument held is scrubbed wherever else it appears).
-//! - The file is created 0600 and appended with one `write` per record; it is rotated by size
+//! - The file is created 0600 (on Windows it inherits its folder's ACL: no mode bits, see
+//!   `private_file`) and appended with one `write` per record; it is rotated by size
 //!   (`max_bytes`, keeping `keep` old files: `audit.log.1` is the newest).
 //! - Writing never fails or delays a call: records go to a writer thread over a bounded
 //!   channel, written in batches (within 10 ms); a write error is logged on stderr at most
@@ -17,9 +18,10 @@
 //!
 //! One concern per file: `settings.rs` (the flag, the `[audit]` section, [`AuditSettings`]),
 //! `record.rs` (how a call ended and what a record holds), `redact.rs` (a record rendered as
-//! a redacted JSON line) and `writer.rs` (the [`AuditLog`]: the writer thread, the 0600 file
-//! and its rotation).
+//! a redacted JSON line), `writer.rs` (the [`AuditLog`]: the writer thread, the file and its
+//! rotation) and `private_file/` (opening the file private, per OS).
 
+mod private_file;
 mod record;
 mod redact;
 mod settings;

@@ -1,8 +1,9 @@
 //! The writer: [`AuditLog`] queues finished calls on a bounded channel to a writer thread,
-//! which renders them (redacted) and appends them to stderr or a 0600 file rotated by size,
-//! reporting its errors at most once a minute.
+//! which renders them (redacted) and appends them to stderr or a private file (0600 on Unix,
+//! the folder's ACL on Windows: `private_file`) rotated by size, reporting its errors at most
+//! once a minute.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 
+use super::private_file::{self, Narrowing};
 use super::record::{Ending, Record};
 use super::redact::render;
 use super::settings::AuditSettings;
@@ -230,34 +232,21 @@ enum Sink {
     },
 }
 
-/// Open `path` for appending, creating it 0600. An existing file that others may read is
-/// narrowed to 0600: the log holds what the agent ran.
+/// Open `path` for appending, as private as the OS allows (`private_file`: created 0600 on
+/// Unix, an existing file others may read narrowed to 0600; on Windows the folder's ACL).
 fn open_append(path: &Path, reporter: &mut Reporter) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        options.mode(0o600);
-        let file = options.open(path)?;
-        let mode = file.metadata()?.permissions().mode();
-        if mode & 0o077 != 0 {
-            if let Err(error) = file.set_permissions(std::fs::Permissions::from_mode(0o600)) {
-                reporter.report(
-                    "the audit log can be read by other users and cannot be narrowed to 0600",
-                    &error,
-                );
-            } else {
-                tracing::warn!(path = %path.display(), "the audit log could be read by other users; narrowed it to 0600");
-            }
+    let (file, narrowing) = private_file::open_append(path)?;
+    match narrowing {
+        Narrowing::Untouched => {}
+        Narrowing::Narrowed => {
+            tracing::warn!(path = %path.display(), "the audit log could be read by other users; narrowed it to 0600");
         }
-        Ok(file)
+        Narrowing::Failed(error) => reporter.report(
+            "the audit log can be read by other users and cannot be narrowed to 0600",
+            &error,
+        ),
     }
-    #[cfg(not(unix))]
-    {
-        let _ = reporter;
-        options.open(path)
-    }
+    Ok(file)
 }
 
 /// Problems of the writer, reported on stderr at most once a minute.

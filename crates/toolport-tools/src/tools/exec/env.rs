@@ -106,3 +106,50 @@ fn absolute_path_entries(path: &std::ffi::OsStr) -> String {
         _ => os::FALLBACK_PATH.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn with(name: &str) -> Result<Vec<(String, String)>, ToolError> {
+        child_env(
+            &[],
+            Some(&BTreeMap::from([(name.to_owned(), "x".to_owned())])),
+        )
+    }
+
+    #[test]
+    fn refused_names_are_refused_in_any_case() {
+        // Windows' variable names are case-insensitive: `comspec` is `ComSpec` there.
+        for name in [
+            "LD_PRELOAD",
+            "ld_preload",
+            "Bash_Env",
+            "ComSpec",
+            "pathext",
+            "dyld_x",
+        ] {
+            assert!(
+                matches!(with(name), Err(ToolError::PermissionDenied(_))),
+                "{name}"
+            );
+        }
+        assert!(with("RUST_LOG").is_ok());
+    }
+
+    #[test]
+    fn path_keeps_only_absolute_entries_with_the_systems_separator() {
+        let path = std::env::join_paths(["relative/bin", "/usr/bin", "", "/bin"]).unwrap();
+        let kept = absolute_path_entries(&path);
+        let entries: Vec<_> = std::env::split_paths(&kept).collect();
+        assert_eq!(
+            entries,
+            [std::path::PathBuf::from("/usr/bin"), "/bin".into()],
+            "{kept}"
+        );
+        let none = std::env::join_paths(["a", "b"]).unwrap();
+        assert_eq!(absolute_path_entries(&none), os::FALLBACK_PATH);
+    }
+}

@@ -11,10 +11,21 @@
 //! and keeps serving. Stdout carries only JSON-RPC: one writer task owns it, and every
 //! message (rmcp's and ours) goes through that task. On stdin EOF `receive` returns `None`,
 //! rmcp drains in-flight responses, and `close` flushes the writer before the process exits.
+//!
+//! This file is the same on every OS; how the process's stdin and stdout become an async
+//! reader and writer is not, and lives behind two functions, `stdin()` and `stdout()`, each
+//! returning the stream and what it is (for the log):
+//! - `unix.rs`: a pipe or a Unix socket is driven by the runtime's reactor (non-blocking, no
+//!   thread hop per message); anything else uses tokio's blocking stdio. On Linux
+//!   (`linux.rs`) the stdout pipe is also grown to 1 MiB.
+//! - `windows.rs`: tokio's stdin/stdout, raw bytes through `ReadFile`/`WriteFile` on a pipe
+//!   or file — no code page and no CRLF translation touch the JSON-RPC stream.
+//!
+//! On every OS nothing but this transport's writer task writes to stdout: logs go to stderr,
+//! `clippy::print_stdout` is denied, and commands get their own pipes.
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ErrorCode, ServerJsonRpcMessage};
@@ -26,6 +37,18 @@ use tokio::io::{
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(unix)]
+mod unix;
+#[cfg(windows)]
+mod windows;
+
+#[cfg(unix)]
+use unix as sys;
+#[cfg(windows)]
+use windows as sys;
 
 /// Longest accepted line (one message). Tool arguments can be large (a file to write, a long
 /// stdin for a command); 64 MiB is well above any sane message and bounds memory per line.
@@ -72,125 +95,18 @@ pub struct StdioTransport<R> {
     writer: Option<JoinHandle<()>>,
 }
 
-/// A boxed reader or writer: the process's stdio is a pipe, a socket or something else.
-type BoxReader = Box<dyn AsyncRead + Unpin + Send>;
-type BoxWriter = Box<dyn AsyncWrite + Unpin + Send>;
+/// A boxed reader or writer: the process's stdin or stdout, whatever the OS hands over.
+pub(crate) type BoxReader = Box<dyn AsyncRead + Unpin + Send>;
+pub(crate) type BoxWriter = Box<dyn AsyncWrite + Unpin + Send>;
 
 impl StdioTransport<BoxReader> {
-    /// The transport on the process's stdin and stdout. Must be called inside the runtime.
-    ///
-    /// When stdin or stdout is a pipe or a Unix socket (what MCP clients give a server they
-    /// launch: Python and Rust clients use pipes, Node's use socket pairs) it is driven by the
-    /// runtime's reactor, like any socket: a read or write is one non-blocking syscall when
-    /// epoll says it is ready. tokio's own `stdin()`/`stdout()` hand every read and write to a
-    /// blocking-pool thread instead, which costs two thread wake-ups per message. Anything
-    /// else (a terminal, a regular file) keeps tokio's blocking stdio, which works for all.
+    /// The transport on the process's stdin and stdout, as the OS layer ([`sys`]) opens them.
+    /// Must be called inside the runtime.
     pub(crate) fn stdio() -> Self {
-        use tokio::net::unix::pipe;
-        let (reader, input) = driven(
-            std::io::stdin().as_fd(),
-            |fd| pipe::Receiver::from_owned_fd(fd).map(|rx| Box::new(rx) as BoxReader),
-            |stream| Box::new(stream) as BoxReader,
-            || Box::new(tokio::io::stdin()) as BoxReader,
-        );
-        let (writer, output) = driven(
-            std::io::stdout().as_fd(),
-            |fd| {
-                grow_pipe(&fd);
-                pipe::Sender::from_owned_fd(fd).map(|tx| Box::new(tx) as BoxWriter)
-            },
-            |stream| Box::new(stream) as BoxWriter,
-            || Box::new(tokio::io::stdout()) as BoxWriter,
-        );
+        let (reader, input) = sys::stdin();
+        let (writer, output) = sys::stdout();
         tracing::debug!(stdin = input, stdout = output, "stdio transport");
         Self::new(reader, writer)
-    }
-}
-
-/// How large the stdout pipe is made: a 1 MiB answer (read_file's default limit) then goes
-/// into the pipe in one write, instead of sixteen 64 KiB rounds that each wait for the client
-/// to read. 1 MiB is Linux's default `pipe-max-size` for unprivileged processes.
-const STDOUT_PIPE_BYTES: i32 = 1 << 20;
-
-/// Make the stdout pipe [`STDOUT_PIPE_BYTES`] large; a refusal (a lower limit, or the
-/// user's pipe quota used up) keeps the kernel's size, which only costs speed.
-#[cfg(target_os = "linux")]
-fn grow_pipe(fd: &OwnedFd) {
-    use nix::fcntl::{FcntlArg, fcntl};
-    if let Err(error) = fcntl(fd, FcntlArg::F_SETPIPE_SZ(STDOUT_PIPE_BYTES)) {
-        tracing::debug!(%error, "the stdout pipe keeps its size");
-    }
-}
-
-/// Pipes cannot be resized on other systems (`F_SETPIPE_SZ` is Linux's): the kernel's size.
-#[cfg(not(target_os = "linux"))]
-fn grow_pipe(_fd: &OwnedFd) {}
-
-/// `fd` as the reactor drives it (a pipe end or a Unix socket), else the `blocking` form;
-/// with what it is, for the log. One body for stdin and stdout, which differ only in the
-/// pipe type and the blocking fallback.
-fn driven<T>(
-    fd: BorrowedFd<'_>,
-    pipe: impl FnOnce(OwnedFd) -> io::Result<T>,
-    socket: impl FnOnce(tokio::net::UnixStream) -> T,
-    blocking: impl FnOnce() -> T,
-) -> (T, &'static str) {
-    match pollable(fd) {
-        Some(Pollable::Pipe(fd)) => match pipe(fd) {
-            Ok(end) => (end, "pipe"),
-            Err(_) => (blocking(), "blocking"),
-        },
-        Some(Pollable::Socket(stream)) => (socket(stream), "unix socket"),
-        None => (blocking(), "blocking"),
-    }
-}
-
-/// A stdio descriptor the reactor can drive.
-enum Pollable {
-    /// A duplicate of a pipe end (tokio's pipe types check the direction and set
-    /// non-blocking mode).
-    Pipe(OwnedFd),
-    /// A Unix socket, already non-blocking and registered with the reactor.
-    Socket(tokio::net::UnixStream),
-}
-
-/// What `fd` is, when the reactor can drive it: a pipe or a Unix socket. `None` for anything
-/// else (a terminal, a regular file, a TCP socket) or on any error.
-///
-/// A descriptor that is also stderr (`2>&1`, or one socket for all three as inetd does)
-/// stays blocking: non-blocking mode belongs to the open file, and the blocking writers of
-/// stderr (logs, `eprintln!`) must never see EAGAIN.
-fn pollable(fd: BorrowedFd<'_>) -> Option<Pollable> {
-    use nix::sys::socket::{AddressFamily, SockaddrLike, SockaddrStorage, getsockname};
-    use nix::sys::stat::{SFlag, fstat};
-    if same_file(fd, std::io::stderr().as_fd()) {
-        return None;
-    }
-    let kind = SFlag::from_bits_truncate(fstat(fd).ok()?.st_mode) & SFlag::S_IFMT;
-    if kind == SFlag::S_IFIFO {
-        return fd.try_clone_to_owned().ok().map(Pollable::Pipe);
-    }
-    if kind != SFlag::S_IFSOCK
-        || getsockname::<SockaddrStorage>(fd.as_raw_fd())
-            .ok()?
-            .family()
-            != Some(AddressFamily::Unix)
-    {
-        return None;
-    }
-    let stream = std::os::unix::net::UnixStream::from(fd.try_clone_to_owned().ok()?);
-    stream.set_nonblocking(true).ok()?;
-    tokio::net::UnixStream::from_std(stream)
-        .ok()
-        .map(Pollable::Socket)
-}
-
-/// Whether two descriptors refer to the same file (device and inode).
-fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
-    use nix::sys::stat::fstat;
-    match (fstat(a), fstat(b)) {
-        (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
-        _ => false,
     }
 }
 
