@@ -15,11 +15,15 @@
 //! What each system guarantees: on **Linux** what leaves the group (`setsid`, a daemon's double
 //! fork) is found by its scope and killed when the command ends (the server is a child
 //! subreaper), and by the watchdog when the server dies. **macOS** has no child subreaper and
-//! no `/proc`: the group is killed (at the end, on timeout, on cancel, by the watchdog when
-//! the server dies), but a process that left it with `setsid` is reparented to launchd and is
-//! not found — it survives the command.
+//! no `/proc`: the group is killed, and what left it is found by scanning the machine's
+//! processes for the command's scope (`scan_macos.rs`: built and type-checked, not run here) —
+//! except a process that cleared its environment (`env -i`), which survives the command.
 
+#[cfg(any(target_os = "macos", test))]
+mod procargs;
 pub mod reaper;
+#[cfg(target_os = "macos")]
+mod scan_macos;
 pub mod watchdog;
 
 use std::ffi::{OsStr, OsString};
@@ -44,8 +48,12 @@ pub(crate) const SHELL_HINT: &str = r#"command "bash", args ["-c", "…"]"#;
 /// starts dies with it (its group, and what left the group, by its scope).
 #[cfg(target_os = "linux")]
 pub(crate) const CONTAINMENT_HINT: &str = "Everything a command starts is killed when it ends.";
-/// Without a subreaper only the command's process group is reached: say no more than that.
-#[cfg(not(target_os = "linux"))]
+/// macOS: the group, and what left it by its scope, found by scanning (a process that also
+/// cleared its environment is not found).
+#[cfg(target_os = "macos")]
+pub(crate) const CONTAINMENT_HINT: &str = "Everything a command starts is killed when it ends (except a process that both leaves its process group and clears its environment).";
+/// Other Unix: only the command's process group is reached: say no more than that.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(crate) const CONTAINMENT_HINT: &str = "Everything in a command's process group is killed when it ends (a process that leaves the group with setsid is not).";
 
 /// Used when the server itself has no PATH (and to resolve a program when a command's

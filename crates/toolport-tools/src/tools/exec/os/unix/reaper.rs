@@ -19,6 +19,12 @@
 //! own it. When the server dies, the [`super::watchdog`] kills every process of its scopes
 //! (found in `/proc/*/environ`), wherever they were reparented.
 //!
+//! **macOS** has no child subreaper and no `/proc`: there the scope is still set, and a sweep
+//! instead scans the machine's processes started since the command began for it
+//! (`scan_macos.rs`), killing what it finds until none is left; the watchdog does the same for
+//! every scope of a dead server. Escaped processes are launchd's children there, and launchd
+//! reaps them.
+//!
 //! What remains outside: processes started through another service (`systemd-run --user`, a
 //! D-Bus activated service, `at`, a container runtime): they are children of that service,
 //! never of a command, and carry its environment, not the command's.
@@ -32,11 +38,14 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
+
+#[cfg(target_os = "macos")]
+use super::scan_macos as scan;
 
 /// The environment variable that marks a command's processes.
 pub(crate) const SCOPE_VAR: &str = "TOOLPORT_SCOPE";
@@ -57,6 +66,9 @@ static REAPER: OnceLock<Reaper> = OnceLock::new();
 struct Reaper {
     /// `<server pid>:`: the start of every scope of this server.
     prefix: String,
+    /// The server adopts its descendants' orphans (Linux): sweeps look at its children.
+    /// Otherwise (macOS) they scan the machine's processes for the scope.
+    adopts_orphans: bool,
     next: AtomicU64,
     children: Mutex<Owned>,
 }
@@ -90,16 +102,26 @@ pub(crate) fn install() {
     if REAPER.get().is_some() {
         return;
     }
-    if let Err(error) = become_subreaper() {
-        tracing::warn!(%error, "cannot become a child subreaper: a command's processes that call setsid may outlive it");
-        return;
-    }
+    let adopts_orphans = match become_subreaper() {
+        Ok(()) => true,
+        // Sweeps scan the machine's processes instead.
+        Err(_) if SCANS_FOR_SCOPES => false,
+        Err(error) => {
+            tracing::warn!(%error, "cannot become a child subreaper: a command's processes that call setsid may outlive it");
+            return;
+        }
+    };
     let _ = REAPER.set(Reaper {
         prefix: prefix_of(std::process::id()),
+        adopts_orphans,
         next: AtomicU64::new(1),
         children: Mutex::new(Owned::default()),
     });
 }
+
+/// Where there is no subreaper, whether sweeps find a command's processes by scanning the
+/// machine's processes for its scope (macOS: `scan_macos.rs`).
+const SCANS_FOR_SCOPES: bool = cfg!(target_os = "macos");
 
 /// Adopt the orphans of our descendants (Linux's `PR_SET_CHILD_SUBREAPER`).
 #[cfg(target_os = "linux")]
@@ -108,7 +130,8 @@ fn become_subreaper() -> Result<(), String> {
 }
 
 /// Other systems have no child subreaper (macOS, the BSDs): a command's processes that leave
-/// its process group are reparented to init, out of reach (docs/security.md says so).
+/// its process group are reparented to init; macOS finds them by scanning, the BSDs do not
+/// (docs/platforms.md says so).
 #[cfg(not(target_os = "linux"))]
 fn become_subreaper() -> Result<(), String> {
     Err(format!("{} has no child subreaper", std::env::consts::OS))
@@ -123,19 +146,26 @@ pub(crate) fn keep(pid: u32) {
 
 /// The scope of one command: the marker its processes carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Scope(String);
+pub(crate) struct Scope {
+    name: String,
+    /// When it was made (before the command's spawn): none of its processes started earlier.
+    created: SystemTime,
+}
 
 impl Scope {
     /// A new scope; `None` when no reaper is installed (library use, tests in process).
     pub(crate) fn new() -> Option<Self> {
         let reaper = REAPER.get()?;
         let n = reaper.next.fetch_add(1, Ordering::Relaxed);
-        Some(Self(format!("{}{n}", reaper.prefix)))
+        Some(Self {
+            name: format!("{}{n}", reaper.prefix),
+            created: SystemTime::now(),
+        })
     }
 
     /// The environment entry every process of the command carries.
     pub(crate) fn env(&self) -> (String, String) {
-        (SCOPE_VAR.to_owned(), self.0.clone())
+        (SCOPE_VAR.to_owned(), self.name.clone())
     }
 }
 
@@ -172,7 +202,8 @@ pub(crate) fn needs_sweep(group: Option<Pid>) -> bool {
     let Some(reaper) = REAPER.get() else {
         return false;
     };
-    if group.is_some_and(group_alive) {
+    // Without a subreaper nothing cheap tells: the sweep scans (on a blocking thread).
+    if !reaper.adopts_orphans || group.is_some_and(group_alive) {
         return true;
     }
     let owned = reaper.owned();
@@ -192,6 +223,10 @@ fn group_alive(group: Pid) -> bool {
 /// waits for deaths, at most [`SWEEP_WAIT`] in all.
 pub(crate) fn sweep(scope: &Scope, group: Option<Pid>) {
     let Some(reaper) = REAPER.get() else { return };
+    if !reaper.adopts_orphans {
+        sweep_scanning(scope, group);
+        return;
+    }
     let deadline = Instant::now() + SWEEP_WAIT;
     for _ in 0..SWEEP_ROUNDS {
         // Read before the children: a member that dies after this line has reparented its
@@ -213,7 +248,7 @@ pub(crate) fn sweep(scope: &Scope, group: Option<Pid>) {
                 }
                 match scope_of(pid) {
                     Found::Zombie => reap(pid),
-                    Found::Scope(s) if s == scope.0 => killed.push(pid),
+                    Found::Scope(s) if s == scope.name => killed.push(pid),
                     Found::None if nobody_else => killed.push(pid),
                     Found::Scope(_) | Found::None | Found::Gone => {}
                 }
@@ -241,6 +276,43 @@ pub(crate) fn sweep(scope: &Scope, group: Option<Pid>) {
         }
     }
 }
+
+/// [`sweep`] without a subreaper (macOS): kill every process of the machine that carries
+/// `scope` (started since the scope was made), round after round until none is left and the
+/// group is gone, at most [`SWEEP_WAIT`]. Killed processes are not the server's children: their
+/// parents (or launchd) reap them.
+#[cfg(target_os = "macos")]
+fn sweep_scanning(scope: &Scope, group: Option<Pid>) {
+    /// Slack for the clock between the scope's creation and the processes' start times.
+    const CLOCK_SLACK: Duration = Duration::from_secs(1);
+    let since = scope.created - CLOCK_SLACK;
+    let deadline = Instant::now() + SWEEP_WAIT;
+    for _ in 0..SWEEP_ROUNDS {
+        let members_left = group.is_some_and(group_alive);
+        let found: Vec<i32> = scan::all_pids()
+            .into_iter()
+            .filter(|pid| scan::start_time(*pid).is_some_and(|t| t >= since))
+            .filter(|pid| scan::env_var(*pid, SCOPE_VAR).as_deref() == Some(scope.name.as_bytes()))
+            .collect();
+        for pid in &found {
+            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        if found.is_empty() && !members_left {
+            return;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                "processes a command left behind did not die in time; the next command's end retries"
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Only macOS sweeps by scanning ([`SCANS_FOR_SCOPES`]).
+#[cfg(not(target_os = "macos"))]
+fn sweep_scanning(_scope: &Scope, _group: Option<Pid>) {}
 
 /// What `/proc/PID/environ` says about a child.
 enum Found {
@@ -342,7 +414,20 @@ pub(crate) fn prefix_of(server: u32) -> String {
 }
 
 /// Every process on the machine (readable by this user) whose scope starts with `prefix`:
-/// what the watchdog kills when the server is gone.
+/// what the watchdog kills when the server is gone. macOS: by scanning ([`scan`]).
+#[cfg(target_os = "macos")]
+pub(crate) fn processes_with_scope(prefix: &str) -> Vec<i32> {
+    scan::all_pids()
+        .into_iter()
+        .filter(|pid| {
+            scan::env_var(*pid, SCOPE_VAR).is_some_and(|s| s.starts_with(prefix.as_bytes()))
+        })
+        .collect()
+}
+
+/// Every process on the machine (readable by this user) whose scope starts with `prefix`:
+/// what the watchdog kills when the server is gone. From `/proc` (empty where there is none).
+#[cfg(not(target_os = "macos"))]
 pub(crate) fn processes_with_scope(prefix: &str) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
