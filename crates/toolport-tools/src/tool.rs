@@ -135,7 +135,8 @@ impl From<PathError> for ToolError {
             | PathError::NulByte
             | PathError::IsADirectory { .. }
             | PathError::NotRegular { .. }
-            | PathError::NoName { .. } => Self::InvalidArguments(message),
+            | PathError::NoName { .. }
+            | PathError::WindowsSyntax { .. } => Self::InvalidArguments(message),
             PathError::NotFound { .. }
             | PathError::NotADirectory { .. }
             | PathError::ParentMissing { .. } => Self::NotFound(message),

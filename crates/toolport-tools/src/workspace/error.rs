@@ -50,6 +50,19 @@ pub(crate) enum PathError {
     /// A NUL byte in the path.
     #[error("the path contains a NUL byte, which no file name can contain")]
     NulByte,
+    /// A Windows path form that names no plain file inside a directory (a device path, a
+    /// drive-relative path, a stream, a reserved name …; `winpath.rs`).
+    #[error("{path} is not allowed: {reason}")]
+    #[cfg_attr(
+        not(windows),
+        allow(dead_code, reason = "Windows path syntax only (locate/windows.rs)")
+    )]
+    WindowsSyntax {
+        /// The path as given.
+        path: String,
+        /// What is not allowed and why.
+        reason: String,
+    },
     /// The path as written lies outside every root.
     #[error(
         "{path} is outside the allowed roots; allowed roots are: {roots}. Relative paths resolve against {first_root}"

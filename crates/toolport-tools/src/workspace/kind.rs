@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::sys;
+
 /// What a path is: the one vocabulary of file kinds, in results (`"type"`) and messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -25,28 +27,15 @@ pub(crate) enum FileKind {
     Other,
 }
 
-/// The kind of a file type `$t`, whose Unix extension trait is `$ext`: std's and cap-std's file
-/// types answer the same questions through two traits of the same shape.
+/// The kind of a file type `$t` (std's or cap-std's: the same questions through two types):
+/// the system's special kinds first (`sys::special_kind`: FIFOs, sockets, devices on Unix),
+/// then link, directory, file.
 macro_rules! kind_of {
-    ($t:expr, $ext:path) => {{
+    ($t:expr, $special:path) => {{
         let t = $t;
-        #[cfg(unix)]
-        {
-            use $ext as _;
-            if t.is_fifo() {
-                return Self::Fifo;
-            }
-            if t.is_socket() {
-                return Self::Socket;
-            }
-            if t.is_block_device() {
-                return Self::BlockDevice;
-            }
-            if t.is_char_device() {
-                return Self::CharDevice;
-            }
-        }
-        if t.is_symlink() {
+        if let Some(kind) = $special(t) {
+            kind
+        } else if t.is_symlink() {
             Self::Symlink
         } else if t.is_dir() {
             Self::Directory
@@ -61,12 +50,12 @@ macro_rules! kind_of {
 impl FileKind {
     /// The kind of a file type (symlinks are reported as such, not followed).
     pub(crate) fn of(t: std::fs::FileType) -> Self {
-        kind_of!(t, std::os::unix::fs::FileTypeExt)
+        kind_of!(t, sys::special_kind)
     }
 
     /// The kind of a file type from a confined lookup (cap-std's type of the same facts).
     pub(crate) fn of_cap(t: cap_std::fs::FileType) -> Self {
-        kind_of!(t, cap_std::fs::FileTypeExt)
+        kind_of!(t, sys::special_kind_cap)
     }
 
     /// The kind as it appears in results: `file`, `block_device` ….

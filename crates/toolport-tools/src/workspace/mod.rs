@@ -52,19 +52,26 @@ mod atomic;
 mod case;
 mod error;
 mod kind;
+/// Where a tool's path lies and its lexical normalisation, by the system's path syntax.
+#[cfg_attr(unix, path = "locate/unix.rs")]
+#[cfg_attr(windows, path = "locate/windows.rs")]
+mod locate;
 mod read;
 mod secrets;
 mod settings;
 mod sys;
+#[cfg(any(windows, test))]
+mod winpath;
 mod write;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
 pub(crate) use self::atomic::WriteTarget;
+use self::case::Case;
 pub(crate) use self::error::PathError;
 pub use self::error::WorkspaceError;
 pub(crate) use self::kind::FileKind;
@@ -129,11 +136,24 @@ impl Target<'_> {
 pub struct Workspace {
     roots: Vec<Root>,
     secrets: SecretRules,
+    /// How names compare: the file system's rule (`sys::FS_CASE`), for the roots, the secret
+    /// rules and `.git`.
+    case: Case,
 }
 
 impl Workspace {
     /// Canonicalise and open every root once; compile the secret patterns.
     pub fn new(roots: &[PathBuf], secret_patterns: &[String]) -> Result<Self, WorkspaceError> {
+        Self::with_case(roots, secret_patterns, sys::FS_CASE)
+    }
+
+    /// [`Workspace::new`] with names compared by `case` rather than the system's rule (the
+    /// tests run the case-insensitive rules of macOS and Windows on Linux).
+    pub(crate) fn with_case(
+        roots: &[PathBuf],
+        secret_patterns: &[String],
+        case: Case,
+    ) -> Result<Self, WorkspaceError> {
         let mut opened: Vec<Root> = Vec::new();
         for given in roots {
             let path = std::fs::canonicalize(given).map_err(|source| WorkspaceError::Root {
@@ -157,7 +177,8 @@ impl Workspace {
         }
         Ok(Self {
             roots: opened,
-            secrets: SecretRules::new(secret_patterns)?,
+            secrets: SecretRules::new(secret_patterns, case)?,
+            case,
         })
     }
 
@@ -191,7 +212,7 @@ impl Workspace {
         };
         for client in client_roots {
             for op in &self.roots {
-                if let Ok(rel) = client.strip_prefix(&op.path) {
+                if let Some(rel) = self.case.strip_root(client, &op.path) {
                     let opened = if rel.as_os_str().is_empty() {
                         Ok(op.clone())
                     } else {
@@ -207,7 +228,7 @@ impl Workspace {
                             tracing::warn!(root = %client.display(), %error, "ignoring a client root that cannot be opened inside the server's roots");
                         }
                     }
-                } else if op.path.starts_with(client) {
+                } else if self.case.strip_root(&op.path, client).is_some() {
                     add(op.clone());
                 }
             }
@@ -215,6 +236,7 @@ impl Workspace {
         Workspace {
             roots,
             secrets: self.secrets.clone(),
+            case: self.case,
         }
     }
 
@@ -229,37 +251,7 @@ impl Workspace {
         if user.contains('\0') {
             return Err(PathError::NulByte);
         }
-        let path = Path::new(user);
-        let (root, rel) = if path.is_absolute() {
-            self.roots
-                .iter()
-                .find_map(|r| {
-                    let rel = path
-                        .strip_prefix(&r.path)
-                        .ok()
-                        .or_else(|| r.alias.as_ref().and_then(|a| path.strip_prefix(a).ok()));
-                    rel.map(|rel| (r, rel))
-                })
-                .ok_or_else(|| self.outside(user))?
-        } else {
-            let root = self.roots.first().ok_or_else(|| self.outside(user))?;
-            (root, path)
-        };
-        // Lexical normalisation for display and for an early, clear error; the real
-        // resolution (symlinks included) is done by the kernel beneath the root handle.
-        let mut normal = PathBuf::new();
-        for part in rel.components() {
-            match part {
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    if !normal.pop() {
-                        return Err(self.outside(user));
-                    }
-                }
-                Component::Normal(name) => normal.push(name),
-                Component::RootDir | Component::Prefix(_) => return Err(self.outside(user)),
-            }
-        }
+        let (root, rel, normal) = self.locate(user)?;
         let display = if normal.as_os_str().is_empty() {
             root.path.clone()
         } else {
@@ -268,7 +260,7 @@ impl Workspace {
         let rel = if rel.as_os_str().is_empty() {
             PathBuf::from(".")
         } else {
-            rel.to_path_buf()
+            rel
         };
         Ok(Target {
             root,
@@ -373,6 +365,65 @@ mod tests {
                 a.display()
             )
         );
+    }
+
+    /// macOS and Windows rules on Linux: secrets and `.git` by any case, a root spelled in
+    /// another case neither a way out nor a break. (That the file system itself then opens
+    /// `.env` for `.ENV` is only seen on the real systems.)
+    #[test]
+    fn names_compare_without_case_where_the_file_system_ignores_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let root = base.join("root");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join(".ENV"), "TOKEN=1").unwrap();
+        std::fs::write(root.join("KEY.PEM"), "key").unwrap();
+        std::fs::write(root.join("src/lib.rs"), "").unwrap();
+        std::os::unix::fs::symlink(".ENV", root.join("notes.txt")).unwrap();
+        let ws = Workspace::with_case(
+            std::slice::from_ref(&root),
+            &DEFAULT_SECRET_PATTERNS
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            Case::Insensitive,
+        )
+        .unwrap();
+        let secret = |r: Result<(), PathError>| matches!(r, Err(PathError::Secret { .. }));
+        for path in [".ENV", ".Env.local", "KEY.PEM", ".SSH/id_rsa", "Id_Rsa"] {
+            assert!(secret(ws.open_file(path).map(|_| ())), "{path}");
+        }
+        // By the real path: a link with an innocent name to `.ENV`.
+        assert!(secret(ws.open_file("notes.txt").map(|_| ())));
+        assert!(matches!(
+            ws.write_target(".GIT/config", false),
+            Err(PathError::GitDir { .. })
+        ));
+        // The root spelled in another case resolves to the root ...
+        let upper = root.to_str().unwrap().to_uppercase();
+        let inside = ws.target(&format!("{upper}/src/lib.rs")).unwrap();
+        assert_eq!(inside.display(), root.join("src/lib.rs"));
+        assert!(ws.open_file(&format!("{upper}/src/lib.rs")).is_ok());
+        // ... and is no way out: `ROOT/../root` climbs above the root.
+        for outside in [
+            format!("{upper}/../root/src/lib.rs"),
+            format!("{}/../ROOT/src/lib.rs", root.display()),
+            format!("{upper}2/x"),
+        ] {
+            assert!(
+                matches!(ws.target(&outside), Err(PathError::OutsideRoots { .. })),
+                "{outside}"
+            );
+        }
+        // With exact names (Linux), `.ENV` is not `.env`.
+        let exact = Workspace::with_case(
+            std::slice::from_ref(&root),
+            &[".env*".to_owned()],
+            Case::Sensitive,
+        )
+        .unwrap();
+        assert!(exact.open_file(".ENV").is_ok());
+        assert!(exact.target(&format!("{upper}/src/lib.rs")).is_err());
     }
 
     #[test]

@@ -119,9 +119,9 @@ impl Workspace {
         };
         let mut resolved = real;
         resolved.extend(missing.iter().rev());
-        match resolved.strip_prefix(&target.root.path) {
-            Ok(rel) => self.check_secret(&target, rel)?,
-            Err(_) => {
+        match self.case.strip_root(&resolved, &target.root.path) {
+            Some(rel) => self.check_secret(&target, rel)?,
+            None => {
                 return Err(PathError::Escapes {
                     path: target.display.display().to_string(),
                     roots: self.describe_roots(),

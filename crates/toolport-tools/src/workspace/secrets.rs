@@ -6,8 +6,9 @@ use std::path::{Component, Path};
 use std::sync::{Arc, OnceLock};
 
 use cap_std::io_lifetimes::AsFilelike;
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
+use super::case::Case;
 use super::{PathError, Target, Workspace, WorkspaceError, sys};
 
 /// Secret files denied by default: environment files, private keys and credential stores.
@@ -55,8 +56,15 @@ struct CompiledSecrets {
 }
 
 impl SecretRules {
-    pub(super) fn new(patterns: &[String]) -> Result<Self, WorkspaceError> {
+    /// Parse `patterns`; they match with or without case as `case` says (without on macOS
+    /// and Windows, where `.ENV` is the same file as `.env`).
+    pub(super) fn new(patterns: &[String], case: Case) -> Result<Self, WorkspaceError> {
         let (mut component, mut whole) = (Vec::new(), Vec::new());
+        let parse = |glob: &str| {
+            GlobBuilder::new(glob)
+                .case_insensitive(case == Case::Insensitive)
+                .build()
+        };
         for pattern in patterns {
             let trimmed = pattern.trim_end_matches('/');
             let err = |e: globset::Error| WorkspaceError::Pattern {
@@ -65,9 +73,9 @@ impl SecretRules {
             };
             if trimmed.contains('/') {
                 let glob = format!("**/{}", trimmed.trim_start_matches('/'));
-                whole.push((Glob::new(&glob).map_err(err)?, pattern.clone()));
+                whole.push((parse(&glob).map_err(err)?, pattern.clone()));
             } else {
-                component.push((Glob::new(trimmed).map_err(err)?, pattern.clone()));
+                component.push((parse(trimmed).map_err(err)?, pattern.clone()));
             }
         }
         Ok(Self {
@@ -169,9 +177,15 @@ impl Workspace {
         target: &Target<'_>,
     ) -> Result<(), PathError> {
         match sys::real_path(handle, target) {
-            Some(real) => match sys::FS_CASE.strip_root(&real, &target.root.path) {
+            Some(real) => match self.case.strip_root(&real, &target.root.path) {
                 Some(rel) => self.check_secret(target, rel),
-                None => Ok(()),
+                // Opened beneath the root, yet its real path is not under the root's: the root
+                // was moved, or the system spells paths another way. Refused: the secret rules
+                // cannot be checked.
+                None => Err(PathError::Escapes {
+                    path: target.display.display().to_string(),
+                    roots: self.describe_roots(),
+                }),
             },
             None => Ok(()),
         }
@@ -183,8 +197,12 @@ mod tests {
     use super::*;
 
     fn rules(patterns: &[&str]) -> SecretRules {
+        rules_with(patterns, Case::Sensitive)
+    }
+
+    fn rules_with(patterns: &[&str], case: Case) -> SecretRules {
         let patterns: Vec<String> = patterns.iter().map(ToString::to_string).collect();
-        SecretRules::new(&patterns).unwrap()
+        SecretRules::new(&patterns, case).unwrap()
     }
 
     #[test]
@@ -225,6 +243,38 @@ mod tests {
         }
     }
 
+    /// macOS and Windows: the rules match without case, so `.ENV` and `KEY.PEM` are secrets
+    /// too; on Linux they match exactly.
+    #[test]
+    fn secret_rules_match_without_case_where_the_file_system_ignores_it() {
+        let insensitive = rules_with(DEFAULT_SECRET_PATTERNS, Case::Insensitive);
+        let sensitive = rules(DEFAULT_SECRET_PATTERNS);
+        for (path, expected) in [
+            (".ENV", ".env*"),
+            ("app/.Env.Local", ".env*"),
+            ("certs/KEY.PEM", "*.pem"),
+            ("Server.Key", "*.key"),
+            (".SSH/config", ".ssh"),
+            ("home/.Ssh/config", ".ssh"),
+            ("ID_RSA", "id_rsa*"),
+            (".AWS/credentials", ".aws"),
+            (".NETRC", ".netrc"),
+        ] {
+            assert_eq!(
+                insensitive.matching(Path::new(path)).as_deref(),
+                Some(expected),
+                "{path}"
+            );
+            assert_eq!(sensitive.matching(Path::new(path)), None, "{path}");
+        }
+        assert_eq!(insensitive.matching(Path::new("src/Main.rs")), None);
+        let whole = rules_with(&["Config/Prod/*.toml"], Case::Insensitive);
+        assert_eq!(
+            whole.matching(Path::new("config/PROD/db.TOML")).as_deref(),
+            Some("Config/Prod/*.toml")
+        );
+    }
+
     #[test]
     fn secret_rules_compile_on_first_use_once_for_all_clones() {
         let rules = rules(DEFAULT_SECRET_PATTERNS);
@@ -259,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_bad_pattern_is_an_error_naming_it() {
-        let err = SecretRules::new(&["a[".to_owned()])
+        let err = SecretRules::new(&["a[".to_owned()], Case::Sensitive)
             .err()
             .map(|e| e.to_string());
         assert!(

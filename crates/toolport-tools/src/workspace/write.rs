@@ -28,7 +28,7 @@ impl Workspace {
         self.check_secret(target, rel)?;
         let in_git = rel
             .components()
-            .any(|c| matches!(c, Component::Normal(name) if sys::FS_CASE.is_name(name, GIT_DIR)));
+            .any(|c| matches!(c, Component::Normal(name) if self.case.is_name(name, GIT_DIR)));
         if in_git && !allow_git {
             return Err(PathError::GitDir {
                 path: target.display.display().to_string(),
@@ -119,9 +119,10 @@ impl Workspace {
             roots: self.describe_roots(),
         };
         let real_parent = sys::real_path(&dir, &target).ok_or_else(escapes)?;
-        let real_rel = real_parent
-            .strip_prefix(&target.root.path)
-            .map_err(|_| escapes())?
+        let real_rel = self
+            .case
+            .strip_root(&real_parent, &target.root.path)
+            .ok_or_else(escapes)?
             .join(&name);
         self.check_writable(&target, &real_rel, allow_git)?;
         let existing = match dir.symlink_metadata(&name) {
@@ -150,9 +151,10 @@ impl Workspace {
         let target = self.target(user)?;
         self.check_writable(&target, &target.normal, allow_git)?;
         let real = self.resolve(user)?;
-        let real_rel = real
-            .strip_prefix(&target.root.path)
-            .map_err(|_| PathError::Escapes {
+        let real_rel = self
+            .case
+            .strip_root(&real, &target.root.path)
+            .ok_or_else(|| PathError::Escapes {
                 path: target.display.display().to_string(),
                 roots: self.describe_roots(),
             })?;

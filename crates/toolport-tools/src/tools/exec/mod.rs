@@ -89,8 +89,10 @@ fn description(settings: &ExecSettings) -> String {
         )
     };
     format!(
-        "Run a program inside the workspace and return its stdout, stderr and exit code. `command` is the program and `args` its arguments, passed as they are: there is no shell, so pipes, redirects, globs and $VARIABLES are not interpreted unless the command is a shell itself (command \"bash\", args [\"-c\", \"…\"]), which needs the user's confirmation unless the operator allows shells (so does inline code: python -c, node -e …). `cwd` must be inside the workspace roots (default: the first root). `timeout` is in seconds. Each output stream keeps at most {} (the start and the end); `truncated` says when output was cut. Commands run non-interactively: stdin is empty unless `stdin` is given, there is no terminal, and pagers and git prompts are off. {jobs} Everything a command starts is killed when it ends. Destructive commands (rm -r, git push --force, sudo …) need the user's confirmation, and the operator's policy may deny commands.",
+        "Run a program inside the workspace and return its stdout, stderr and exit code. `command` is the program and `args` its arguments, passed as they are: there is no shell, so pipes, redirects, globs and $VARIABLES are not interpreted unless the command is a shell itself ({shell}), which needs the user's confirmation unless the operator allows shells (so does inline code: python -c, node -e …). `cwd` must be inside the workspace roots (default: the first root). `timeout` is in seconds. Each output stream keeps at most {} (the start and the end); `truncated` says when output was cut. Commands run non-interactively: stdin is empty unless `stdin` is given, there is no terminal, and pagers and git prompts are off. {jobs} {contained} Destructive commands (rm -r, git push --force, sudo …) need the user's confirmation, and the operator's policy may deny commands.",
         human_bytes(settings.max_output_bytes as u64),
+        shell = os::SHELL_HINT,
+        contained = os::CONTAINMENT_HINT,
     )
 }
 

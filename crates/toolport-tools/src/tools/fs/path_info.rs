@@ -1,6 +1,9 @@
 //! `path_info`: whether a path exists inside the roots, and its metadata. A missing path is a
 //! normal result (`exists: false`), not an error; a path outside the roots is an error (saying
 //! "does not exist" there would leak what lies outside).
+//!
+//! On Windows `permissions` and `mode` are absent (access there is decided by ACLs, which are
+//! not reported); `readonly` is the read-only attribute.
 
 use std::io;
 
@@ -13,6 +16,11 @@ use super::{ANNOTATIONS, CATEGORY};
 use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 use crate::workspace::{FileKind, PathError};
+
+/// The permission bits of a path where the system has them (Unix; not Windows).
+#[cfg_attr(unix, path = "path_info/unix.rs")]
+#[cfg_attr(windows, path = "path_info/windows.rs")]
+mod os;
 
 const DESCRIPTION: &str = "Check whether a path exists inside the workspace roots and get its metadata: type (file, directory, symlink, fifo, socket, block_device, char_device), size in bytes, last modification time (RFC 3339, UTC), permissions, whether it is read-only, and for a symlink its target. A missing path returns exists=false, not an error. Cheap: reads no file content.";
 
@@ -38,6 +46,7 @@ pub(crate) struct PathInfoResult {
     size: Option<u64>,
     /// Last modification time, RFC 3339 in UTC.
     modified: Option<String>,
+    // Absent on Windows, which has ACLs instead of permission bits (see `readonly`).
     /// Unix permission bits in ls style, e.g. "rw-r--r--".
     permissions: Option<String>,
     /// Unix permission bits in octal, e.g. "0644".
@@ -46,6 +55,7 @@ pub(crate) struct PathInfoResult {
     symlink_target: Option<String>,
     /// For a symlink: what the target is ("file", "directory", …, "missing", or "outside_roots").
     target_type: Option<String>,
+    // Windows: the read-only attribute.
     /// True when no write permission bit is set.
     readonly: Option<bool>,
 }
@@ -54,33 +64,15 @@ pub(crate) struct PathInfoResult {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PathInfo;
 
-fn ls_mode(mode: u32) -> String {
-    let bits = [
-        (0o400, 'r'),
-        (0o200, 'w'),
-        (0o100, 'x'),
-        (0o040, 'r'),
-        (0o020, 'w'),
-        (0o010, 'x'),
-        (0o004, 'r'),
-        (0o002, 'w'),
-        (0o001, 'x'),
-    ];
-    bits.iter()
-        .map(|&(bit, c)| if mode & bit != 0 { c } else { '-' })
-        .collect()
-}
-
 fn fill(result: &mut PathInfoResult, meta: &cap_std::fs::Metadata) {
-    use cap_std::fs::PermissionsExt;
-    let mode = meta.permissions().mode() & 0o7777;
     result.size = Some(meta.len());
     result.modified = meta
         .modified()
         .ok()
         .map(|t| humantime::format_rfc3339_seconds(t.into_std()).to_string());
-    result.permissions = Some(ls_mode(mode));
-    result.mode = Some(format!("{mode:04o}"));
+    let (permissions, mode) = os::permissions(meta).unzip();
+    result.permissions = permissions;
+    result.mode = mode;
     result.readonly = Some(meta.permissions().readonly());
 }
 

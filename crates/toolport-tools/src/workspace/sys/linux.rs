@@ -12,7 +12,7 @@ use super::Target;
 use super::unix::READ_FLAGS;
 pub(super) use super::unix::{
     create_new_options, is_escape, is_link_loop, keep_permissions, open_entry_no_follow,
-    read_options, sync_dir,
+    read_options, special_kind, special_kind_cap, sync_dir,
 };
 
 pub(super) fn open_without_symlinks(target: &Target<'_>) -> Option<std::fs::File> {

@@ -15,7 +15,7 @@ use super::Target;
 pub(super) use super::portable::open_path_beneath;
 pub(super) use super::unix::{
     create_new_options, is_escape, is_link_loop, keep_permissions, open_entry_no_follow,
-    read_options, sync_dir,
+    read_options, special_kind, special_kind_cap, sync_dir,
 };
 
 /// No `openat2` on macOS: always `None`, so the caller checks the real path of what it opened.

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 use cap_std::io_lifetimes::AsFilelike;
 
-use super::Target;
+use super::{FileKind, Target};
 #[cfg(doc)]
 use super::{PathError, Workspace};
 
@@ -155,4 +155,16 @@ pub(super) fn is_escape(error: &io::Error) -> bool {
 /// `ERROR_CANT_RESOLVE_FILENAME` on Windows).
 pub(super) fn is_link_loop(error: &io::Error) -> bool {
     imp::is_link_loop(error)
+}
+
+/// The special kinds of a file type: FIFO, socket, block or character device on Unix; `None`
+/// for the common kinds (link, directory, file), and always on Windows (no special files in
+/// its file system).
+pub(super) fn special_kind(t: std::fs::FileType) -> Option<FileKind> {
+    imp::special_kind(t)
+}
+
+/// [`special_kind`] of cap-std's file type.
+pub(super) fn special_kind_cap(t: cap_std::fs::FileType) -> Option<FileKind> {
+    imp::special_kind_cap(t)
 }

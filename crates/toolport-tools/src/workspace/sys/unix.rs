@@ -6,6 +6,8 @@ use std::io;
 
 use cap_std::fs::{Dir, Metadata, OpenOptions, OpenOptionsExt};
 
+use crate::workspace::FileKind;
+
 /// Flags for opening a file to read (read-only is 0): non-blocking, so opening a FIFO with no
 /// writer returns at once instead of hanging (it is then refused as not a regular file); no
 /// controlling terminal from a tty.
@@ -48,4 +50,39 @@ pub(super) fn is_escape(error: &io::Error) -> bool {
 
 pub(super) fn is_link_loop(error: &io::Error) -> bool {
     error.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// FIFO, socket, block or character device, from the answers of a Unix file type.
+fn special(fifo: bool, socket: bool, block: bool, char_device: bool) -> Option<FileKind> {
+    if fifo {
+        Some(FileKind::Fifo)
+    } else if socket {
+        Some(FileKind::Socket)
+    } else if block {
+        Some(FileKind::BlockDevice)
+    } else if char_device {
+        Some(FileKind::CharDevice)
+    } else {
+        None
+    }
+}
+
+pub(super) fn special_kind(t: std::fs::FileType) -> Option<FileKind> {
+    use std::os::unix::fs::FileTypeExt;
+    special(
+        t.is_fifo(),
+        t.is_socket(),
+        t.is_block_device(),
+        t.is_char_device(),
+    )
+}
+
+pub(super) fn special_kind_cap(t: cap_std::fs::FileType) -> Option<FileKind> {
+    use cap_std::fs::FileTypeExt;
+    special(
+        t.is_fifo(),
+        t.is_socket(),
+        t.is_block_device(),
+        t.is_char_device(),
+    )
 }

@@ -20,8 +20,8 @@ use windows_sys::Win32::Storage::FileSystem::{
     VOLUME_NAME_DOS,
 };
 
-use super::Target;
 pub(super) use super::portable::open_path_beneath;
+use super::{FileKind, Target};
 use crate::workspace::case::Case;
 
 /// UTF-16 units first offered to `GetFinalPathNameByHandleW` (`MAX_PATH` plus room); a longer
@@ -135,3 +135,13 @@ pub(super) fn is_link_loop(error: &io::Error) -> bool {
 
 /// Names compare without case (the default file system; a case-sensitive volume is treated as insensitive, which only refuses more).
 pub(crate) const FS_CASE: crate::workspace::case::Case = crate::workspace::case::Case::Insensitive;
+
+/// No FIFOs, sockets or devices in a Windows file system.
+pub(super) fn special_kind(_t: std::fs::FileType) -> Option<FileKind> {
+    None
+}
+
+/// No FIFOs, sockets or devices in a Windows file system.
+pub(super) fn special_kind_cap(_t: cap_std::fs::FileType) -> Option<FileKind> {
+    None
+}

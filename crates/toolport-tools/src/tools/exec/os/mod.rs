@@ -14,7 +14,7 @@
 //!
 //! Each OS file provides the same items: [`Tree`] (spawn a command as the root of a tree,
 //! terminate it, kill what is left, contain what escaped; dropping it kills everything),
-//! [`prepare_host`], [`cwd_path`], [`resolve_program`], `resolves_to_batch`, [`FALLBACK_PATH`], [`host_env`],
+//! [`SHELL_HINT`] and [`CONTAINMENT_HINT`] (what the tool's description says), [`prepare_host`], [`cwd_path`], [`resolve_program`], `resolves_to_batch`, [`FALLBACK_PATH`], [`host_env`],
 //! [`signal_name`], [`decode`], [`create_private_dir`], [`create_private_file`], [`read_at`]
 //! and [`dispatch_helper`]. What a system cannot do is said in its file, never papered over.
 
@@ -29,8 +29,9 @@ mod windows;
 use windows as imp;
 
 pub(crate) use imp::{
-    FALLBACK_PATH, Tree, create_private_dir, create_private_file, cwd_path, decode,
-    dispatch_helper, host_env, prepare_host, read_at, resolve_program, signal_name,
+    CONTAINMENT_HINT, FALLBACK_PATH, SHELL_HINT, Tree, create_private_dir, create_private_file,
+    cwd_path, decode, dispatch_helper, host_env, prepare_host, read_at, resolve_program,
+    signal_name,
 };
 
 /// The private directory of the jobs' output files of the server whose pid is `server`

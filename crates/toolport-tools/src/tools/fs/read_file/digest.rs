@@ -10,7 +10,6 @@
 
 use std::collections::VecDeque;
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
@@ -33,6 +32,12 @@ const SETTLED: Duration = Duration::from_secs(1);
 /// Digests kept: the files a session works on, at about 150 bytes each.
 const HASH_CACHE_FILES: usize = 64;
 
+/// A file's identity and times as the system gives them (Unix `stat`; Windows has no change
+/// time, so nothing is kept there: `stamp/windows.rs`).
+#[cfg_attr(unix, path = "stamp/unix.rs")]
+#[cfg_attr(windows, path = "stamp/windows.rs")]
+mod stamp;
+
 /// What identifies a file's bytes without reading them, as far as the kernel tells: a write
 /// moves the change time (which no call can set back), a replacement changes the inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,13 +51,7 @@ pub(super) struct FileKey {
 
 impl FileKey {
     pub(super) fn of(meta: &std::fs::Metadata) -> Self {
-        Self {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
+        stamp::key(meta)
     }
 
     /// Whether the file last changed more than `settle` ago.

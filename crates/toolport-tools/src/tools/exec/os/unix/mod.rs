@@ -37,6 +37,17 @@ use self::reaper::Scope;
 /// program to clean up, short enough that a cancelled call is gone within a second.
 const KILL_GRACE: Duration = Duration::from_millis(500);
 
+/// How the tool's description says to run a shell command here.
+pub(crate) const SHELL_HINT: &str = r#"command "bash", args ["-c", "…"]"#;
+
+/// What the tool's description promises about a command's processes: on Linux everything it
+/// starts dies with it (its group, and what left the group, by its scope).
+#[cfg(target_os = "linux")]
+pub(crate) const CONTAINMENT_HINT: &str = "Everything a command starts is killed when it ends.";
+/// Without a subreaper only the command's process group is reached: say no more than that.
+#[cfg(not(target_os = "linux"))]
+pub(crate) const CONTAINMENT_HINT: &str = "Everything in a command's process group is killed when it ends (a process that leaves the group with setsid is not).";
+
 /// Used when the server itself has no PATH (and to resolve a program when a command's
 /// environment has none).
 pub(crate) const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";

@@ -33,6 +33,14 @@ use windows_sys::Win32::System::Threading::{CREATE_NO_WINDOW, CREATE_SUSPENDED};
 use self::job::Job;
 pub(crate) use self::text::decode;
 
+/// How the tool's description says to run a shell command here.
+pub(crate) const SHELL_HINT: &str =
+    r#"command "cmd", args ["/c", "…"], or "powershell", args ["-Command", "…"]"#;
+
+/// What the tool's description promises about a command's processes: its Job Object ends them
+/// all.
+pub(crate) const CONTAINMENT_HINT: &str = "Everything a command starts is killed when it ends.";
+
 /// Used when the server itself has no PATH (and to resolve a program when a command's
 /// environment has none): Windows' own directories, where they are by default.
 pub(crate) const FALLBACK_PATH: &str = r"C:\Windows\system32;C:\Windows;C:\Windows\System32\Wbem;C:\Windows\System32\WindowsPowerShell\v1.0";
