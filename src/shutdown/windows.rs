@@ -6,12 +6,13 @@
 //! once the handler returns, and tokio's handler does not return, so the server gets the
 //! system's grace period (about 5 s for a closed console; the system's setting at logoff and
 //! shutdown) to cancel its calls, which kills their commands; if Windows ends the process
-//! first, the commands go with it as they do when the server is killed (tools/exec).
+//! first, each command's kill-on-close Job Object (tools/exec) ends its process tree with the
+//! server.
 //!
 //! Logoff and shutdown reach a console program only; a process that loaded `user32.dll`
 //! gets window messages instead, which toolport does not handle (it has no window). A
-//! client that stops the server with `TerminateProcess` sends no event at all: what happens
-//! to running commands then is tools/exec's business, not this module's.
+//! client that stops the server with `TerminateProcess` sends no event at all; the commands'
+//! Job Objects end them then too.
 
 use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, ctrl_logoff, ctrl_shutdown};
 

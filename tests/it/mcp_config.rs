@@ -89,11 +89,21 @@ fn toolport_args(file: &Path, entry: &Value) -> Vec<String> {
     }
 }
 
+/// The OS a config file is the form for (`*.windows.json`, `*.macos.json`), if it is one:
+/// those name the binary and the project by that OS's absolute paths and are not launched
+/// here.
+fn os_variant(file: &Path) -> Option<&'static str> {
+    let name = file.file_name()?.to_str()?;
+    ["windows", "macos"]
+        .into_iter()
+        .find(|os| name.ends_with(&format!(".{os}.json")))
+}
+
 #[tokio::test]
 async fn every_client_config_launches_a_working_toolport() {
     let files: Vec<PathBuf> = config_files()
         .into_iter()
-        .filter(|f| server_entry(&read(f)).get("url").is_none())
+        .filter(|f| os_variant(f).is_none() && server_entry(&read(f)).get("url").is_none())
         .collect();
     let clients: Vec<String> = files
         .iter()
@@ -222,6 +232,58 @@ async fn every_http_client_config_reaches_a_working_toolport() {
             "vscode/mcp",
             "vscode/sse",
             "zed/mcp"
+        ]
+    );
+}
+
+/// The Windows and macOS forms (Claude Desktop and Zed start servers with the PATH of a GUI
+/// app, so they name toolport by its absolute path) are the installed variant with only the
+/// command and the project path changed, each an absolute path of that OS.
+#[test]
+fn the_windows_and_macos_forms_change_only_the_paths() {
+    let mut seen = Vec::new();
+    for file in config_files() {
+        let Some(os) = os_variant(&file) else {
+            continue;
+        };
+        let name = file.display().to_string();
+        let base = PathBuf::from(name.replace(&format!(".{os}.json"), ".json"));
+        let mut config = read(&file);
+        let key = ["mcpServers", "context_servers"]
+            .into_iter()
+            .find(|key| config.get(key).is_some())
+            .unwrap_or_else(|| panic!("{name}: no mcpServers or context_servers"));
+        let entry = &mut config[key]["toolport"];
+        let command = entry["command"].as_str().unwrap().to_owned();
+        let root = entry["args"][1].as_str().unwrap().to_owned();
+        assert_eq!(entry["args"][0], json!("--root"), "{name}");
+        let (binary, absolute) = match os {
+            "windows" => (r"\toolport.exe", r"C:\Users\"),
+            _ => ("/toolport", "/Users/"),
+        };
+        assert!(
+            command.starts_with(absolute) && command.ends_with(binary),
+            "{name}: {command}"
+        );
+        assert!(root.starts_with(absolute), "{name}: {root}");
+        entry["command"] = json!("toolport");
+        entry["args"][1] = json!("/path/to/your/project");
+        assert_eq!(
+            config,
+            read(&base),
+            "{name} differs from {}",
+            base.display()
+        );
+        seen.push(name.rsplit("mcp-config/").next().unwrap().to_owned());
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "claude-desktop/claude_desktop_config.macos.json",
+            "claude-desktop/claude_desktop_config.windows.json",
+            "zed/settings.macos.json",
+            "zed/settings.windows.json"
         ]
     );
 }
