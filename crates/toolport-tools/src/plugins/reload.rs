@@ -29,6 +29,14 @@ const DEBOUNCE: Duration = Duration::from_millis(250);
 /// What set off a reload, for the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Trigger {
+    /// SIGHUP (Unix only: Windows has no such signal, so there only file changes reload).
+    #[cfg_attr(
+        not(unix),
+        allow(
+            dead_code,
+            reason = "Windows has no SIGHUP: only file changes reload there"
+        )
+    )]
     Signal,
     FileChange,
 }
@@ -174,8 +182,8 @@ fn watch_dirs(watcher: &mut RecommendedWatcher, catalog: &Catalog, report: bool)
 }
 
 /// Forward SIGHUP as a reload trigger.
+#[cfg(unix)]
 fn spawn_signal_listener(tx: mpsc::Sender<Trigger>) {
-    #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
         match signal(SignalKind::hangup()) {
@@ -197,7 +205,11 @@ fn spawn_signal_listener(tx: mpsc::Sender<Trigger>) {
             }
         }
     }
-    #[cfg(not(unix))]
+}
+
+/// Windows has no SIGHUP: plugins reload on file changes only.
+#[cfg(not(unix))]
+fn spawn_signal_listener(tx: mpsc::Sender<Trigger>) {
     drop(tx);
 }
 
