@@ -18,7 +18,10 @@ stdout, as an MCP client that launches a server does:
   6. execute_command of a cmd that would write a marker file after a few seconds, with a
      1-second timeout: the call reports timed_out, the marker never appears, and Wine's
      process list (`winedbg --command "info proc"`) shows no process of that command left;
-  7. stdin closed: the server exits 0 within a timeout, and nothing it started is left.
+  7. stdin closed: the server exits 0 within a timeout, and nothing it started is left;
+  8. a second server starts a background job (`ping`) and is killed (SIGKILL of its Wine
+     process: no code of it runs): the job's process is gone within a deadline (its
+     kill-on-close Job Object ends with the server's handles).
 
 Every line on stdout must be a JSON-RPC message (stdout is the protocol channel only). Every
 wait has a timeout. On failure it prints what failed, then the server's stderr, and exits 1.
@@ -52,6 +55,9 @@ REQUIRED_TOOLS = ("read_file", "list_directory", "write_file", "execute_command"
 # stream would mangle it.
 HELLO_TEXT = "hello from Wine: h\u00e9llo \u2713 \u65e5\u672c \U0001f600\n"
 OUTSIDE_TEXT = "outside-secret-7f3a\n"
+# How long a killed server's commands may take to go (Wine ends a job's processes once the
+# dead process's handles are closed by its wineserver).
+GONE_TIMEOUT = 30.0
 # The programs the killed command runs, as Wine's process list names them.
 COMMAND_IMAGES = ("cmd.exe", "ping.exe")
 
@@ -253,6 +259,33 @@ def run_checks(server: Server, args, root: str, outside: str) -> None:
     ok("stdin closed: toolport exited 0, nothing left running")
 
 
+def check_server_killed(argv: list, work: str, wine: str) -> None:
+    """A background job of a server killed with SIGKILL dies with it."""
+    server = Server(argv, os.path.join(work, "toolport-killed.stderr"))
+    try:
+        server.request(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wine-e2e", "version": "1"}},
+            timeout=START_TIMEOUT,
+        )
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        got = server.call(
+            "execute_command",
+            {"command": "ping", "args": ["-n", "300", "127.0.0.1"], "background": True},
+        )
+        expect((got.get("structuredContent") or {}).get("job_id"), "the background job did not start", got)
+        expect(leftovers(wine), "the background job's ping.exe is not in Wine's process list")
+        server.proc.kill()
+        server.proc.wait(timeout=EXIT_TIMEOUT)
+        deadline = time.monotonic() + GONE_TIMEOUT
+        while (left := leftovers(wine)) and time.monotonic() < deadline:
+            time.sleep(0.5)  # polling the process list: there is no event for another's death
+        expect(not left, f"the killed server's job is still running after {GONE_TIMEOUT:.0f} s: {left}")
+        ok("server killed (SIGKILL): its background job's process is gone (kill-on-close)")
+    finally:
+        server.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wine", required=True, help="the wine64 loader")
@@ -278,6 +311,7 @@ def main() -> int:
     server = Server(argv, os.path.join(args.work, "toolport.stderr"))
     try:
         run_checks(server, args, root, outside)
+        check_server_killed(argv, args.work, args.wine)
     except CheckFailed as e:
         print(f"WINE E2E FAIL: {e}", file=sys.stderr)
         print("--- toolport's stderr (last 60 lines):", file=sys.stderr)
