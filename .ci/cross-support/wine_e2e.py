@@ -14,7 +14,9 @@ stdout, as an MCP client that launches a server does:
   4. read_file outside the root (`..\\outside.txt`, and the absolute path of that file):
      refused with isError as outside the allowed roots, the file's content nowhere in the
      answer;
-  5. execute_command `cmd /c echo hi`: exit 0, stdout "hi";
+  5. execute_command `cmd /c echo hi`: exit 0, stdout "hi"; and `greet "a b"` where the
+     call's PATH holds `greet.cmd`: found through PATHEXT, run through cmd.exe with its
+     argument intact;
   6. execute_command of a cmd that would write a marker file after a few seconds, with a
      1-second timeout: the call reports timed_out, the marker never appears, and Wine's
      process list (`winedbg --command "info proc"`) shows no process of that command left;
@@ -228,6 +230,17 @@ def run_checks(server: Server, args, root: str, outside: str) -> None:
     expect(not got.get("isError") and sc.get("return_code") == 0, "execute_command cmd /c echo hi did not exit 0", got)
     expect((sc.get("stdout") or "").strip() == "hi", "execute_command cmd /c echo hi did not print hi", got)
     ok("execute_command cmd /c echo hi: exit 0, stdout 'hi'")
+
+    with open(os.path.join(root, "greet.cmd"), "w", encoding="ascii", newline="") as f:
+        f.write("@echo greet [%~1]\r\n")
+    got = server.call(
+        "execute_command",
+        {"command": "greet", "args": ["a b"], "env": {"PATH": winpath(root) + ";C:\\windows\\system32"}},
+    )
+    sc = got.get("structuredContent") or {}
+    expect(not got.get("isError") and sc.get("return_code") == 0, "execute_command greet (greet.cmd through PATHEXT) failed", got)
+    expect((sc.get("stdout") or "").strip() == "greet [a b]", "greet.cmd did not get its argument intact", got)
+    ok("execute_command greet: greet.cmd found through PATHEXT, its argument intact")
 
     marker = os.path.join(root, "late-marker.txt")
     # ping waits about a second between echoes: the marker would come MARKER_AFTER s later.

@@ -311,6 +311,9 @@ fn runs_downloaded_text(script: &str) -> bool {
 pub(crate) struct Place<'a> {
     pub(crate) cwd: &'a Path,
     pub(crate) roots: &'a [PathBuf],
+    /// The `PATH` the call itself sets, if any: the program is looked up there (on Windows a
+    /// name may resolve to a batch file through it).
+    pub(crate) path: Option<&'a str>,
 }
 
 impl Place<'_> {
@@ -687,7 +690,7 @@ impl Policy {
             }
         }
         let mut reasons: Vec<String> = Vec::new();
-        if !self.allow_shells && super::os::runs_through_cmd(program) {
+        if !self.allow_shells && super::os::runs_through_cmd(program, place.and_then(|p| p.path)) {
             reasons.push(
                 "a batch file (.bat/.cmd) runs its commands through cmd.exe, which the policy cannot check"
                     .into(),
@@ -732,7 +735,11 @@ pub fn fuzz_decide(
 ) -> Result<String, String> {
     let policy =
         Policy::new(allow, deny, confirm_rules, allow_shells).map_err(|e| e.to_string())?;
-    let place = place.map(|(cwd, roots)| Place { cwd, roots });
+    let place = place.map(|(cwd, roots)| Place {
+        cwd,
+        roots,
+        path: None,
+    });
     Ok(format!(
         "{:?}",
         policy.decide(program, args, place.as_ref())
@@ -940,6 +947,7 @@ mod tests {
         let place = Place {
             cwd: &root,
             roots: &roots,
+            path: None,
         };
         let p = policy();
         let decide_here = |line: &str| {

@@ -188,6 +188,11 @@ impl Executor {
         let place = Place {
             cwd: &cwd,
             roots: &self.roots,
+            path: request
+                .env
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case("PATH"))
+                .map(|(_, value)| value.as_str()),
         };
         match self
             .policy

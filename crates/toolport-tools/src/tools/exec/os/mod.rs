@@ -41,10 +41,11 @@ pub(crate) fn job_dir(server: u32) -> std::path::PathBuf {
 }
 
 /// Whether running `program` means running a batch file through `cmd.exe`: its name says so
-/// (`build.bat`), or, on Windows, it resolves to one (`npx` → `npx.cmd`). The command policy
-/// treats such a command as a shell script.
-pub(crate) fn runs_through_cmd(program: &str) -> bool {
-    is_batch_file(std::ffi::OsStr::new(program)) || imp::resolves_to_batch(program)
+/// (`build.bat`), or, on Windows, it resolves to one (`npx` → `npx.cmd`) through `path` (the
+/// call's own `PATH`) or else the server's. The command policy treats such a command as a
+/// shell script.
+pub(crate) fn runs_through_cmd(program: &str, path: Option<&str>) -> bool {
+    is_batch_file(std::ffi::OsStr::new(program)) || imp::resolves_to_batch(program, path)
 }
 
 /// Whether a resolved program is a Windows batch file (`.bat`, `.cmd`, in any case), which

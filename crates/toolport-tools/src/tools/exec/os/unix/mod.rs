@@ -269,7 +269,7 @@ pub(crate) fn resolve_program(
 }
 
 /// No Unix program runs through `cmd.exe`.
-pub(crate) fn resolves_to_batch(_program: &str) -> bool {
+pub(crate) fn resolves_to_batch(_program: &str, _path: Option<&str>) -> bool {
     false
 }
 

@@ -198,10 +198,17 @@ pub(crate) fn resolve_program(
         .map(PathBuf::into_os_string)
 }
 
-/// Whether `program` resolves (through the server's `PATH` and `PATHEXT`) to a batch file:
-/// `npx` that is `npx.cmd` runs through `cmd.exe`.
-pub(crate) fn resolves_to_batch(program: &str) -> bool {
-    which::which(program).is_ok_and(|found| super::is_batch_file(found.as_os_str()))
+/// Whether `program` resolves (through `path`, the call's own `PATH`, or else the server's,
+/// with `PATHEXT`) to a batch file: `npx` that is `npx.cmd` runs through `cmd.exe`. Relative
+/// entries are skipped (the command's own lookup uses absolute ones).
+pub(crate) fn resolves_to_batch(program: &str, path: Option<&str>) -> bool {
+    let found = match path {
+        Some(path) => which::which_in_global(program, Some(path))
+            .ok()
+            .and_then(|mut found| found.next()),
+        None => which::which(program).ok(),
+    };
+    found.is_some_and(|found| super::is_batch_file(found.as_os_str()))
 }
 
 /// The server's variables from [`HOST_ENV`], TEMP/TMP, and `PYTHONUTF8=1` (Python writes
