@@ -108,9 +108,31 @@ pub(crate) use self::sys::handle_path;
 pub(crate) struct Root {
     path: PathBuf,
     /// The root as the operator spelled it (made absolute), when that differs from the
-    /// canonical path, e.g. through a symlinked parent: absolute paths may use either.
+    /// canonical path, e.g. through a symlinked parent: absolute paths may use either. (On
+    /// Windows it is one of the `spellings`.)
+    #[cfg(not(windows))]
     alias: Option<PathBuf>,
     dir: Arc<Dir>,
+    /// The root's spellings (its path, then its alias) parsed once by the Windows path rules,
+    /// for placing a tool's path under it (`locate/windows.rs`).
+    #[cfg(windows)]
+    spellings: Vec<winpath::WinPath>,
+}
+
+impl Root {
+    fn new(path: PathBuf, alias: Option<PathBuf>, dir: Dir) -> Self {
+        Self {
+            #[cfg(windows)]
+            spellings: std::iter::once(&path)
+                .chain(alias.as_ref())
+                .filter_map(|p| winpath::parse(p.to_str()?).ok())
+                .collect(),
+            path,
+            #[cfg(not(windows))]
+            alias,
+            dir: Arc::new(dir),
+        }
+    }
 }
 
 /// A path resolved to a root: where lookups start, the path relative to it, and the absolute
@@ -185,11 +207,7 @@ impl Workspace {
             })?;
             let alias = std::path::absolute(given).ok().filter(|a| *a != path);
             if !opened.iter().any(|r| r.path == path) {
-                opened.push(Root {
-                    path,
-                    alias,
-                    dir: Arc::new(dir),
-                });
+                opened.push(Root::new(path, alias, dir));
             }
         }
         Ok(Self {
@@ -233,11 +251,9 @@ impl Workspace {
                     let opened = if rel.as_os_str().is_empty() {
                         Ok(op.clone())
                     } else {
-                        op.dir.open_dir(rel).map(|dir| Root {
-                            path: client.clone(),
-                            alias: None,
-                            dir: Arc::new(dir),
-                        })
+                        op.dir
+                            .open_dir(rel)
+                            .map(|dir| Root::new(client.clone(), None, dir))
                     };
                     match opened {
                         Ok(root) => add(root),

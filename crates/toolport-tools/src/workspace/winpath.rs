@@ -333,11 +333,11 @@ pub(crate) enum PlaceError {
     Outside,
 }
 
-/// Place `user` under one of `roots` (each a list of spellings of one root: its canonical
+/// Place `user` under one of `roots` (each the [`parse`]d spellings of one root: its canonical
 /// path, `\\?\C:\…`, and the path the operator gave): a relative path under the first root,
 /// an absolute one under the first root it lies beneath (compared without case, whole
 /// components). `..` may not climb above that root.
-pub(crate) fn place(user: &str, roots: &[Vec<&str>]) -> Result<Placed, PlaceError> {
+pub(crate) fn place<R: AsRef<[WinPath]>>(user: &str, roots: &[R]) -> Result<Placed, PlaceError> {
     let path = parse(user).map_err(PlaceError::Syntax)?;
     let (root, rest) = match &path.prefix {
         None => {
@@ -350,10 +350,10 @@ pub(crate) fn place(user: &str, roots: &[Vec<&str>]) -> Result<Placed, PlaceErro
             .iter()
             .enumerate()
             .find_map(|(i, spellings)| {
-                spellings.iter().find_map(|spelling| {
-                    let root = parse(spelling).ok()?;
-                    relative_to(&path, &root).map(|rest| (i, rest))
-                })
+                spellings
+                    .as_ref()
+                    .iter()
+                    .find_map(|root| relative_to(&path, root).map(|rest| (i, rest)))
             })
             .ok_or(PlaceError::Outside)?,
     };
@@ -629,7 +629,10 @@ mod tests {
 
     #[test]
     fn place_puts_a_path_under_its_root_and_never_above_it() {
-        let roots = vec![vec![r"\\?\C:\w", r"C:\W"], vec![r"\\?\D:\data"]];
+        let roots: Vec<Vec<WinPath>> = [vec![r"\\?\C:\w", r"C:\W"], vec![r"\\?\D:\data"]]
+            .iter()
+            .map(|spellings| spellings.iter().map(|s| parse(s).unwrap()).collect())
+            .collect();
         let placed = |p: &str| place(p, &roots);
         let ok = |root, parts: &[&str]| {
             Ok(Placed {
@@ -661,6 +664,6 @@ mod tests {
             placed(r"C:\w\nul"),
             Err(PlaceError::Syntax(WinPathError::Reserved("nul".into())))
         );
-        assert_eq!(place("x", &[]), Err(PlaceError::Outside));
+        assert_eq!(place::<Vec<WinPath>>("x", &[]), Err(PlaceError::Outside));
     }
 }

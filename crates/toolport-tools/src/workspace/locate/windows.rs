@@ -17,16 +17,9 @@ impl Workspace {
         &self,
         user: &str,
     ) -> Result<(&Root, PathBuf, PathBuf), PathError> {
-        let spellings: Vec<Vec<&str>> = self
-            .roots
-            .iter()
-            .map(|r| {
-                std::iter::once(&r.path)
-                    .chain(r.alias.as_ref())
-                    .filter_map(|p| p.to_str())
-                    .collect()
-            })
-            .collect();
+        // Parsed once, when each root was opened.
+        let spellings: Vec<&[winpath::WinPath]> =
+            self.roots.iter().map(|r| r.spellings.as_slice()).collect();
         match winpath::place(user, &spellings) {
             Ok(placed) => {
                 let normal: PathBuf = placed.parts.iter().collect();

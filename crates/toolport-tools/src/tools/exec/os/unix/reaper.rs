@@ -227,13 +227,10 @@ pub(crate) fn sweep(scope: &Scope, group: Option<Pid>) {
         sweep_scanning(scope, group);
         return;
     }
-    let deadline = Instant::now() + SWEEP_WAIT;
-    for _ in 0..SWEEP_ROUNDS {
-        // Read before the children: a member that dies after this line has reparented its
-        // children by the time the list below is read, or the next round sees them.
-        let members_left = group.is_some_and(group_alive);
-        let mut killed = Vec::new();
-        {
+    kill_rounds(
+        group,
+        || {
+            let mut killed = Vec::new();
             let owned = reaper.owned();
             // Unmarked children belong to no known command: the last command's sweep takes
             // them, when no other command is running.
@@ -256,7 +253,33 @@ pub(crate) fn sweep(scope: &Scope, group: Option<Pid>) {
             for pid in &killed {
                 let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
             }
-        }
+            killed
+        },
+        // Each killed one's children are reparented to the server before it becomes a
+        // zombie: reaping it means the next round sees them.
+        |killed, deadline| {
+            for pid in killed {
+                wait_dead(pid, deadline);
+            }
+        },
+    );
+}
+
+/// The rounds of kill-and-wait every sweep runs, at most [`SWEEP_ROUNDS`] and [`SWEEP_WAIT`]:
+/// `round` kills what it finds now and returns it, `settle` waits for those to die (each round
+/// reaches one more generation of escaped descendants). Ends once a round finds nothing and
+/// `group` is gone; past the deadline, with a warning (the next command's end retries).
+fn kill_rounds(
+    group: Option<Pid>,
+    mut round: impl FnMut() -> Vec<i32>,
+    mut settle: impl FnMut(Vec<i32>, Instant),
+) {
+    let deadline = Instant::now() + SWEEP_WAIT;
+    for _ in 0..SWEEP_ROUNDS {
+        // Read before the round: a member that dies after this line has reparented its
+        // children by the time the round looks, or the next round sees them.
+        let members_left = group.is_some_and(group_alive);
+        let killed = round();
         if killed.is_empty() && !members_left {
             return;
         }
@@ -266,11 +289,7 @@ pub(crate) fn sweep(scope: &Scope, group: Option<Pid>) {
             );
             return;
         }
-        // Each killed one's children are reparented to the server before it becomes a
-        // zombie: reaping it means the next round sees them.
-        for pid in killed {
-            wait_dead(pid, deadline);
-        }
+        settle(killed, deadline);
         if members_left {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -286,28 +305,30 @@ fn sweep_scanning(scope: &Scope, group: Option<Pid>) {
     /// Slack for the clock between the scope's creation and the processes' start times.
     const CLOCK_SLACK: Duration = Duration::from_secs(1);
     let since = scope.created - CLOCK_SLACK;
-    let deadline = Instant::now() + SWEEP_WAIT;
-    for _ in 0..SWEEP_ROUNDS {
-        let members_left = group.is_some_and(group_alive);
-        let found: Vec<i32> = scan::all_pids()
-            .into_iter()
-            .filter(|pid| scan::start_time(*pid).is_some_and(|t| t >= since))
-            .filter(|pid| scan::env_var(*pid, SCOPE_VAR).as_deref() == Some(scope.name.as_bytes()))
-            .collect();
-        for pid in &found {
-            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
-        }
-        if found.is_empty() && !members_left {
-            return;
-        }
-        if Instant::now() >= deadline {
-            tracing::warn!(
-                "processes a command left behind did not die in time; the next command's end retries"
-            );
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    kill_rounds(
+        group,
+        || {
+            let found = scoped_processes(Some(since), |s| s == scope.name.as_bytes());
+            for pid in &found {
+                let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+            }
+            found
+        },
+        // Not the server's children: nothing to reap, only a moment for them to die.
+        |_, _| std::thread::sleep(Duration::from_millis(1)),
+    );
+}
+
+/// The machine's processes (macOS: by scanning, [`scan`]) whose scope `wanted` accepts;
+/// with `since`, only those started since then (their environment is read, one call each,
+/// only for those).
+#[cfg(target_os = "macos")]
+fn scoped_processes(since: Option<SystemTime>, wanted: impl Fn(&[u8]) -> bool) -> Vec<i32> {
+    scan::all_pids()
+        .into_iter()
+        .filter(|pid| since.is_none_or(|since| scan::start_time(*pid).is_some_and(|t| t >= since)))
+        .filter(|pid| scan::env_var(*pid, SCOPE_VAR).is_some_and(|s| wanted(&s)))
+        .collect()
 }
 
 /// Only macOS sweeps by scanning ([`SCANS_FOR_SCOPES`]).
@@ -417,12 +438,7 @@ pub(crate) fn prefix_of(server: u32) -> String {
 /// what the watchdog kills when the server is gone. macOS: by scanning ([`scan`]).
 #[cfg(target_os = "macos")]
 pub(crate) fn processes_with_scope(prefix: &str) -> Vec<i32> {
-    scan::all_pids()
-        .into_iter()
-        .filter(|pid| {
-            scan::env_var(*pid, SCOPE_VAR).is_some_and(|s| s.starts_with(prefix.as_bytes()))
-        })
-        .collect()
+    scoped_processes(None, |s| s.starts_with(prefix.as_bytes()))
 }
 
 /// Every process on the machine (readable by this user) whose scope starts with `prefix`:
