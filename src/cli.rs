@@ -55,7 +55,11 @@ const USAGE_ERROR: u8 = 2;
 
 /// Run the command line of this process.
 pub fn run() -> ExitCode {
-    let cli = <Cli as clap::Parser>::parse();
+    let mut cli = <Cli as clap::Parser>::parse();
+    // `serve DIR…` names roots too: after the --root ones.
+    if let Some(Command::Serve(serve)) = &mut cli.command {
+        cli.global.roots.append(&mut serve.dirs);
+    }
     let config = match Config::load(&cli.global, |key| std::env::var(key).ok()) {
         Ok(config) => config,
         Err(error) => {
@@ -63,9 +67,9 @@ pub fn run() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    let command_to_run = cli.command.unwrap_or(Command::Serve);
+    let command_to_run = cli.command.unwrap_or(Command::Serve(Default::default()));
     // Only the server exports traces (`toolport call` runs a tool without MCP: untraced).
-    let traces = matches!(command_to_run, Command::Serve).then_some(&config.telemetry);
+    let traces = matches!(command_to_run, Command::Serve(_)).then_some(&config.telemetry);
     let exporter = init_logging(config.log_level.as_deref(), traces);
     config.warn_deprecated();
     let runtime = match runtime_for(&command_to_run, &config) {
@@ -93,7 +97,7 @@ pub fn run() -> ExitCode {
 /// session").
 fn runtime_for(command: &Command, config: &Config) -> io::Result<tokio::runtime::Runtime> {
     let mut builder = match (command, config.transport()) {
-        (Command::Serve, Transport::Http(_)) => tokio::runtime::Builder::new_multi_thread(),
+        (Command::Serve(_), Transport::Http(_)) => tokio::runtime::Builder::new_multi_thread(),
         _ => tokio::runtime::Builder::new_current_thread(),
     };
     builder.enable_all().build()
@@ -161,7 +165,7 @@ async fn command(command: Command, config: Config) -> ExitCode {
     let config = &config;
     let code = match command {
         Command::Config => Ok(emit(config.to_toml().trim_end())),
-        Command::Serve => match crate::assemble(config) {
+        Command::Serve(_) => match crate::assemble(config) {
             Ok((shared, catalog)) => {
                 crate::plugins::reload::spawn(catalog.clone(), shared.registry.clone());
                 Ok(serve(Arc::new(shared), config, !catalog.dirs().is_empty()).await)

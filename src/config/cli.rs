@@ -24,6 +24,7 @@ workspace root: every path a tool touches must stay inside the roots.
 Examples:
   toolport                                   serve stdio in the current directory
   toolport --root ~/code/app --root /data    serve stdio with two roots
+  toolport serve ~/code/app /data            the same
   toolport serve --http 127.0.0.1:8787       serve HTTP: /mcp (Streamable HTTP), /sse (legacy)
   toolport tools --format openai             print tool definitions for the OpenAI API
   toolport call read_file --args '{\"path\":\"README.md\"}'
@@ -90,7 +91,7 @@ pub struct GlobalArgs {
 pub(crate) enum Command {
     /// Serve MCP over stdio (the default when no subcommand is given), or over HTTP with
     /// --http ADDR.
-    Serve,
+    Serve(ServeArgs),
     /// Print the tool definitions as JSON, for MCP or a model provider's API.
     Tools(ToolsArgs),
     /// Print every tool's prompt instructions (for a system prompt).
@@ -103,6 +104,16 @@ pub(crate) enum Command {
     /// Plugin manifests: `toolport plugins check [DIR…]`.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+}
+
+/// `toolport serve [DIR…]`.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ServeArgs {
+    /// Workspace roots, as with --root (after any --root). `toolport serve ~/a ~/b` is the
+    /// form launchers that expand one setting into several arguments use (a Claude Desktop
+    /// bundle's folder list).
+    #[arg(value_name = "DIR")]
+    pub(crate) dirs: Vec<PathBuf>,
 }
 
 /// `toolport plugins …`.

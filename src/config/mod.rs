@@ -123,6 +123,10 @@ pub struct Config {
     /// is loaded from wherever it is saved).
     #[serde(skip)]
     pub config_file: Option<PathBuf>,
+    /// Environment variables ignored because they held an unexpanded placeholder
+    /// ([`is_unexpanded_placeholder`]); warned about once logging is up.
+    #[serde(skip)]
+    pub unexpanded_env: Vec<String>,
 }
 
 impl Default for Config {
@@ -142,8 +146,25 @@ impl Default for Config {
             audit: AuditSettings::default(),
             telemetry: TelemetrySettings::default(),
             config_file: None,
+            unexpanded_env: Vec::new(),
         }
     }
+}
+
+/// True for a value that is a client's substitution variable left as it was written, such as
+/// `${user_config.brave_api_key}`: a Claude Desktop bundle (MCPB) passes an optional setting
+/// the user left empty that way. Such a value is never a real key, path or setting, so the
+/// environment variable holding it counts as unset.
+fn is_unexpanded_placeholder(value: &str) -> bool {
+    value
+        .strip_prefix("${")
+        .and_then(|rest| rest.strip_suffix('}'))
+        .is_some_and(|name| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'))
+        })
 }
 
 /// Where the config file is looked for when `--config` is not given.
@@ -166,6 +187,27 @@ impl Config {
     pub fn load(
         args: &GlobalArgs,
         env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let unexpanded = std::cell::RefCell::new(Vec::new());
+        let env = |key: &str| {
+            let value = env(key)?;
+            if is_unexpanded_placeholder(&value) {
+                let mut names = unexpanded.borrow_mut();
+                if !names.iter().any(|n| n == key) {
+                    names.push(key.to_owned());
+                }
+                return None;
+            }
+            Some(value)
+        };
+        let mut config = Self::load_layers(args, &env)?;
+        config.unexpanded_env = unexpanded.into_inner();
+        Ok(config)
+    }
+
+    fn load_layers(
+        args: &GlobalArgs,
+        env: &impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
         let cwd = std::env::current_dir().map_err(|source| ConfigError::Read {
             path: PathBuf::from("."),
@@ -214,7 +256,7 @@ impl Config {
             return Err(SettingError::new("roots", "at least one root is needed").into());
         }
 
-        let web = WebSettings::load(file.web, &file_dir, &env)?;
+        let web = WebSettings::load(file.web, &file_dir, env)?;
         Ok(Self {
             roots,
             log_level: args.log_level.clone().or(file.log_level),
@@ -230,8 +272,9 @@ impl Config {
             http: HttpSettings::load(&args.http, file.http)?,
             plugins,
             audit,
-            telemetry: TelemetrySettings::load(&file.telemetry, &env)?,
+            telemetry: TelemetrySettings::load(&file.telemetry, env)?,
             config_file: path,
+            unexpanded_env: Vec::new(),
         })
     }
 
@@ -239,6 +282,12 @@ impl Config {
     /// is set up).
     pub(crate) fn warn_deprecated(&self) {
         self.web.deprecated.iter().for_each(Deprecated::warn);
+        for name in &self.unexpanded_env {
+            tracing::warn!(
+                "{name} holds an unexpanded placeholder (\"${{...}}\": a setting the client's \
+                 config or bundle left empty); it is treated as unset"
+            );
+        }
     }
 
     /// How the server is reached: HTTP when `--http` gave an address, else stdio.
@@ -494,6 +543,37 @@ mod tests {
                 .to_toml();
             assert_eq!(first, second);
             assert!(!first.contains("planted"), "{first}");
+        }
+    }
+
+    /// A Claude Desktop bundle passes an optional setting the user left empty as the literal
+    /// `${user_config.…}`: such a value is unset, never an API key or a root.
+    #[test]
+    fn unexpanded_placeholders_in_the_environment_count_as_unset() {
+        let placeholder = "${user_config.brave_api_key}";
+        let c = load(
+            &[],
+            &[
+                ("TOOLPORT_BRAVE_API_KEY", placeholder),
+                ("TOOLPORT_ROOTS", "${user_config.dirs}"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.roots, vec![std::env::current_dir().unwrap()]);
+        let shown = c.to_toml();
+        assert!(
+            !shown.contains("TOOLPORT_BRAVE_API_KEY") && !shown.contains(placeholder),
+            "{shown}"
+        );
+        let mut ignored = c.unexpanded_env;
+        ignored.sort();
+        assert_eq!(ignored, ["TOOLPORT_BRAVE_API_KEY", "TOOLPORT_ROOTS"]);
+        // A real value, or one that only contains `${`, is kept.
+        for value in ["sk-${x}", "${not closed", "${}", "${a b}"] {
+            assert!(!is_unexpanded_placeholder(value), "{value}");
+        }
+        for value in ["${HOME}", "${user_config.dirs}", "${__dirname}", "${/}"] {
+            assert!(is_unexpanded_placeholder(value), "{value}");
         }
     }
 

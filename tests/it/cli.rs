@@ -647,3 +647,43 @@ async fn output_to_a_closed_pipe_ends_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// `toolport serve DIR…` serves those folders as roots (what a Claude Desktop bundle's folder
+/// list expands to), and a setting the bundle left as its unexpanded `${user_config.…}`
+/// placeholder counts as unset: here an API key, so web search still has no Brave provider.
+#[tokio::test]
+async fn serve_takes_roots_as_arguments_and_ignores_unexpanded_placeholders() {
+    let (_d, first) = tempdir();
+    let (_e, second) = tempdir();
+    fs::write(second.join("b.txt"), "in the second root\n").unwrap();
+    let mut cmd = bare_command(&first, &["serve"]);
+    cmd.arg(&first).arg(&second);
+    cmd.env("TOOLPORT_BRAVE_API_KEY", "${user_config.brave_api_key}");
+    let client = connect_command(cmd, TestClient::default()).await;
+    let path = second.join("b.txt");
+    let read = ok(&call(&client, "read_file", json!({"path": path})).await);
+    assert_eq!(read["content"], "in the second root\n", "{read}");
+    let outside = call(&client, "read_file", json!({"path": "/etc/hostname"})).await;
+    assert_eq!(outside.is_error, Some(true));
+    let roots = err(&outside);
+    assert!(
+        roots.contains(&first.display().to_string())
+            && roots.contains(&second.display().to_string()),
+        "{roots}"
+    );
+    within(client.cancel()).await.unwrap();
+
+    let mut cmd = bare_command(&first, &["config"]);
+    cmd.env("TOOLPORT_BRAVE_API_KEY", "${user_config.brave_api_key}");
+    let out = within(cmd.output()).await.unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stdout.contains("TOOLPORT_BRAVE_API_KEY"), "{stdout}");
+    assert!(
+        stderr.contains("TOOLPORT_BRAVE_API_KEY holds an unexpanded placeholder"),
+        "{stderr}"
+    );
+}

@@ -46,21 +46,17 @@ fn proc_fd(fd: std::os::fd::RawFd) -> String {
     format!("/proc/self/fd/{fd}")
 }
 
-/// `renameat2(RENAME_NOREPLACE)`: the kernel refuses an existing destination atomically.
-#[cfg(target_env = "gnu")]
+/// `renameat2(RENAME_NOREPLACE)`: the kernel refuses an existing destination atomically. A raw
+/// system call through rustix, so the static (musl) release binary has it too.
 pub(super) fn rename_noreplace(
     from_dir: &Dir,
     from: &Path,
     to_dir: &Dir,
     to: &Path,
 ) -> io::Result<()> {
-    use nix::fcntl::{RenameFlags, renameat2};
-    renameat2(from_dir, from, to_dir, to, RenameFlags::RENAME_NOREPLACE).map_err(io::Error::from)
+    use rustix::fs::{RenameFlags, renameat_with};
+    renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE).map_err(io::Error::from)
 }
-
-/// nix offers `renameat2` with glibc only: check, then rename (racy; see `portable.rs`).
-#[cfg(not(target_env = "gnu"))]
-pub(super) use super::portable::check_then_rename as rename_noreplace;
 
 /// Names compare byte for byte (a case-folding ext4 directory or a FAT mount is not recognised).
 pub(crate) const FS_CASE: crate::workspace::case::Case = crate::workspace::case::Case::Sensitive;

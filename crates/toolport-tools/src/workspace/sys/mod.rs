@@ -50,7 +50,7 @@ use other as imp;
 #[cfg(unix)]
 mod unix;
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+#[cfg(not(target_os = "linux"))]
 mod portable;
 
 /// Whether this system's file names compare with or without case (see `case.rs`): the secret

@@ -20,11 +20,7 @@ pub(super) fn open_path_beneath(
 }
 
 /// Check that `to` does not exist, then rename (not atomic: a racing writer can slip in).
-#[cfg(not(any(
-    all(target_os = "linux", target_env = "gnu"),
-    target_os = "macos",
-    windows
-)))]
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub(super) fn check_then_rename(
     from_dir: &cap_std::fs::Dir,
     from: &Path,

@@ -1,0 +1,1 @@
+"""The toolport binary, packaged for PyPI: see `toolport_mcp.__main__`."""
