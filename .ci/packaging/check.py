@@ -144,6 +144,14 @@ def check_registry(out: Path) -> None:
         (ok if good else bad)(f"registry mark: {mark}", name if good else f"does not match {name}")
 
 
+def client_config(kind: str, ws: Path) -> list[str]:
+    """The command line of mcp-config/claude-desktop/claude_desktop_config.<kind>.json (the
+    form the README gives users), with the project placeholder replaced by `ws`."""
+    path = ROOT / "mcp-config" / "claude-desktop" / f"claude_desktop_config.{kind}.json"
+    entry = json.loads(path.read_text())["mcpServers"]["toolport"]
+    return [entry["command"], *(str(ws) if a == "/path/to/your/project" else a for a in entry["args"])]
+
+
 def sha256(path: Path) -> str:
     import hashlib
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -199,8 +207,10 @@ def check_wheel(inspector: Inspector, out: Path, ws: Path, work: Path) -> None:
               "UV_PYTHON_DOWNLOADS": "never", "UV_PYTHON": sys.executable, "UV_TOOL_DIR": str(work / "uv-tools")}
     inspector.serve_check("uvx --from <wheel> toolport",
                           [str(uv), "--from", str(wheel), "toolport", "--root", str(ws)], ws, uv_env)
-    inspector.serve_check("uvx --from <wheel> toolport-mcp",
-                          [str(uv), "--from", str(wheel), "toolport-mcp", "serve", str(ws)], ws, uv_env)
+    # The README's form (`uvx toolport-mcp serve DIR`), the package taken from the wheel.
+    command, package, *rest = client_config("uvx", ws)
+    inspector.serve_check("uvx toolport-mcp (the README's config, from the wheel)",
+                          [str(uv), "--from", str(wheel), package, *rest], ws, uv_env)
 
 
 # ------------------------------------------------------------------ npm
@@ -264,7 +274,8 @@ def check_npm(inspector: Inspector, out: Path, ws: Path, work: Path) -> None:
         env = {"npm_config_registry": registry, "npm_config_cache": str(work / "npm-cache"),
                "npm_config_userconfig": str(work / "no-npmrc"), "npm_config_update_notifier": "false",
                "npm_config_audit": "false", "npm_config_fund": "false"}
-        inspector.serve_check("npx -y toolport", ["npx", "-y", "toolport", "serve", str(ws)], ws, env)
+        # The README's form (mcp-config/…/*.npx.json): `npx -y toolport serve DIR`.
+        inspector.serve_check("npx -y toolport (the README's config)", client_config("npx", ws), ws, env)
     finally:
         server.terminate()
         try:

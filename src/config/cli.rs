@@ -112,8 +112,10 @@ pub(crate) struct ServeArgs {
     /// Workspace roots, as with --root (after any --root). `toolport serve ~/a ~/b` is the
     /// form launchers that expand one setting into several arguments use (a Claude Desktop
     /// bundle's folder list).
+    /// (Not named `dirs`: an argument's id is its field name, and the global `--plugins` is
+    /// `dirs` already.)
     #[arg(value_name = "DIR")]
-    pub(crate) dirs: Vec<PathBuf>,
+    pub(crate) root_dirs: Vec<PathBuf>,
 }
 
 /// `toolport plugins …`.

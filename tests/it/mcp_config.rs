@@ -1,5 +1,8 @@
 //! The ready-made client configs in `mcp-config/`: each must parse, name the toolport binary
-//! (installed, or through `cargo run`), and its arguments must start a working server. Each is
+//! (installed, through `cargo run`, or the npm / PyPI package through `npx` / `uvx`), and its
+//! arguments must start a working server. (The `npx` and `uvx` forms themselves are run by
+//! `.ci/packaging/check.py` against the packages; here the arguments toolport gets from them
+//! are.) Each is
 //! launched for real, with the placeholder project path replaced by a temp dir. The HTTP and
 //! SSE variants must point at the documented address with a bearer-token header, and a real
 //! client must work through them against a real `toolport serve --http`.
@@ -37,6 +40,10 @@ const TOKEN_PLACEHOLDERS: &[&str] = &[
     "${env:TOOLPORT_TOKEN}",
     "YOUR_TOOLPORT_TOKEN",
 ];
+
+/// The package names (dist/npm/toolport/package.json, dist/pypi/pyproject.toml).
+const NPM_PACKAGE: &str = "toolport";
+const PYPI_PACKAGE: &str = "toolport-mcp";
 
 /// The address the HTTP configs and the README use.
 const DOCUMENTED_ADDRESS: &str = "http://127.0.0.1:8787";
@@ -85,6 +92,16 @@ fn toolport_args(file: &Path, entry: &Value) -> Vec<String> {
             }
             args[split + 1..].to_vec()
         }
+        // The npm package's launcher (`npx -y toolport ARGS`) and the PyPI one (`uvx
+        // toolport-mcp ARGS`) pass ARGS on to the binary unchanged.
+        "npx" => {
+            assert_eq!(args[..2], ["-y", NPM_PACKAGE], "{}", file.display());
+            args[2..].to_vec()
+        }
+        "uvx" => {
+            assert_eq!(args[0], PYPI_PACKAGE, "{}", file.display());
+            args[1..].to_vec()
+        }
         other => panic!("{}: launches {other:?}, not toolport", file.display()),
     }
 }
@@ -119,8 +136,8 @@ async fn every_client_config_launches_a_working_toolport() {
     for client in ["claude-desktop", "cursor", "inspector", "vscode", "zed"] {
         assert_eq!(
             clients.iter().filter(|c| *c == client).count(),
-            2,
-            "{client}: an installed and a cargo-run variant"
+            4,
+            "{client}: an installed, a cargo-run, an npx and a uvx variant"
         );
     }
     for file in files {
@@ -285,5 +302,23 @@ fn the_windows_and_macos_forms_change_only_the_paths() {
             "zed/settings.macos.json",
             "zed/settings.windows.json"
         ]
+    );
+}
+
+/// The `npx` and `uvx` configs name the packages dist/ builds.
+#[test]
+fn the_npx_and_uvx_configs_name_the_packages_dist_builds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let npm = read(&root.join("dist/npm/toolport/package.json"));
+    assert_eq!(npm["name"], NPM_PACKAGE);
+    assert_eq!(npm["bin"]["toolport"], "bin/toolport.js");
+    let pyproject = std::fs::read_to_string(root.join("dist/pypi/pyproject.toml")).unwrap();
+    assert!(
+        pyproject.contains(&format!("name = \"{PYPI_PACKAGE}\"")),
+        "{pyproject}"
+    );
+    assert!(
+        pyproject.contains(&format!("{PYPI_PACKAGE} = \"toolport_mcp.__main__:main\"")),
+        "the wheel's command named after the package: {pyproject}"
     );
 }
