@@ -84,10 +84,13 @@ class Inspector:
                       f"stdout: {p.stdout[-2000:]}\nstderr: {p.stderr[-3000:]}")
             return None
         try:
-            return json.loads(p.stdout)
+            doc = json.loads(p.stdout)
         except json.JSONDecodeError:
-            bad(name, f"the Inspector printed no JSON: {p.stdout[-2000:]}")
+            doc = None
+        if not isinstance(doc, dict) or not isinstance(doc.get("result"), dict):
+            bad(name, f"the Inspector printed no JSON with a 'result' object: {p.stdout[-2000:]}")
             return None
+        return doc["result"]
 
     def serve_check(self, name: str, command: list[str], ws: Path, env: dict[str, str] | None = None) -> None:
         """tools/list has read_file; read_file gives the known file's exact text."""
@@ -126,7 +129,7 @@ def check_registry(out: Path) -> None:
         if errors:
             bad(f"server.json schema ({path})", "; ".join(f"{list(e.path)}: {e.message}" for e in errors[:5]))
         else:
-            ok("server.json schema", str(path.relative_to(ROOT)))
+            ok("server.json schema", str(path))
     server = json.loads((out / "server.json").read_text())
     name = server["name"]
     marks = {
@@ -233,6 +236,8 @@ def check_npm(inspector: Inspector, out: Path, ws: Path, work: Path) -> None:
         "uplinks: {}\n"
         "packages:\n  '**':\n    access: $all\n    publish: $authenticated\n"
         "log: { type: stdout, format: pretty, level: warn }\n"
+        # The platform package holds the whole binary (the default cap is 10 MB).
+        "max_body_size: 500mb\n"
         "publish:\n  allow_offline: true\n")
     log = open(vdir / "verdaccio.log", "w")
     server = subprocess.Popen([node, str(verdaccio), "--config", str(vdir / "config.yaml"),

@@ -317,8 +317,10 @@ fn the_npx_and_uvx_configs_name_the_packages_dist_builds() {
         pyproject.contains(&format!("name = \"{PYPI_PACKAGE}\"")),
         "{pyproject}"
     );
+    let launcher = root.join("dist/pypi/data/scripts").join(PYPI_PACKAGE);
     assert!(
-        pyproject.contains(&format!("{PYPI_PACKAGE} = \"toolport_mcp.__main__:main\"")),
-        "the wheel's command named after the package: {pyproject}"
+        pyproject.contains("data = \"data\"") && launcher.is_file(),
+        "the wheel's command named after the package: {}",
+        launcher.display()
     );
 }

@@ -1,1 +1,0 @@
-"""The toolport binary, packaged for PyPI: see `toolport_mcp.__main__`."""
