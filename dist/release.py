@@ -201,6 +201,7 @@ def ensure_packaging_venv(venv: Path) -> None:
 # ------------------------------------------------------------------ package
 def package(binaries: dict[str, Path], wheels: Path | None, out: Path, mcpb_cli: list[str] | None) -> int:
     version = cargo_version()
+    out = out.resolve()
     for name, path in binaries.items():
         if name not in PLATFORMS:
             sys.exit(f"release.py package: unknown platform {name}; known: {', '.join(PLATFORMS)}")

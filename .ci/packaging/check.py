@@ -334,6 +334,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--binary", type=Path, required=True)
     a = ap.parse_args()
+    a.out, a.binary = a.out.resolve(), a.binary.resolve()
     with tempfile.TemporaryDirectory(prefix="toolport-packaging.") as tmp:
         work = Path(tmp)
         ws = work / "workspace"
