@@ -81,9 +81,19 @@ pub struct Shared {
     pub payload: PayloadSetting,
 }
 
-/// A tool's output as a successful `tools/call` result.
+/// A tool's output as a successful `tools/call` result: the text block, then one `image`
+/// block per image. The images go to every client whatever the payload form: the form
+/// decides where a result's text payload goes, and an image has one form only.
 fn tool_result(output: ToolOutput) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(output.text)]);
+    let mut content = Vec::with_capacity(1 + output.images.len());
+    content.push(ContentBlock::text(output.text));
+    content.extend(
+        output
+            .images
+            .into_iter()
+            .map(|image| ContentBlock::image(image.data, image.mime_type)),
+    );
+    let mut result = CallToolResult::success(content);
     result.structured_content = output.structured;
     result
 }

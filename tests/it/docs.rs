@@ -73,14 +73,30 @@ fn reference() -> String {
                 cell(param.description),
             ));
         }
-        if let Some(Value::Object(props)) =
-            def.output_schema.as_ref().and_then(|s| s.get("properties"))
-        {
-            let fields: Vec<String> = props.keys().map(|k| format!("`{k}`")).collect();
-            out.push_str(&format!(
-                "\nResult (`structuredContent`): {}.\n",
-                fields.join(", ")
-            ));
+        if let Some(schema) = &def.output_schema {
+            // An output with `oneOf` branches (read_file: text or image) has its fields in
+            // the branches: the result names each once, in the order they first appear.
+            let branches = match schema.get("oneOf") {
+                Some(Value::Array(branches)) => branches.as_slice(),
+                _ => &[],
+            };
+            let mut fields: Vec<String> = Vec::new();
+            let own = schema.get("properties").into_iter();
+            for props in own.chain(branches.iter().filter_map(|b| b.get("properties"))) {
+                if let Value::Object(props) = props {
+                    for key in props.keys().map(|k| format!("`{k}`")) {
+                        if !fields.contains(&key) {
+                            fields.push(key);
+                        }
+                    }
+                }
+            }
+            if !fields.is_empty() {
+                out.push_str(&format!(
+                    "\nResult (`structuredContent`): {}.\n",
+                    fields.join(", ")
+                ));
+            }
         }
         out.push('\n');
     }

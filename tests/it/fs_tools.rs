@@ -20,6 +20,7 @@ async fn read_file_returns_the_whole_file_with_its_facts() {
     assert_eq!(
         ok(&result),
         json!({
+            "kind": "text",
             "path": root.join("hello.txt").display().to_string(),
             "content": "hello\nworld\n",
             "encoding": "utf-8",
@@ -54,6 +55,7 @@ async fn read_file_pages_by_lines() {
     assert_eq!(
         page,
         json!({
+            "kind": "text",
             "path": root.join("ten.txt").display().to_string(),
             "content": "line 3\nline 4\n",
             "encoding": "utf-8",
@@ -427,7 +429,8 @@ async fn path_info_reports_metadata_and_missing_paths() {
             "mode": null,
             "symlink_target": null,
             "target_type": null,
-            "readonly": null
+            "readonly": null,
+            "media": null
         })
     );
     assert!(text(&result).contains("does not exist"));

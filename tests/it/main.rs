@@ -33,6 +33,8 @@ mod fetch_url;
 mod fs_tools;
 // grep, glob and read_many_files: context, ignore rules, binary and secret skips, caps, errors.
 mod search_tools;
+// Images through read_file: magic bytes, image content under every payload form, the cap.
+mod images;
 // The HTTP transports (Streamable HTTP and legacy SSE) and their security rules.
 mod http;
 // Behaviour that needs a fake tool (one that panics, one that waits), served in-process.

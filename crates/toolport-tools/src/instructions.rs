@@ -208,6 +208,39 @@ pub(crate) struct InstructionsFor<'a> {
 
 /// A tool's prompt instructions in the recommended shape: Tool, Description, Purpose,
 /// Parameters (type, required, default), Expected Output, Example.
+/// What an output schema promises, a field per line; an output with `oneOf` branches (an enum
+/// tagged by a field, such as read_file's text or image) lists each branch's fields under the
+/// branch's description.
+fn output_fields(schema: &JsonObject) -> String {
+    let lines = |schema: &JsonObject| -> String {
+        let fields: Vec<String> = param_docs(schema).iter().map(|d| d.line(false)).collect();
+        fields.join("\n")
+    };
+    match schema.get("oneOf") {
+        Some(Value::Array(branches)) => {
+            let forms: Vec<String> = branches
+                .iter()
+                .filter_map(Value::as_object)
+                .map(|branch| {
+                    let title = branch
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Or");
+                    format!("{title}\n{}", lines(branch))
+                })
+                .collect();
+            format!(
+                "A structured JSON result in one of these forms, plus a readable text rendering:\n{}",
+                forms.join("\n")
+            )
+        }
+        _ => format!(
+            "A structured JSON result with these fields, plus a readable text rendering:\n{}",
+            lines(schema)
+        ),
+    }
+}
+
 pub(crate) fn render_instructions(tool: InstructionsFor<'_>) -> String {
     let InstructionsFor {
         name,
@@ -232,13 +265,7 @@ pub(crate) fn render_instructions(tool: InstructionsFor<'_>) -> String {
         params.push("(none)".into());
     }
     let expected = match output_schema {
-        Some(schema) => {
-            let fields: Vec<String> = param_docs(schema).iter().map(|d| d.line(false)).collect();
-            format!(
-                "A structured JSON result with these fields, plus a readable text rendering:\n{}",
-                fields.join("\n")
-            )
-        }
+        Some(schema) => output_fields(schema),
         None => "Readable text.".into(),
     };
     let example = example.cloned().unwrap_or_else(|| {
@@ -308,6 +335,35 @@ mod tests {
              - mode (string, optional, one of \"fast\", \"full\")\n\
              Expected Output: Readable text.\n\
              Example: {\"name\":\"p\",\"arguments\":{\"query\":\"...\"}}"
+        );
+    }
+
+    /// An output that is a tagged enum (read_file: text or image) has its fields in `oneOf`
+    /// branches: each is listed under its description, not none at all.
+    #[test]
+    fn an_output_with_branches_lists_each_branchs_fields() {
+        let Value::Object(output) = json!({
+            "type": "object",
+            "oneOf": [
+                {"type": "object", "description": "A text file.",
+                 "properties": {"kind": {"type": "string", "const": "text"},
+                                "content": {"type": "string", "description": "The text."}}},
+                {"type": "object", "description": "An image file.",
+                 "properties": {"kind": {"type": "string", "const": "image"},
+                                "width": {"type": "integer", "description": "Pixels."}}}
+            ]
+        }) else {
+            unreachable!()
+        };
+        assert_eq!(
+            output_fields(&output),
+            "A structured JSON result in one of these forms, plus a readable text rendering:\n\
+             A text file.\n\
+             - kind (string)\n\
+             - content (string): The text.\n\
+             An image file.\n\
+             - kind (string)\n\
+             - width (integer): Pixels."
         );
     }
 

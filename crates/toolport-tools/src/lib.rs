@@ -75,7 +75,7 @@ pub use hidden::dispatch as dispatch_helper;
 pub use registry::{ExecuteError, ToolFilter, ToolRegistry};
 pub use schema::JsonObject;
 pub use tool::{
-    AiTool, Annotations, ConfirmFallback, Confirmation, Confirmer, NoProgress, ProgressSink,
+    AiTool, Annotations, ConfirmFallback, Confirmation, Confirmer, Image, NoProgress, ProgressSink,
     ToolContext, ToolError, ToolOutput,
 };
 pub use toolbox::{BuildError, Settings, SettingsError, Toolbox};

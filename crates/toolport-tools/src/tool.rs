@@ -44,14 +44,25 @@ impl Default for Annotations {
     }
 }
 
-/// What a successful call returns: the structured result (matching the tool's output schema)
-/// and a text rendering written for a model to read.
+/// What a successful call returns: the structured result (matching the tool's output schema),
+/// a text rendering written for a model to read, and the images the result shows.
+///
+/// Images are their own part, not a field of the structured value or a kind of text: an
+/// image is neither the payload a [`Payload`] form moves between the text block and the
+/// structured value nor something a JSON field can carry cheaply (a model reading
+/// `structuredContent` as JSON would get megabytes of base64 as text). Every protocol this
+/// crate exports to has an image block beside text (MCP `image` content, the Anthropic and
+/// OpenAI image parts), so a result carries them as such: the structured value describes an
+/// image (type, size), [`ToolOutput::images`] holds its bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     /// The structured result; `None` only for tools without an output schema.
     pub structured: Option<Value>,
     /// Readable text. Not a JSON dump of `structured`: a model reads this.
     pub text: String,
+    /// Images the result shows, after the text (MCP `image` content blocks). Empty for most
+    /// tools.
+    pub images: Vec<Image>,
 }
 
 impl ToolOutput {
@@ -60,8 +71,28 @@ impl ToolOutput {
         Self {
             structured: Some(structured),
             text: text.into(),
+            images: Vec::new(),
         }
     }
+
+    /// A result with only text (a tool without an output schema).
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            structured: None,
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
+
+/// An image in a result: its bytes, base64-encoded (the form MCP and the model APIs take),
+/// and its MIME type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// The image's bytes in standard base64 (with padding).
+    pub data: String,
+    /// Its MIME type, e.g. `image/png`.
+    pub mime_type: String,
 }
 
 /// Where a result's payload goes: the bulk of it (a file's text, grep's matches, a listing,

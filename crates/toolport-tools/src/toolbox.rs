@@ -24,7 +24,12 @@ use crate::workspace::{FileWorkspace, Workspace, WorkspaceError, WorkspaceSettin
 
 /// The keys of `[limits]` that are the file tools'; the section's other keys are the server's
 /// call budgets (docs/observability.md), which a toolbox has no use for.
-const FILE_LIMIT_KEYS: &[&str] = &["read_max_bytes", "list_max_entries", "list_max_depth"];
+const FILE_LIMIT_KEYS: &[&str] = &[
+    "read_max_bytes",
+    "image_max_bytes",
+    "list_max_entries",
+    "list_max_depth",
+];
 
 /// A toolport config file as a toolbox reads it: the tool sections; the server's own
 /// (`[http]`, `[audit]`, `[telemetry]`, `log_level`) are accepted and left alone, so one file

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::instructions::{InstructionsFor, argument_field, render_instructions};
 use crate::schema::{JsonObject, input_schema_for, output_schema_for};
-use crate::tool::{AiTool, Annotations, Payload, ToolContext, ToolError, ToolOutput};
+use crate::tool::{AiTool, Annotations, Image, Payload, ToolContext, ToolError, ToolOutput};
 use crate::workspace::Workspace;
 
 /// What a typed tool says about itself besides its types. Built when the tool is built, so
@@ -160,15 +160,32 @@ pub trait TypedTool: Send + Sync + 'static {
     fn summary(&self, output: &Self::Output) -> String {
         self.render(output)
     }
+
+    /// The images the result shows ([`ToolOutput::images`]), moved out of `output` (a field
+    /// the output keeps out of its serialised form and schema). Called after the text is
+    /// rendered, whatever the [`Payload`]: an image is not payload, every client gets it.
+    /// Default: none.
+    fn images(&self, _output: &mut Self::Output) -> Vec<Image> {
+        Vec::new()
+    }
 }
 
 /// What the published output schema says of a payload field, after its own description.
 const PAYLOAD_NOTE: &str = "Left out here, and carried by the text content block instead, for clients whose model reads only the text ([tools] payload).";
 
-/// Mark the payload fields of an output schema as optional and say where they are sent.
+/// Mark the payload fields of an output schema as optional and say where they are sent: in
+/// the schema's own properties and in each of its `oneOf` branches (an output that is an
+/// enum, tagged by a field, has one object schema per variant).
 fn describe_payload(schema: &mut JsonObject, fields: &[&str]) {
     if fields.is_empty() {
         return;
+    }
+    if let Some(Value::Array(branches)) = schema.get_mut("oneOf") {
+        for branch in branches {
+            if let Value::Object(branch) = branch {
+                describe_payload(branch, fields);
+            }
+        }
     }
     if let Some(Value::Array(required)) = schema.get_mut("required") {
         required.retain(|name| !fields.iter().any(|field| name == field));
@@ -379,6 +396,7 @@ impl<T: TypedTool> AiTool for Typed<T> {
             Payload::Text => self.tool.render_payload(&mut output),
             Payload::Both => self.tool.render(&output),
         };
+        let images = self.tool.images(&mut output);
         let mut structured = serde_json::to_value(&output).map_err(|e| {
             ToolError::ExecutionFailed(format!(
                 "the result could not be serialised ({e}); this is a bug in toolport"
@@ -389,7 +407,9 @@ impl<T: TypedTool> AiTool for Typed<T> {
                 fields.remove(*field);
             }
         }
-        Ok(ToolOutput::new(structured, text))
+        let mut output = ToolOutput::new(structured, text);
+        output.images = images;
+        Ok(output)
     }
 }
 
@@ -405,6 +425,32 @@ mod tests {
         offset: i64,
         ratio: f64,
         items: Vec<u32>,
+    }
+
+    /// An output that is a tagged enum has one object schema per variant in `oneOf`: a payload
+    /// field is optional and described in each (the text form leaves it out of the structured
+    /// value, which must still match the schema).
+    #[test]
+    fn payload_fields_are_optional_in_every_branch_of_a_tagged_output() {
+        let Value::Object(mut schema) = json!({
+            "type": "object",
+            "oneOf": [
+                {"type": "object",
+                 "properties": {"kind": {"const": "text"},
+                                "content": {"type": "string", "description": "The text."}},
+                 "required": ["kind", "content"]},
+                {"type": "object", "properties": {"kind": {"const": "image"}}, "required": ["kind"]}
+            ]
+        }) else {
+            unreachable!()
+        };
+        describe_payload(&mut schema, &["content"]);
+        assert_eq!(schema["oneOf"][0]["required"], json!(["kind"]));
+        assert_eq!(
+            schema["oneOf"][0]["properties"]["content"]["description"],
+            json!(format!("The text. {PAYLOAD_NOTE}"))
+        );
+        assert_eq!(schema["oneOf"][1]["required"], json!(["kind"]));
     }
 
     /// Found by fuzz/fuzz_targets/tool_arguments.rs: `{"offset": 1.0}` passed read_file's

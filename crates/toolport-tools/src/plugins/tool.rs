@@ -163,10 +163,7 @@ impl PluginTool {
                         result.stdout_bytes
                     ));
                 }
-                Ok(ToolOutput {
-                    structured: None,
-                    text,
-                })
+                Ok(ToolOutput::text(text))
             }
             OutputKind::Json => self.json_output(&result),
         }
@@ -202,6 +199,7 @@ impl PluginTool {
         Ok(ToolOutput {
             structured: value.is_object().then_some(value),
             text,
+            images: Vec::new(),
         })
     }
 }

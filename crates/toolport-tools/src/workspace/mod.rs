@@ -89,6 +89,7 @@ use self::case::Case;
 pub(crate) use self::error::PathError;
 pub use self::error::WorkspaceError;
 pub(crate) use self::kind::FileKind;
+pub(crate) use self::read::OpenFile;
 pub(crate) use self::secrets::DEFAULT_SECRET_PATTERNS;
 use self::secrets::SecretRules;
 pub use self::settings::{FileWorkspace, WorkspaceSettings};

@@ -90,10 +90,7 @@ fn standing(job: &Job) -> BackgroundState {
             let text = render(&result);
             let output = match serde_json::to_value(&result) {
                 Ok(structured) => ToolOutput::new(structured, text),
-                Err(_) => ToolOutput {
-                    structured: None,
-                    text,
-                },
+                Err(_) => ToolOutput::text(text),
             };
             BackgroundState::Ended { output, message }
         }

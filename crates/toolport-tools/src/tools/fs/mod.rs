@@ -3,13 +3,15 @@
 //! `write_file`, `edit_file`, `create_directory` and `move_path` (served unless
 //! `[fs] write = "off"`). Thin adapters: every path goes through
 //! [`crate::workspace::Workspace`], which owns confinement and secret rules; `text.rs` holds
-//! encodings, hashes and diffs, `write.rs` what the write tools share.
+//! encodings, hashes and diffs, `write.rs` what the write tools share, `media.rs`
+//! which files are images (read_file returns them as images, path_info names their type).
 
 mod create_directory;
 mod edit_file;
 mod glob;
 mod grep;
 mod list_directory;
+mod media;
 mod move_path;
 mod path_info;
 mod read_file;

@@ -2,6 +2,11 @@
 //! normal result (`exists: false`), not an error; a path outside the roots is an error (saying
 //! "does not exist" there would leak what lies outside).
 //!
+//! For a regular file (or a symlink to one) `media` names an image's type (PNG, JPEG, GIF,
+//! WebP: what read_file returns as an image), from the file's first 16 bytes, by the same
+//! rules as read_file (`media.rs`): the one read this tool makes, through the same confined,
+//! secret-refusing open (a secret is never opened, and has no `media`).
+//!
 //! On Windows `permissions` and `mode` are absent (access there is decided by ACLs, which are
 //! not reported); `readonly` is the read-only attribute.
 
@@ -12,7 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{ANNOTATIONS, CATEGORY};
+use super::{ANNOTATIONS, CATEGORY, media};
 use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 use crate::workspace::{FileKind, PathError};
@@ -22,7 +27,7 @@ use crate::workspace::{FileKind, PathError};
 #[cfg_attr(windows, path = "path_info/windows.rs")]
 mod os;
 
-const DESCRIPTION: &str = "Check whether a path exists inside the workspace roots and get its metadata: type (file, directory, symlink, fifo, socket, block_device, char_device), size in bytes, last modification time (RFC 3339, UTC), permissions, whether it is read-only, and for a symlink its target. A missing path returns exists=false, not an error. Cheap: reads no file content.";
+const DESCRIPTION: &str = "Check whether a path exists inside the workspace roots and get its metadata: type (file, directory, symlink, fifo, socket, block_device, char_device), size in bytes, last modification time (RFC 3339, UTC), permissions, whether it is read-only, for a symlink its target, and for an image file (PNG, JPEG, GIF, WebP, known by its first bytes) its type in `media` (read_file returns such a file as an image). A missing path returns exists=false, not an error. Cheap: reads at most a file's first 16 bytes.";
 
 /// Arguments of `path_info`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -58,6 +63,9 @@ pub(crate) struct PathInfoResult {
     // Windows: the read-only attribute.
     /// True when no write permission bit is set.
     readonly: Option<bool>,
+    /// For an image file (PNG, JPEG, GIF, WebP, known by its first bytes, not its name): its
+    /// MIME type, e.g. "image/png"; read_file returns it as an image. Null for anything else.
+    media: Option<String>,
 }
 
 /// The `path_info` tool.
@@ -140,8 +148,22 @@ impl TypedTool for PathInfo {
                     || e.kind() == io::ErrorKind::NotADirectory => {}
             Err(e) => return Err(ws.io_error(&target, &e).into()),
         }
+        let file =
+            result.kind == Some(FileKind::File) || result.target_type.as_deref() == Some("file");
+        if file {
+            result.media = image_type(ws, &p.path);
+        }
         Ok(result)
     }
+}
+
+/// The image type of the file at `path`, from its first bytes; `None` for anything else and
+/// for a file that cannot be opened (a secret, an unreadable file): `media` is a hint, and
+/// the other fields already say what the path is.
+fn image_type(ws: &crate::workspace::Workspace, path: &str) -> Option<String> {
+    let mut opened = ws.open_file(path).ok()?;
+    let header = media::read_header(&mut opened.file).ok()?;
+    media::image_mime(&header).map(str::to_owned)
 }
 
 fn render(r: &PathInfoResult) -> String {
@@ -161,6 +183,9 @@ fn render(r: &PathInfoResult) -> String {
     }
     if let Some(size) = r.size {
         lines.push(format!("size: {size} bytes"));
+    }
+    if let Some(media) = &r.media {
+        lines.push(format!("image: {media}"));
     }
     if let Some(modified) = &r.modified {
         lines.push(format!("modified: {modified}"));

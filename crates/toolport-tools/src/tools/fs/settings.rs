@@ -1,5 +1,6 @@
 //! The file tools' settings: the `[limits]` section of the config file, the
-//! `--read-max-bytes` / `--list-max-entries` flags (and their `TOOLPORT_*` variables), and
+//! `--read-max-bytes` / `--image-max-bytes` / `--list-max-entries` flags (and their
+//! `TOOLPORT_*` variables), and
 //! [`FsSettings`], what `read_file` and `list_directory` are built with; and the `[fs]`
 //! section with `--read-only`, [`WriteSettings`]: whether the write tools are served, whether
 //! each write asks the user, and whether `.git/` may be written.
@@ -17,6 +18,15 @@ const MIN_READ_MAX_BYTES: u64 = 1024;
 /// Largest `read_max_bytes` an operator may set: one call should never be able to flood a
 /// client with more than this.
 const MAX_READ_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Default cap on the size of an image `read_file` returns: 5 MiB holds a full-screen PNG
+/// screenshot or a plot and is about what model APIs take per image (Anthropic's is 5 MB);
+/// base64 makes it a third larger on the wire.
+pub(crate) const DEFAULT_IMAGE_MAX_BYTES: u64 = 5 * 1024 * 1024;
+/// Smallest `image_max_bytes`: below this even an icon would be refused.
+const MIN_IMAGE_MAX_BYTES: u64 = 1024;
+/// Largest `image_max_bytes` an operator may set: the same bound as `read_max_bytes`, for
+/// the same reason (an image is held whole in memory and sent in one message).
+const MAX_IMAGE_MAX_BYTES: u64 = MAX_READ_MAX_BYTES;
 /// Default cap on entries returned by one `list_directory` call.
 pub(crate) const DEFAULT_LIST_MAX_ENTRIES: usize = 1000;
 /// Largest `list_max_entries` an operator may set.
@@ -38,6 +48,16 @@ pub struct FsArgs {
     )]
     pub(crate) read_max_bytes: Option<u64>,
 
+    /// Largest image file (PNG, JPEG, GIF, WebP) read_file returns as an image (default
+    /// 5242880 = 5 MiB).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        env = "TOOLPORT_IMAGE_MAX_BYTES",
+        global = true
+    )]
+    pub(crate) image_max_bytes: Option<u64>,
+
     /// Most entries one list_directory call returns (default 1000).
     #[arg(
         long,
@@ -58,6 +78,7 @@ pub struct FsArgs {
 #[serde(deny_unknown_fields)]
 pub struct FileLimits {
     read_max_bytes: Option<u64>,
+    image_max_bytes: Option<u64>,
     list_max_entries: Option<usize>,
     list_max_depth: Option<usize>,
 }
@@ -67,6 +88,8 @@ pub struct FileLimits {
 pub struct FsSettings {
     /// Most bytes of text one `read_file` call returns.
     pub read_max_bytes: u64,
+    /// Largest image file one `read_file` call returns as an image.
+    pub(crate) image_max_bytes: u64,
     /// Most entries one `list_directory` call returns.
     pub list_max_entries: usize,
     /// Deepest `list_directory` recursion.
@@ -77,6 +100,7 @@ impl Default for FsSettings {
     fn default() -> Self {
         Self {
             read_max_bytes: DEFAULT_READ_MAX_BYTES,
+            image_max_bytes: DEFAULT_IMAGE_MAX_BYTES,
             list_max_entries: DEFAULT_LIST_MAX_ENTRIES,
             list_max_depth: DEFAULT_LIST_MAX_DEPTH,
         }
@@ -94,6 +118,13 @@ impl FsSettings {
                     .or(file.read_max_bytes)
                     .unwrap_or(defaults.read_max_bytes),
                 MIN_READ_MAX_BYTES..=MAX_READ_MAX_BYTES,
+            )?,
+            image_max_bytes: check_range(
+                "limits.image_max_bytes",
+                args.image_max_bytes
+                    .or(file.image_max_bytes)
+                    .unwrap_or(defaults.image_max_bytes),
+                MIN_IMAGE_MAX_BYTES..=MAX_IMAGE_MAX_BYTES,
             )?,
             list_max_entries: check_range(
                 "limits.list_max_entries",
@@ -155,5 +186,38 @@ impl WriteSettings {
             },
             allow_git_writes: file.allow_git_writes.unwrap_or(false),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(toml: &str) -> FileLimits {
+        toml::from_str(toml).unwrap()
+    }
+
+    #[test]
+    fn image_max_bytes_layers_file_then_flag_and_names_itself_out_of_range() {
+        let none = FsArgs::default();
+        let load = |file, args: &FsArgs| FsSettings::load(file, args).map(|s| s.image_max_bytes);
+        assert_eq!(
+            load(FileLimits::default(), &none),
+            Ok(DEFAULT_IMAGE_MAX_BYTES)
+        );
+        let file = limits("image_max_bytes = 8192");
+        assert_eq!(load(file, &none), Ok(8192));
+        let flag = FsArgs {
+            image_max_bytes: Some(4096),
+            ..FsArgs::default()
+        };
+        assert_eq!(load(file, &flag), Ok(4096), "the flag (or its env) wins");
+        let error = load(limits("image_max_bytes = 10"), &none)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("limits.image_max_bytes") && error.contains("1024..="),
+            "{error}"
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! `read_file`: text content of a file inside the roots, paged by lines.
+//! `read_file`: text content of a file inside the roots, paged by lines; or an image, whole.
 //!
 //! The file is streamed in chunks and decoded incrementally (encoding_rs), so memory stays at
 //! one chunk plus the returned text, whatever the file size. A full pass counts `total_lines`;
@@ -13,6 +13,16 @@
 //! `next_byte_offset`: the byte where the rest begins. A call with `byte_offset` reads raw
 //! text from any character boundary, so every byte of such a line is reachable.
 //!
+//! An image (PNG, JPEG, GIF, WebP, known by its first bytes: `media.rs`) is returned whole as
+//! an image content block, up to `[limits] image_max_bytes`, with a line of text saying what
+//! it is for clients that cannot show images. This is `read_file` rather than a tool of its
+//! own because a model asks to read a file by its path without knowing, or checking first,
+//! what is in it (a screenshot named `.txt`, a plot it just wrote): a separate tool would
+//! make every such read a refusal naming the other tool, two calls instead of one, and one
+//! more tool in every listing. The result says which it is in `kind` ([`ReadOutput`]): the
+//! text fields for a text file, the image's facts for an image. The window arguments (offset,
+//! limit, head, tail, byte_offset) and `encoding` are for text; an image is returned whole.
+//!
 //! One concern per file:
 //! - `mod.rs` (this file): the tool surface: [`Params`], [`ReadFileResult`], the
 //!   [`TypedTool`] impl, the text a model reads, and [`ReadFile::read_up_to`] (the read
@@ -23,14 +33,18 @@
 //!   offsets to read on from, and when a kept digest may be used.
 //! - `scan.rs`: one decoding pass ([`Pass`](scan::Pass)): strict decoding inside the window,
 //!   lines counted everywhere, the text collected within the byte budget.
+//! - `image.rs`: an image file: the size cap, its dimensions, the base64 for the content
+//!   block ([`ImageFile`]).
 //! - `digest.rs`: the file's sha256: hashed inline or on a helper thread beside the decoding
 //!   ([`FileHash`](digest::FileHash)), and the cache of digests of files read unchanged
 //!   ([`HashCache`]).
 
 mod digest;
+mod image;
 mod pager;
 mod scan;
 
+use std::io::Seek;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -39,13 +53,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use self::digest::HashCache;
+use self::image::ImageFile;
 use self::pager::{Limits, Window};
+use super::media;
 use super::settings::FsSettings;
 use super::text::encoding_for_label;
 use super::{ANNOTATIONS, CATEGORY, blocking};
 use crate::settings::human_bytes;
-use crate::tool::{ToolContext, ToolError};
+use crate::tool::{Image, ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
+use crate::workspace::OpenFile;
 
 /// Files up to this size are read on the async worker, like the open before them: one read
 /// of that size costs microseconds, less than handing the work to the blocking pool and back
@@ -56,8 +73,9 @@ const INLINE_READ_MAX: u64 = scan::CHUNK as u64;
 /// The tool's description, stating the operator's real limit.
 fn description(settings: &FsSettings) -> String {
     format!(
-        "Read a text file inside the workspace roots. Returns at most {} of text per call (the server's limit); page through larger files by lines with `offset` (1-based) and `limit`, or take `head`/`tail` lines, and follow `next_offset` while it is not null. A line longer than the limit is cut: pass `next_byte_offset` as `byte_offset` to read on from where it stopped. The result's `sha256` (of the file's bytes) is what write_file and edit_file take as `expected_sha256`. Decodes utf-8 by default or any WHATWG encoding label (utf-16le, latin1, shift_jis, gbk …); a byte-order mark wins. Binary files, directories, devices and secrets (.env, keys) are refused.",
-        human_bytes(settings.read_max_bytes)
+        "Read a text file, or an image, inside the workspace roots. Returns at most {} of text per call (the server's limit); page through larger files by lines with `offset` (1-based) and `limit`, or take `head`/`tail` lines, and follow `next_offset` while it is not null. A line longer than the limit is cut: pass `next_byte_offset` as `byte_offset` to read on from where it stopped. The result's `sha256` (of the file's bytes) is what write_file and edit_file take as `expected_sha256`. Decodes utf-8 by default or any WHATWG encoding label (utf-16le, latin1, shift_jis, gbk …); a byte-order mark wins. A PNG, JPEG, GIF or WebP image (known by its first bytes, not its name) of at most {} is returned whole as an image, with its type and size in pixels (the paging arguments are for text); SVG is text. Other binary files, directories, devices and secrets (.env, keys) are refused.",
+        human_bytes(settings.read_max_bytes),
+        human_bytes(settings.image_max_bytes)
     )
 }
 
@@ -109,7 +127,18 @@ impl Params {
     }
 }
 
-/// The structured result of `read_file`.
+/// The structured result of `read_file`: a text file's text, or an image's facts (the image
+/// itself is an image content block). `kind` says which.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub(crate) enum ReadOutput {
+    /// A text file (`kind` "text"): its text, decoded, and where to read on.
+    Text(ReadFileResult),
+    /// An image file (`kind` "image"): PNG, JPEG, GIF or WebP.
+    Image(ImageFile),
+}
+
+/// The result of reading a text file.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct ReadFileResult {
     /// Absolute path of the file.
@@ -176,7 +205,7 @@ impl ReadFile {
 #[async_trait]
 impl TypedTool for ReadFile {
     type Params = Params;
-    type Output = ReadFileResult;
+    type Output = ReadOutput;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -186,29 +215,79 @@ impl TypedTool for ReadFile {
             purpose: "Look at the content of a source file, config file, log or document before reasoning about it or changing it. For a large file, read it in pages: start without offset, then pass the returned next_offset until it is null.",
             example: json!({"path": "src/main.rs", "offset": 1, "limit": 200}),
             category: CATEGORY,
-            tags: &["filesystem", "read", "file", "text"],
+            tags: &["filesystem", "read", "file", "text", "image"],
             annotations: ANNOTATIONS,
         }
     }
 
-    fn render(&self, output: &ReadFileResult) -> String {
-        render(output)
+    fn render(&self, output: &ReadOutput) -> String {
+        match output {
+            ReadOutput::Text(text) => render(text),
+            ReadOutput::Image(image) => image::describe(image),
+        }
     }
 
     const PAYLOAD: &'static [&'static str] = &["content"];
 
     /// The content moves into the text: a megabyte is not copied twice.
-    fn render_payload(&self, output: &mut ReadFileResult) -> String {
-        finish(std::mem::take(&mut output.content), output)
+    fn render_payload(&self, output: &mut ReadOutput) -> String {
+        match output {
+            ReadOutput::Text(text) => finish(std::mem::take(&mut text.content), text),
+            ReadOutput::Image(image) => image::describe(image),
+        }
     }
 
-    fn summary(&self, output: &ReadFileResult) -> String {
-        summary(output)
+    fn summary(&self, output: &ReadOutput) -> String {
+        match output {
+            ReadOutput::Text(text) => summary(text),
+            ReadOutput::Image(image) => image::describe(image),
+        }
     }
 
-    async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ReadFileResult, ToolError> {
-        self.read_up_to(p, self.settings.read_max_bytes, ctx).await
+    fn images(&self, output: &mut ReadOutput) -> Vec<Image> {
+        match output {
+            ReadOutput::Text(_) => Vec::new(),
+            ReadOutput::Image(image) => image.image.take().into_iter().collect(),
+        }
     }
+
+    async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ReadOutput, ToolError> {
+        let window = Window::from_params(&p)?;
+        let requested = encoding_for_label(&p.encoding)?;
+        let mut opened = ctx.workspace.open_file(&p.path)?;
+        let header = media::read_header(&mut opened.file).map_err(|e| read_failed(&opened, &e))?;
+        let max_bytes = self.settings.read_max_bytes;
+        let Some(mime) = media::image_mime(&header) else {
+            let text = self.read_opened(opened, window, requested, max_bytes, ctx);
+            return text.await.map(ReadOutput::Text);
+        };
+        let image_max_bytes = self.settings.image_max_bytes;
+        let size = opened.metadata.len();
+        let (image, opened) = self
+            .off_worker(size, move || {
+                let mut opened = opened;
+                let display = opened.display.display().to_string();
+                let image = image::read(&mut opened.file, &display, size, mime, image_max_bytes)?;
+                Ok((image, opened))
+            })
+            .await?;
+        match image {
+            Some(image) => Ok(ReadOutput::Image(image)),
+            // Not an image after all (no dimensions in its headers): read as any other file.
+            None => self
+                .read_opened(opened, window, requested, max_bytes, ctx)
+                .await
+                .map(ReadOutput::Text),
+        }
+    }
+}
+
+/// A failed read of an opened file, in the words of the text read's own.
+fn read_failed(opened: &OpenFile, error: &std::io::Error) -> ToolError {
+    ToolError::ExecutionFailed(format!(
+        "reading {} failed: {error}",
+        opened.display.display()
+    ))
 }
 
 impl ReadFile {
@@ -223,20 +302,46 @@ impl ReadFile {
         let window = Window::from_params(&p)?;
         let requested = encoding_for_label(&p.encoding)?;
         let opened = ctx.workspace.open_file(&p.path)?;
+        self.read_opened(opened, window, requested, max_bytes, ctx)
+            .await
+    }
+
+    /// The text read of an opened file, from its first byte whatever was read of it before.
+    async fn read_opened(
+        &self,
+        opened: OpenFile,
+        window: Window,
+        requested: &'static encoding_rs::Encoding,
+        max_bytes: u64,
+        ctx: &ToolContext,
+    ) -> Result<ReadFileResult, ToolError> {
         let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
         let cancel = ctx.cancel.clone();
         let size = opened.metadata.len();
         let hashes = Arc::clone(&self.hashes);
-        let work = move || {
+        self.off_worker(size, move || {
             let mut file = opened.file;
             let display = opened.display.display().to_string();
+            file.rewind().map_err(|e| {
+                ToolError::ExecutionFailed(format!("reading {display} failed: {e}"))
+            })?;
             let limits = Limits {
                 max_bytes,
                 cancel: &cancel,
                 hashes: &hashes,
             };
             pager::read(&mut file, &display, size, requested, window, &limits)
-        };
+        })
+        .await
+    }
+
+    /// Run `work`, a read of a file of `size` bytes: inline when the file is small, else on
+    /// the blocking pool in one of the large-read turns.
+    async fn off_worker<R: Send + 'static>(
+        &self,
+        size: u64,
+        work: impl FnOnce() -> Result<R, ToolError> + Send + 'static,
+    ) -> Result<R, ToolError> {
         if size <= INLINE_READ_MAX {
             work()
         } else {
