@@ -347,3 +347,27 @@ async fn path_info_names_an_images_type() {
     let rendered = text(&call(&client, "path_info", json!({"path": "shot.txt"})).await);
     assert!(rendered.contains("image: image/png"), "{rendered}");
 }
+
+/// read_many_files returns text only; an image among its files gets an error that says
+/// read_file shows it (not that read_file returns only text), and the other files are read.
+#[tokio::test]
+async fn read_many_files_points_an_image_to_read_file() {
+    let (_d, root) = tempdir();
+    fs::write(root.join("dot.png"), PNG_1X1).unwrap();
+    fs::write(root.join("notes.txt"), "hello\n").unwrap();
+    let client = connect(&root).await;
+    let result = ok(&call(
+        &client,
+        "read_many_files",
+        json!({"paths": ["dot.png", "notes.txt"]}),
+    )
+    .await);
+    assert_eq!(
+        result["files"][0]["error"],
+        json!(format!(
+            "invalid arguments: {} is an image (image/png); read_many_files returns only text: read it with read_file, which returns it as an image",
+            root.join("dot.png").display()
+        ))
+    );
+    assert_eq!(result["files"][1]["content"], json!("hello\n"));
+}

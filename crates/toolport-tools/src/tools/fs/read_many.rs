@@ -35,7 +35,7 @@ const MAX_FILES: usize = 200;
 /// The tool's description, stating the operator's real limits.
 fn description(settings: &FsSettings) -> String {
     format!(
-        "Read several text files inside the workspace roots in one call: the files named in `paths`, then those matching `glob` (sorted by path). Each file is read as read_file reads it and gets its own entry with its content, or its own error (missing, outside the roots, a secret, binary …), so one bad path does not fail the others. Each file returns at most max_bytes_per_file (default {}); the whole call at most {} (files past that are listed as not read, and `truncated` is true). At most {MAX_FILES} files per call. A cut file has `truncated` and `next_offset`: continue it with read_file.",
+        "Read several text files inside the workspace roots in one call: the files named in `paths`, then those matching `glob` (sorted by path). Each file is read as read_file reads it and gets its own entry with its content, or its own error (missing, outside the roots, a secret, binary, an image: read_file shows images …), so one bad path does not fail the others. Each file returns at most max_bytes_per_file (default {}); the whole call at most {} (files past that are listed as not read, and `truncated` is true). At most {MAX_FILES} files per call. A cut file has `truncated` and `next_offset`: continue it with read_file.",
         human_bytes(DEFAULT_MAX_BYTES_PER_FILE.min(settings.read_max_bytes)),
         human_bytes(settings.read_max_bytes)
     )

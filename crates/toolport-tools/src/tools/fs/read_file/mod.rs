@@ -291,8 +291,9 @@ fn read_failed(opened: &OpenFile, error: &std::io::Error) -> ToolError {
 }
 
 impl ReadFile {
-    /// A call's read with its own size limit (`read_many_files` shares one budget among its
-    /// files), sharing this tool's digest cache and large-read turns.
+    /// A call's read of a text file with its own size limit (`read_many_files` shares one
+    /// budget among its files), sharing this tool's digest cache and large-read turns. An
+    /// image is refused with a pointer to `read_file`: a text-only result has no place for it.
     pub(super) async fn read_up_to(
         &self,
         p: Params,
@@ -301,7 +302,16 @@ impl ReadFile {
     ) -> Result<ReadFileResult, ToolError> {
         let window = Window::from_params(&p)?;
         let requested = encoding_for_label(&p.encoding)?;
-        let opened = ctx.workspace.open_file(&p.path)?;
+        let mut opened = ctx.workspace.open_file(&p.path)?;
+        let header = media::read_header(&mut opened.file).map_err(|e| read_failed(&opened, &e))?;
+        if let Some(mime) = media::image_mime(&header) {
+            // Its text would be refused as binary, "read_file only returns text": no longer
+            // true, so say where the image can be seen.
+            return Err(ToolError::InvalidArguments(format!(
+                "{} is an image ({mime}); read_many_files returns only text: read it with read_file, which returns it as an image",
+                opened.display.display()
+            )));
+        }
         self.read_opened(opened, window, requested, max_bytes, ctx)
             .await
     }
