@@ -45,8 +45,10 @@ pub enum DefinitionError {
 /// maxResultSizeChars:"anthropic/maxResultSizeChars",…}` (byte 333987286); an MCP tool takes
 /// `searchHint` when it is a string, `alwaysLoad` when it is `=== true` (bytes 385062213,
 /// 385064777), and `maxResultSizeChars` when it is a finite number > 0, capped at 500,000
-/// (`Math.min(Ee,Rpe)`, `Rpe=500000`; bytes 385060820, 385065494, 330696206). The notes with
-/// every quote are in the repository's research notes (`claude-code-meta.md`).
+/// (`Math.min(Ee,Rpe)`, `Rpe=500000`; bytes 385060820, 385065494, 330696206). To check again:
+/// `npm pack @anthropic-ai/claude-code-linux-x64@<version>`, untar, and search `package/claude`
+/// for `anthropic/maxResultSizeChars` (the package `@anthropic-ai/claude-code` itself ships
+/// only a launcher since the native builds).
 pub const META_SEARCH_HINT: &str = "anthropic/searchHint";
 /// See [`META_SEARCH_HINT`]: `true` keeps the tool in the prompt, never deferred behind
 /// Claude Code's tool search.
