@@ -207,7 +207,8 @@ impl TypedTool for ReadFile {
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ReadFileResult, ToolError> {
-        self.read_up_to(p, self.settings.read_max_bytes, ctx).await
+        self.read_up_to(p, self.settings.read_page_bytes(ctx), ctx)
+            .await
     }
 }
 
