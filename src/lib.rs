@@ -87,6 +87,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         budgets: Arc::new(config.limits.calls.clone()),
         jobs: background::BackgroundTable::new(Arc::new(catalog.jobs())),
         payload: config.tools.payload,
+        result_cap: config.tools.result_cap,
     };
     {
         let registry = shared.registry.load();

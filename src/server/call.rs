@@ -228,13 +228,15 @@ impl ToolportServer {
     }
 
     /// What the tool runs with: this request's cancellation, progress and confirmation, this
-    /// session's workspace, owner and payload placement.
+    /// session's workspace, owner, payload placement and result cap.
     fn tool_context(
         &self,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         facts: Arc<CallFacts>,
     ) -> ToolContext {
+        let info = self.client_info(context);
+        let client = info.as_ref().map(|i| i.name.as_str());
         ToolContext {
             cancel: context.ct.clone(),
             progress: progress::sink(context),
@@ -246,10 +248,8 @@ impl ToolportServer {
             )),
             facts,
             session: self.job_owner(context),
-            payload: clients::payload_for(
-                self.shared.payload,
-                self.client_info(context).as_ref().map(|i| i.name.as_str()),
-            ),
+            payload: clients::payload_for(self.shared.payload, client),
+            result_cap: clients::result_cap_for(self.shared.result_cap, client),
         }
     }
 }

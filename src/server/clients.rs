@@ -1,6 +1,7 @@
 //! Which part of a tool result each MCP client hands its model, and so where `payload =
 //! "auto"` puts a result's payload (a file's text, grep's matches, a listing, a command's
-//! output) for a session.
+//! output) for a session; and, for a client with a known result cap, the cap that
+//! `result_cap = "auto"` fits default pages under.
 //!
 //! A result carries a text block and, for a tool with an output schema, `structuredContent`.
 //! Clients disagree on which of the two reaches the model, and most pick one: Claude Code,
@@ -25,7 +26,7 @@
 //! `claude-code` does not match `claude-ai`).
 
 use crate::tool::Payload;
-use crate::tools::PayloadSetting;
+use crate::tools::{PayloadSetting, ResultCapSetting};
 
 /// What a known client's model reads of a result that has both a text block and
 /// `structuredContent`.
@@ -42,7 +43,17 @@ enum Reads {
 struct Known {
     name: &'static str,
     reads: Reads,
+    /// The most characters of one result it keeps in the conversation, when that is known
+    /// for a tool that declares its largest result (as toolport's paged tools do).
+    cap: Option<u64>,
 }
+
+/// Claude Code's cap on a result of an MCP tool that declares `anthropic/maxResultSizeChars`:
+/// `maxResultSizeChars:Ct?Math.min(Ee,Rpe):…` with `Rpe=500000` (characters), in
+/// `@anthropic-ai/claude-code-linux-x64@2.1.332` `package/claude`, bytes 385065494 and
+/// 330696206. A longer result is saved to a file and the model sees a 2,000-character
+/// preview.
+const CLAUDE_CODE_RESULT_CAP: u64 = 500_000;
 
 /// The clients whose behaviour has been seen, in their own code or tracker.
 const KNOWN: &[Known] = &[
@@ -53,6 +64,7 @@ const KNOWN: &[Known] = &[
     Known {
         name: "claude-code",
         reads: Reads::Structured,
+        cap: Some(CLAUDE_CODE_RESULT_CAP),
     },
     // Codex (`codex-mcp-client`, title "Codex"; older builds `codex`): openai/codex
     // codex-rs/protocol/src/models.rs, `From<&CallToolResult> for FunctionCallOutputPayload`
@@ -60,6 +72,7 @@ const KNOWN: &[Known] = &[
     Known {
         name: "codex",
         reads: Reads::Structured,
+        cap: None,
     },
     // VS Code / GitHub Copilot Chat send the product's long name (`Visual Studio Code`,
     // `Visual Studio Code - Insiders`, `Code - OSS`): microsoft/vscode
@@ -69,10 +82,12 @@ const KNOWN: &[Known] = &[
     Known {
         name: "visual-studio-code",
         reads: Reads::Structured,
+        cap: None,
     },
     Known {
         name: "code-oss",
         reads: Reads::Structured,
+        cap: None,
     },
     // Claude Desktop and claude.ai send `claude-ai`; their model reads the content and
     // ignores structuredContent: blockscout/mcp-server #324, anthropics/claude-code #55677
@@ -80,6 +95,7 @@ const KNOWN: &[Known] = &[
     Known {
         name: "claude-ai",
         reads: Reads::Text,
+        cap: None,
     },
     // opencode (`opencode`): packages/opencode/src/mcp/catalog.ts returns the content and
     // uses structuredContent only when there is no content (PR #34505, which reverted #32074's
@@ -87,6 +103,7 @@ const KNOWN: &[Known] = &[
     Known {
         name: "opencode",
         reads: Reads::Text,
+        cap: None,
     },
     // Zed (`Zed`): crates/context_server/src/context_server.rs names it;
     // crates/agent/src/tools/context_server_registry.rs (`ContextServerTool::run`) passes the
@@ -94,6 +111,7 @@ const KNOWN: &[Known] = &[
     Known {
         name: "zed",
         reads: Reads::Text,
+        cap: None,
     },
     // Continue (`continue-client`; its CLI `continue-cli-client`): core/context/mcp/
     // MCPConnection.ts names it; core/tools/callTool.ts turns text items into context items
@@ -101,6 +119,7 @@ const KNOWN: &[Known] = &[
     Known {
         name: "continue",
         reads: Reads::Text,
+        cap: None,
     },
     // Cline (`Cline`; its SDK's embedders `@cline/core`): v3's UseMcpToolHandler.ts joins the
     // text items; v4 (apps/vscode/src/services/mcp/McpHub.ts, sdk/packages/core/.../tools.ts)
@@ -109,6 +128,7 @@ const KNOWN: &[Known] = &[
     Known {
         name: "cline",
         reads: Reads::Text,
+        cap: None,
     },
     // Goose (`goose-cli` from its default constructors, crates/goose/src/agents/
     // mcp_client.rs): the model gets the content; structuredContent was not passed on
@@ -116,6 +136,7 @@ const KNOWN: &[Known] = &[
     Known {
         name: "goose",
         reads: Reads::Text,
+        cap: None,
     },
 ];
 
@@ -134,16 +155,24 @@ pub(super) fn payload_for(setting: PayloadSetting, client: Option<&str>) -> Payl
     }
 }
 
+/// The result cap a session's default pages fit under: as the operator fixed it, or
+/// (`auto`) the client's own, when it is a known client with a known cap.
+pub(super) fn result_cap_for(setting: ResultCapSetting, client: Option<&str>) -> Option<u64> {
+    setting.for_client(client.and_then(known).and_then(|known| known.cap))
+}
+
 /// What the client called `name` hands its model, if it is a known client.
 fn reads(name: &str) -> Option<Reads> {
+    known(name).map(|known| known.reads)
+}
+
+/// The known client called `name`.
+fn known(name: &str) -> Option<&'static Known> {
     let name = normal_form(name);
-    KNOWN
-        .iter()
-        .find(|known| {
-            name.strip_prefix(known.name)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
-        })
-        .map(|known| known.reads)
+    KNOWN.iter().find(|known| {
+        name.strip_prefix(known.name)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+    })
 }
 
 /// `name` lowercased, with every run of characters other than ASCII letters and digits made
@@ -235,6 +264,30 @@ mod tests {
                 assert_eq!(payload_for(setting, name), form, "{setting:?} {name:?}");
             }
         }
+    }
+
+    #[test]
+    fn only_claude_code_has_a_known_result_cap_and_the_operator_overrides_it() {
+        let auto = ResultCapSetting::default();
+        assert_eq!(result_cap_for(auto, Some("claude-code")), Some(500_000));
+        assert_eq!(
+            result_cap_for(auto, Some("claude-code 2.1.332")),
+            Some(500_000)
+        );
+        for other in [
+            Some("claude-ai"),
+            Some("Zed"),
+            Some("mcp"),
+            Some("codex"),
+            None,
+        ] {
+            assert_eq!(result_cap_for(auto, other), None, "{other:?}");
+        }
+        let off: ResultCapSetting = "off".parse().unwrap();
+        assert_eq!(result_cap_for(off, Some("claude-code")), None);
+        let fixed: ResultCapSetting = "200000".parse().unwrap();
+        assert_eq!(result_cap_for(fixed, Some("Zed")), Some(200_000));
+        assert_eq!(result_cap_for(fixed, Some("claude-code")), Some(200_000));
     }
 
     #[test]

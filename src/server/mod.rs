@@ -21,8 +21,10 @@
 //!   work running ([`crate::background`]: a command that became a job) is answered with a
 //!   task (that work), and `tasks/get`/`tasks/cancel` reach it; the work's output is a
 //!   resource ([`resources`]);
-//! - where a session's results carry their payload ([`clients`]: by the client's name, or as
-//!   the operator fixed it).
+//! - where a session's results carry their payload, and the result cap its default pages fit
+//!   under ([`clients`]: by the client's name, or as the operator fixed it);
+//! - per-tool `_meta` hints in tools/list for Claude Code (`anthropic/searchHint`,
+//!   `anthropic/alwaysLoad`, `anthropic/maxResultSizeChars`; built by the registry).
 
 mod call;
 mod changes;
@@ -55,7 +57,7 @@ use crate::observe::budget::{BudgetSettings, SessionBudget};
 use crate::observe::metrics::{Metrics, SessionOpen};
 use crate::registry::LiveRegistry;
 use crate::tool::{ConfirmFallback, Session, ToolOutput};
-use crate::tools::PayloadSetting;
+use crate::tools::{PayloadSetting, ResultCapSetting};
 use crate::workspace::Workspace;
 
 /// What every session shares: built once at start-up.
@@ -79,6 +81,8 @@ pub struct Shared {
     pub jobs: BackgroundTable,
     /// Where results' payload goes (`[tools] payload`).
     pub payload: PayloadSetting,
+    /// The result cap default pages fit under (`[tools] result_cap`).
+    pub result_cap: ResultCapSetting,
 }
 
 /// A tool's output as a successful `tools/call` result: the text block, then one `image`

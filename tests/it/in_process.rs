@@ -87,6 +87,7 @@ fn serve(
         budgets: Default::default(),
         jobs: Default::default(),
         payload: Default::default(),
+        result_cap: Default::default(),
     });
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);

@@ -29,6 +29,9 @@ mod confinement;
 mod exec;
 // fetch_url, offline, against a local site: formats, paging, cache, limits, the SSRF guard.
 mod fetch_url;
+// Results that fit the host: the tools/list `_meta` hints for Claude Code, and default pages
+// under a client's result cap.
+mod host_fit;
 // read_file, list_directory and path_info: happy paths, paging, encodings and limits.
 mod fs_tools;
 // grep, glob and read_many_files: context, ignore rules, binary and secret skips, caps, errors.

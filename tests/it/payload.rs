@@ -128,7 +128,8 @@ async fn claude_code_gets_a_large_read_once_on_the_wire() {
     let (_d, root) = tempdir();
     let size = 1 << 20;
     let text = large_file(&root, size);
-    let mut cmd = default_form(&root, &[]);
+    // Without its result cap, which pages a 1 MiB read for Claude Code (host_fit.rs).
+    let mut cmd = default_form(&root, &["--result-cap", "off"]);
     cmd.env("RUST_LOG", "warn");
     let mut raw = Raw::from_command(cmd);
     raw.initialize_as("claude-code").await;

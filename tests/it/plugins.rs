@@ -113,6 +113,20 @@ async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
     );
     let hints = say.annotations.as_ref().unwrap();
     assert_eq!(hints.read_only_hint, Some(true));
+    // Claude Code's search hint, from the manifest: the title and the tags it does not name;
+    // without a title, the description's first sentence.
+    let search_hint = |tool: &str| {
+        let entry = tools.iter().find(|t| t.name == tool).unwrap();
+        entry.meta.as_ref().unwrap().0["anthropic/searchHint"].clone()
+    };
+    assert_eq!(search_hint("say"), json!("say: test text"));
+    assert!(
+        search_hint("numbers")
+            .as_str()
+            .is_some_and(|h| h.starts_with("return a json object")),
+        "{}",
+        search_hint("numbers")
+    );
     assert_eq!(
         names(&client).await[..BUILTIN_TOOLS],
         [

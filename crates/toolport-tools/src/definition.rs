@@ -2,6 +2,9 @@
 //! input_schema, output_schema?}`, Anthropic-style), its validation, and its conversions to the
 //! formats of MCP, OpenAI/OpenRouter, Anthropic and Ollama. The schemas are already portable
 //! ([`crate::schema`]), so every format carries them unchanged.
+//!
+//! The MCP form also carries per-tool `_meta` hints that Claude Code reads ([`ToolHints`]);
+//! the spec allows `_meta` on every tool, and other clients ignore keys they do not know.
 
 use std::sync::Arc;
 
@@ -34,6 +37,50 @@ pub enum DefinitionError {
         /// What the schema compiler said.
         reason: String,
     },
+}
+
+/// Claude Code's per-tool `_meta` keys, read from each `tools/list` entry. Verified in
+/// `@anthropic-ai/claude-code-linux-x64@2.1.332` (`package/claude`, the bundled JS): the key
+/// table `var EQ={searchHint:"anthropic/searchHint",alwaysLoad:"anthropic/alwaysLoad",
+/// maxResultSizeChars:"anthropic/maxResultSizeChars",…}` (byte 333987286); an MCP tool takes
+/// `searchHint` when it is a string, `alwaysLoad` when it is `=== true` (bytes 385062213,
+/// 385064777), and `maxResultSizeChars` when it is a finite number > 0, capped at 500,000
+/// (`Math.min(Ee,Rpe)`, `Rpe=500000`; bytes 385060820, 385065494, 330696206). To check again:
+/// `npm pack @anthropic-ai/claude-code-linux-x64@<version>`, untar, and search `package/claude`
+/// for `anthropic/maxResultSizeChars` (the package `@anthropic-ai/claude-code` itself ships
+/// only a launcher since the native builds).
+pub const META_SEARCH_HINT: &str = "anthropic/searchHint";
+/// See [`META_SEARCH_HINT`]: `true` keeps the tool in the prompt, never deferred behind
+/// Claude Code's tool search.
+pub const META_ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
+/// See [`META_SEARCH_HINT`]: the most characters one result of the tool can have. Claude Code
+/// then keeps results up to `min(value, 500000)` characters in the conversation instead of
+/// cutting them at its `MAX_MCP_OUTPUT_TOKENS` cap (25,000 tokens by default).
+pub const META_MAX_RESULT_SIZE_CHARS: &str = "anthropic/maxResultSizeChars";
+
+/// What a tool's `tools/list` entry tells Claude Code beyond the definition (see
+/// [`META_SEARCH_HINT`]). Whether a tool is always loaded is the operator's choice, set by the
+/// registry ([`META_ALWAYS_LOAD`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ToolHints {
+    /// A short phrase tool search matches on.
+    pub(crate) search_hint: Option<String>,
+    /// The most characters one result can have.
+    pub(crate) max_result_chars: Option<u64>,
+}
+
+impl ToolHints {
+    /// The hints as a `_meta` object, or `None` when there are none.
+    fn meta(&self) -> Option<rmcp::model::MetaObject> {
+        let mut meta = JsonObject::new();
+        if let Some(hint) = &self.search_hint {
+            meta.insert(META_SEARCH_HINT.into(), Value::String(hint.clone()));
+        }
+        if let Some(chars) = self.max_result_chars {
+            meta.insert(META_MAX_RESULT_SIZE_CHARS.into(), Value::from(chars));
+        }
+        (!meta.is_empty()).then(|| rmcp::model::MetaObject(meta))
+    }
 }
 
 /// A target format for exported tool definitions.
@@ -125,11 +172,12 @@ impl ToolDefinition {
         tool
     }
 
-    /// The MCP `Tool` with a title and annotations.
+    /// The MCP `Tool` with a title, annotations and the `_meta` hints.
     pub(crate) fn to_mcp_with(
         &self,
         title: Option<&str>,
         annotations: Annotations,
+        hints: &ToolHints,
     ) -> rmcp::model::Tool {
         let mut tool = self.to_mcp().with_annotations(
             rmcp::model::ToolAnnotations::new()
@@ -140,6 +188,9 @@ impl ToolDefinition {
         );
         if let Some(title) = title {
             tool = tool.with_title(title);
+        }
+        if let Some(meta) = hints.meta() {
+            tool = tool.with_meta(meta);
         }
         tool
     }
@@ -238,12 +289,28 @@ mod tests {
                 idempotent: true,
                 open_world: true,
             },
+            &ToolHints::default(),
         ))
         .unwrap();
         assert_eq!(
             mcp,
             json!({"name": "search", "title": "Search", "description": "Search the web", "inputSchema": params,
                    "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true}})
+        );
+    }
+
+    #[test]
+    fn hints_become_claude_codes_meta_keys() {
+        let def = ToolDefinition::new("search", "Search the web", schema(), None).unwrap();
+        let hints = ToolHints {
+            search_hint: Some("search the web".into()),
+            max_result_chars: Some(4096),
+        };
+        let mcp =
+            serde_json::to_value(def.to_mcp_with(None, Annotations::default(), &hints)).unwrap();
+        assert_eq!(
+            mcp["_meta"],
+            json!({"anthropic/searchHint": "search the web", "anthropic/maxResultSizeChars": 4096})
         );
     }
 }

@@ -23,7 +23,9 @@ use futures::FutureExt;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::definition::{DefinitionError, ToolDefinition, ToolFormat, is_valid_tool_name};
+use crate::definition::{
+    DefinitionError, META_ALWAYS_LOAD, ToolDefinition, ToolFormat, ToolHints, is_valid_tool_name,
+};
 use crate::instructions::{allowed_parameters, argument_field};
 use crate::tool::{AiTool, Confirmation, JsonObject, ToolContext, ToolError, ToolOutput};
 
@@ -154,7 +156,11 @@ impl Described {
     }
 
     fn with(definition: ToolDefinition, tool: &dyn AiTool) -> Self {
-        let mcp = definition.to_mcp_with(tool.title(), tool.annotations());
+        let hints = ToolHints {
+            search_hint: tool.search_hint(),
+            max_result_chars: tool.max_result_chars(),
+        };
+        let mcp = definition.to_mcp_with(tool.title(), tool.annotations(), &hints);
         Self { definition, mcp }
     }
 }
@@ -199,6 +205,9 @@ impl Entry {
 pub struct ToolRegistry {
     entries: Vec<Arc<Entry>>,
     index: HashMap<String, usize>,
+    /// The tools listed with `anthropic/alwaysLoad: true` (`[tools] always_load`): the
+    /// operator's choice, so the registry's, not the tool's.
+    always_load: Vec<String>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -285,6 +294,7 @@ impl ToolRegistry {
     /// definitions.
     pub(crate) fn same_listing(&self, other: &ToolRegistry) -> bool {
         self.entries.len() == other.entries.len()
+            && self.always_load == other.always_load
             && self
                 .entries
                 .iter()
@@ -307,26 +317,54 @@ impl ToolRegistry {
         self.entry(name).map(|e| &e.described().definition)
     }
 
-    /// The MCP `tools/list` entries (with title, output schema and annotations).
+    /// The MCP `tools/list` entries (with title, output schema, annotations and `_meta`).
     #[doc(hidden)]
     pub fn mcp_tools(&self) -> Vec<rmcp::model::Tool> {
-        self.entries
-            .iter()
-            .map(|e| e.described().mcp.clone())
-            .collect()
+        self.entries.iter().map(|e| self.listed(e)).collect()
     }
 
     /// The MCP entry of one tool.
     #[doc(hidden)]
     pub fn mcp_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.entry(name).map(|e| e.described().mcp.clone())
+        self.entry(name).map(|e| self.listed(e))
+    }
+
+    /// A tool's MCP entry, marked `anthropic/alwaysLoad` when the operator asked for it.
+    fn listed(&self, entry: &Entry) -> rmcp::model::Tool {
+        let mut tool = entry.described().mcp.clone();
+        if self.always_load.contains(&entry.name) {
+            tool.meta
+                .get_or_insert_with(Default::default)
+                .0
+                .insert(META_ALWAYS_LOAD.into(), Value::Bool(true));
+        }
+        tool
+    }
+
+    /// A tool's definition in `format` (MCP: as listed).
+    fn in_format(&self, entry: &Entry, format: ToolFormat) -> Value {
+        match format {
+            ToolFormat::Mcp => serde_json::to_value(self.listed(entry)).unwrap_or(Value::Null),
+            _ => entry.described().in_format(format),
+        }
+    }
+
+    /// This registry with these tools listed as always loaded (`anthropic/alwaysLoad`); names
+    /// no tool has are ignored (the selection checked them).
+    pub(crate) fn with_always_load(mut self, names: &[String]) -> Self {
+        self.always_load = names
+            .iter()
+            .filter(|n| self.index.contains_key(n.as_str()))
+            .cloned()
+            .collect();
+        self
     }
 
     /// Every tool's definition in a target format.
     pub fn definitions(&self, format: ToolFormat) -> Vec<Value> {
         self.entries
             .iter()
-            .map(|e| e.described().in_format(format))
+            .map(|e| self.in_format(e, format))
             .collect()
     }
 
@@ -345,7 +383,7 @@ impl ToolRegistry {
     /// # }
     /// ```
     pub fn definition_in(&self, name: &str, format: ToolFormat) -> Option<Value> {
-        self.entry(name).map(|e| e.described().in_format(format))
+        self.entry(name).map(|e| self.in_format(e, format))
     }
 
     /// Every tool's instructions, joined by blank lines.

@@ -200,6 +200,81 @@ impl ProgressSink for NoProgress {
     async fn report(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
 }
 
+/// The longest search hint listed: a short phrase, not a second description.
+pub(crate) const MAX_SEARCH_HINT_CHARS: usize = 120;
+
+/// A tool's default search hint, from what it says about itself: its title (else the first
+/// sentence of its description), then its category and tags that the title does not already
+/// name, lower case, at most [`MAX_SEARCH_HINT_CHARS`] characters: `read_file` (title "Read
+/// file", tags filesystem, read, file, text) gets `read file: filesystem text`.
+pub(crate) fn default_search_hint(
+    title: Option<&str>,
+    description: &str,
+    category: Option<&str>,
+    tags: &[&str],
+) -> Option<String> {
+    let base = title
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or_else(|| first_sentence(description))
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    let named: Vec<&str> = base.split(' ').collect();
+    let mut words: Vec<String> = Vec::new();
+    for word in category.into_iter().chain(tags.iter().copied()) {
+        let word = word.trim().to_lowercase();
+        if !word.is_empty() && !named.contains(&word.as_str()) && !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    let hint = match (base.is_empty(), words.is_empty()) {
+        (true, true) => return None,
+        (true, false) => words.join(" "),
+        (false, true) => base,
+        (false, false) => format!("{base}: {}", words.join(" ")),
+    };
+    Some(
+        hint.chars()
+            .take(MAX_SEARCH_HINT_CHARS)
+            .collect::<String>()
+            .trim_end()
+            .to_owned(),
+    )
+}
+
+/// The first sentence of `text` (up to the first `. `, or all of it).
+fn first_sentence(text: &str) -> &str {
+    let text = text.trim();
+    text.split_once(". ")
+        .map_or(text.trim_end_matches('.'), |(first, _)| first)
+}
+
+/// Characters a result's JSON has beyond its payload (paths, counts, offsets, `sha256`, and
+/// `read_many_files`' per-file entries, at most 200): generous, as under-stating a result's
+/// size makes a client cut it.
+const RESULT_ENVELOPE_CHARS: u64 = 64 * 1024;
+
+/// The smallest page a client's result cap makes a tool return: what `read_file`'s own
+/// smallest `read_max_bytes` allows (a screenful of text).
+const MIN_PAGE_BYTES: u64 = 1024;
+
+/// The most characters a result can have whose payload is at most `payload_bytes` bytes of
+/// text: what a tool declares as its largest result (`anthropic/maxResultSizeChars`). A
+/// character is never more than its UTF-8 bytes, and JSON escaping at most doubles the text a
+/// tool returns (newline, tab, `"` and backslash become two characters; binary is refused).
+pub(crate) fn result_chars(payload_bytes: u64) -> u64 {
+    payload_bytes
+        .saturating_mul(2)
+        .saturating_add(RESULT_ENVELOPE_CHARS)
+}
+
+/// The most payload bytes whose result fits in `chars` characters: the inverse of
+/// [`result_chars`], and never below [`MIN_PAGE_BYTES`].
+pub(crate) fn payload_bytes_within(chars: u64) -> u64 {
+    (chars.saturating_sub(RESULT_ENVELOPE_CHARS) / 2).max(MIN_PAGE_BYTES)
+}
+
 /// The answer to a confirmation request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Confirmation {
@@ -429,6 +504,11 @@ pub struct ToolContext {
     /// Where the result's payload goes (the session's client decides, see [`Payload`]).
     #[doc(hidden)]
     pub payload: Payload,
+    /// The most characters of one result the session's client keeps (its result cap), when
+    /// it has a known one or the operator set one: a tool's default page then fits under it
+    /// ([`ToolContext::page_bytes`]). `None`: the tools' own limits alone.
+    #[doc(hidden)]
+    pub result_cap: Option<u64>,
 }
 
 /// Who a call belongs to: a job belongs to the session that started it, and is killed when
@@ -477,7 +557,17 @@ impl ToolContext {
             facts: Arc::default(),
             session: Session::local(),
             payload: Payload::Both,
+            result_cap: None,
         }
+    }
+
+    /// How many bytes of payload this call's default page holds: the tool's own `limit`, or
+    /// less when the client's result cap ([`ToolContext::result_cap`]) would not keep a result
+    /// that large. The result says where to go on (`next_offset` and the like) as with any
+    /// page.
+    pub(crate) fn page_bytes(&self, limit: u64) -> u64 {
+        self.result_cap
+            .map_or(limit, |cap| limit.min(payload_bytes_within(cap)))
     }
 }
 
@@ -589,6 +679,25 @@ pub trait AiTool: Send + Sync + 'static {
         Annotations::default()
     }
 
+    /// A short phrase a client's tool search matches on (Claude Code's
+    /// `anthropic/searchHint`). The default derives it from the title (else the description's
+    /// first sentence), the category and the tags.
+    fn search_hint(&self) -> Option<String> {
+        default_search_hint(
+            self.title(),
+            self.description(),
+            self.category(),
+            &self.tags(),
+        )
+    }
+
+    /// The most characters one result of this tool can have, from its size limits (Claude
+    /// Code's `anthropic/maxResultSizeChars`); `None` (the default) when no byte limit bounds
+    /// it.
+    fn max_result_chars(&self) -> Option<u64> {
+        None
+    }
+
     /// Prompt text teaching a model to use the tool, in the recommended shape (Tool,
     /// Description, Purpose, Parameters, Expected Output, Example). The default generates it
     /// from the name, description and schemas.
@@ -639,4 +748,47 @@ pub trait AiTool: Send + Sync + 'static {
 
     /// Run the call. `args` has already been validated against [`AiTool::input_schema`].
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_under_a_cap_makes_a_result_under_it() {
+        for cap in [100_000, 500_000, 1_000_000, 10_000_000] {
+            let page = payload_bytes_within(cap);
+            assert!(result_chars(page) <= cap, "{cap}: {page}");
+            assert!(
+                result_chars(page + 2) > cap,
+                "{cap}: the page is the largest that fits"
+            );
+        }
+        assert_eq!(payload_bytes_within(0), MIN_PAGE_BYTES);
+    }
+
+    #[test]
+    fn the_default_search_hint_is_the_title_and_the_tags_it_does_not_name() {
+        assert_eq!(
+            default_search_hint(
+                Some("Read file"),
+                "Read a text file.",
+                Some("filesystem"),
+                &["filesystem", "read", "file", "text"]
+            )
+            .as_deref(),
+            Some("read file: filesystem text")
+        );
+        // No title (a plugin): the description's first sentence.
+        assert_eq!(
+            default_search_hint(None, "Count  lines\nof code. Fast.", None, &["Metrics"])
+                .as_deref(),
+            Some("count lines of code: metrics")
+        );
+        assert_eq!(default_search_hint(None, " ", None, &[]), None);
+        let long = "word ".repeat(100);
+        let hint = default_search_hint(Some(&long), "", None, &[]).unwrap();
+        assert!(hint.chars().count() <= MAX_SEARCH_HINT_CHARS, "{hint}");
+        assert!(!hint.ends_with(' '));
+    }
 }

@@ -211,6 +211,8 @@ fn describe_payload(schema: &mut JsonObject, fields: &[&str]) {
 struct Typed<T: TypedTool> {
     tool: T,
     spec: ToolSpec,
+    /// The most characters one result can have ([`typed_bounded`]).
+    max_result_chars: Option<u64>,
     schemas: std::sync::OnceLock<Schemas>,
     instructions: std::sync::OnceLock<String>,
 }
@@ -238,10 +240,22 @@ impl<T: TypedTool> Typed<T> {
 
 /// The registry's form of a typed tool.
 pub fn typed<T: TypedTool>(tool: T) -> Arc<dyn AiTool> {
+    typed_with(tool, None)
+}
+
+/// The registry's form of a typed tool whose results carry at most `payload_bytes` bytes of
+/// payload (its size limit): it declares [`result_chars`](crate::tool::result_chars) of that
+/// as its largest result.
+pub(crate) fn typed_bounded<T: TypedTool>(tool: T, payload_bytes: u64) -> Arc<dyn AiTool> {
+    typed_with(tool, Some(crate::tool::result_chars(payload_bytes)))
+}
+
+fn typed_with<T: TypedTool>(tool: T, max_result_chars: Option<u64>) -> Arc<dyn AiTool> {
     let spec = tool.spec();
     Arc::new(Typed {
         tool,
         spec,
+        max_result_chars,
         schemas: std::sync::OnceLock::new(),
         instructions: std::sync::OnceLock::new(),
     })
@@ -355,6 +369,9 @@ impl<T: TypedTool> AiTool for Typed<T> {
     }
     fn annotations(&self) -> Annotations {
         self.spec.annotations
+    }
+    fn max_result_chars(&self) -> Option<u64> {
+        self.max_result_chars
     }
     fn instructions(&self) -> String {
         self.instructions

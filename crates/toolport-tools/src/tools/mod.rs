@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::tool::AiTool;
-use crate::typed::typed;
+use crate::typed::{typed, typed_bounded};
 
 pub mod exec;
 pub mod fs;
@@ -15,7 +15,7 @@ pub mod web;
 
 pub use selection::SelectionArgs;
 pub use selection::ToolSelection;
-pub use selection::{FileTools, PayloadSetting};
+pub use selection::{CapWord, FileTools, PayloadSetting, ResultCapSetting};
 
 /// What the built-in tools are built with: each tool family's own settings.
 #[derive(Debug, Clone, Copy)]
@@ -53,13 +53,21 @@ pub fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, Selectio
     let web_requests = web::RequestCounter::default();
     let (job_output, job_input, job_kill, job_list) = exec::job_tools(&executor);
     let read_file = fs::ReadFile::new(settings.fs);
+    // The tools whose results a byte limit bounds declare their largest result from it (the
+    // listing's `anthropic/maxResultSizeChars`): read_file's page, read_many_files' whole
+    // call and grep's matches are all capped by `read_max_bytes`, a command's output by
+    // `max_output_bytes` per stream (stdout and stderr).
+    let read_bytes = settings.fs.read_max_bytes;
+    let output_bytes = u64::try_from(settings.exec.max_output_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(2);
     let mut tools = vec![
-        typed(read_file.clone()),
+        typed_bounded(read_file.clone(), read_bytes),
         typed(fs::ListDirectory::new(settings.fs)),
         typed(fs::PathInfo),
-        typed(fs::Grep::new(settings.fs)),
+        typed_bounded(fs::Grep::new(settings.fs), read_bytes),
         typed(fs::Glob::new(settings.fs)),
-        typed(fs::ReadManyFiles::new(read_file)),
+        typed_bounded(fs::ReadManyFiles::new(read_file), read_bytes),
     ];
     if settings.write.write != fs::WriteMode::Off {
         tools.extend([
@@ -70,7 +78,7 @@ pub fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, Selectio
         ]);
     }
     tools.extend([
-        typed(exec::ExecuteCommand::new(executor.clone())),
+        typed_bounded(exec::ExecuteCommand::new(executor.clone()), output_bytes),
         typed(job_output),
         typed(job_input),
         typed(job_kill),
@@ -88,12 +96,13 @@ pub fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, Selectio
 /// Why the tool selection in the config cannot be applied.
 #[derive(Debug, thiserror::Error)]
 pub enum SelectionError {
-    /// `tools.enabled` or `tools.disabled` names a tool that does not exist.
+    /// `tools.enabled`, `tools.disabled` or `tools.always_load` names a tool that does not
+    /// exist.
     #[error("unknown tool {name:?} in {key}; known tools are: {known}")]
     UnknownTool {
         /// The name as configured.
         name: String,
-        /// `tools.enabled` or `tools.disabled`.
+        /// `tools.enabled`, `tools.disabled` or `tools.always_load`.
         key: &'static str,
         /// The known names.
         known: String,

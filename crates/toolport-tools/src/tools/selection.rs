@@ -1,6 +1,9 @@
-//! Which tools are served, and where their results' payload goes: the `[tools]` section of
-//! the config file and the `--enable-tool` / `--disable-tool` / `--payload` flags
-//! (`TOOLPORT_ENABLED_TOOLS`, `TOOLPORT_DISABLED_TOOLS`, `TOOLPORT_PAYLOAD`).
+//! Which tools are served, where their results' payload goes, which are always loaded by a
+//! client that defers tools behind a search, and the result cap default pages fit under: the
+//! `[tools]` section of the config file and the `--enable-tool` / `--disable-tool` /
+//! `--payload` / `--always-load` / `--result-cap` flags (`TOOLPORT_ENABLED_TOOLS`,
+//! `TOOLPORT_DISABLED_TOOLS`, `TOOLPORT_PAYLOAD`, `TOOLPORT_ALWAYS_LOAD`,
+//! `TOOLPORT_RESULT_CAP`).
 
 use clap::Args;
 use regex::Regex;
@@ -8,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::SelectionError;
 use crate::registry::{ToolFilter, ToolRegistry};
-use crate::settings::SettingError;
+use crate::settings::{SettingError, check_range};
 
 /// The selection flags.
 #[derive(Debug, Clone, Default, Args)]
@@ -39,7 +42,88 @@ pub struct SelectionArgs {
     /// client), `text`, `structured`, or `both`.
     #[arg(long, value_name = "FORM", env = "TOOLPORT_PAYLOAD", global = true)]
     pub(crate) payload: Option<PayloadSetting>,
+
+    /// Tools a client that defers tools behind a search (Claude Code) keeps loaded: listed
+    /// with `anthropic/alwaysLoad` (comma-separated or repeated). Default: read_file, grep,
+    /// glob, edit_file, execute_command.
+    #[arg(
+        long = "always-load",
+        value_name = "NAME",
+        value_delimiter = ',',
+        env = "TOOLPORT_ALWAYS_LOAD",
+        global = true
+    )]
+    pub(crate) always_load: Vec<String>,
+
+    /// The most characters of one result the client keeps, which the default page of
+    /// read_file, read_many_files, grep and command output fits under: `auto` (the client's
+    /// own cap when it is known: 500000 for Claude Code; none for others), `off`, or a number
+    /// of characters for every client.
+    #[arg(long, value_name = "CAP", env = "TOOLPORT_RESULT_CAP", global = true)]
+    pub(crate) result_cap: Option<ResultCapSetting>,
 }
+
+/// The smallest result cap an operator may set: Claude Code's own default for an MCP tool
+/// that declares no size (`maxResultSizeChars:1e5`). Below it a page would hold little more
+/// than its envelope.
+const MIN_RESULT_CAP: u64 = 100_000;
+
+/// The result cap default pages fit under (`[tools] result_cap`, `--result-cap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ResultCapSetting {
+    /// `"auto"` or `"off"`.
+    Word(CapWord),
+    /// At most this many characters, for every client.
+    Chars(u64),
+}
+
+/// The words `result_cap` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CapWord {
+    /// The client's own cap, when it is a known client.
+    #[default]
+    Auto,
+    /// No cap: the tools' own limits alone.
+    Off,
+}
+
+impl Default for ResultCapSetting {
+    fn default() -> Self {
+        Self::Word(CapWord::Auto)
+    }
+}
+
+impl std::str::FromStr for ResultCapSetting {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "auto" => Ok(Self::Word(CapWord::Auto)),
+            "off" => Ok(Self::Word(CapWord::Off)),
+            number => number.parse().map(Self::Chars).map_err(|_| {
+                format!("{text:?} is not a result cap: use auto, off, or a number of characters")
+            }),
+        }
+    }
+}
+
+impl ResultCapSetting {
+    /// The cap for a client whose own cap (by its name) is `known`: `None` for no cap.
+    pub fn for_client(self, known: Option<u64>) -> Option<u64> {
+        match self {
+            Self::Word(CapWord::Auto) => known,
+            Self::Word(CapWord::Off) => None,
+            Self::Chars(chars) => Some(chars),
+        }
+    }
+}
+
+/// The tools listed as always loaded unless the operator names others: the core ones an
+/// agent reaches for in almost every task, so a client's tool search never has to find them.
+pub(crate) const DEFAULT_ALWAYS_LOAD: &[&str] =
+    &["read_file", "grep", "glob", "edit_file", "execute_command"];
 
 /// Where results' payload goes (`[tools] payload`, `--payload`); `auto` decides per session
 /// from the client's name (see `server::clients`).
@@ -67,6 +151,8 @@ pub struct FileTools {
     category: Option<String>,
     name_pattern: Option<String>,
     payload: Option<PayloadSetting>,
+    always_load: Option<Vec<String>>,
+    result_cap: Option<ResultCapSetting>,
 }
 
 /// Which tools are served, and where their results' payload goes.
@@ -86,6 +172,14 @@ pub struct ToolSelection {
     name_regex: Option<Regex>,
     /// Where results' payload goes.
     pub payload: PayloadSetting,
+    /// The tools listed with `anthropic/alwaysLoad`.
+    pub(crate) always_load: Vec<String>,
+    /// Whether the operator named them (then each must be a tool); else the default, of
+    /// which the tools not served are left out.
+    #[serde(skip)]
+    always_load_named: bool,
+    /// The result cap default pages fit under.
+    pub result_cap: ResultCapSetting,
 }
 
 impl ToolSelection {
@@ -118,6 +212,21 @@ impl ToolSelection {
             name_pattern: file.name_pattern,
             name_regex,
             payload: args.payload.or(file.payload).unwrap_or_default(),
+            result_cap: match args.result_cap.or(file.result_cap).unwrap_or_default() {
+                ResultCapSetting::Chars(chars) => ResultCapSetting::Chars(check_range(
+                    "tools.result_cap",
+                    chars,
+                    MIN_RESULT_CAP..=u64::MAX,
+                )?),
+                word => word,
+            },
+            always_load_named: !args.always_load.is_empty() || file.always_load.is_some(),
+            always_load: if args.always_load.is_empty() {
+                file.always_load
+                    .unwrap_or_else(|| DEFAULT_ALWAYS_LOAD.iter().map(|&n| n.to_owned()).collect())
+            } else {
+                args.always_load.clone()
+            },
         })
     }
 
@@ -138,9 +247,15 @@ impl ToolSelection {
         all: &ToolRegistry,
         strict: bool,
     ) -> Result<ToolRegistry, SelectionError> {
+        let always_load: &[String] = if self.always_load_named {
+            &self.always_load
+        } else {
+            &[]
+        };
         for (key, names) in [
             ("tools.enabled", self.enabled.as_deref().unwrap_or_default()),
             ("tools.disabled", self.disabled.as_slice()),
+            ("tools.always_load", always_load),
         ] {
             for name in names.iter().filter(|n| all.get(n).is_none()) {
                 let error = SelectionError::UnknownTool {
@@ -161,6 +276,7 @@ impl ToolSelection {
                     .is_none_or(|enabled| enabled.iter().any(|e| e == name))
                     && !self.disabled.iter().any(|d| d == name)
             })
-            .filter(&self.filter()))
+            .filter(&self.filter())
+            .with_always_load(&self.always_load))
     }
 }

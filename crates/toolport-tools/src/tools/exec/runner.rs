@@ -252,10 +252,14 @@ impl Executor {
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled("cancelled while waiting for a free command slot".into())),
         };
         let Plan {
-            spec,
+            mut spec,
             report,
             yield_after,
         } = plan;
+        // Both streams' kept output in a result that fits the client's result cap.
+        let both = u64::try_from(spec.max_output_bytes.saturating_mul(2)).unwrap_or(u64::MAX);
+        spec.max_output_bytes =
+            usize::try_from(ctx.page_bytes(both) / 2).unwrap_or(spec.max_output_bytes);
         let running = Running::start(&self.running);
         if !background && yield_after.is_none() {
             let outcome = process::run(spec, &ctx.cancel, ctx.progress.as_ref()).await;

@@ -191,7 +191,7 @@ impl TypedTool for Grep {
         let matcher = build_matcher(&p)?;
         let caps = Caps {
             max_results: usize::try_from(p.max_results.clamp(1, MAX_RESULTS)).unwrap_or(1),
-            max_bytes: usize::try_from(self.settings.read_max_bytes).unwrap_or(usize::MAX),
+            max_bytes: usize::try_from(self.settings.read_page_bytes(ctx)).unwrap_or(usize::MAX),
         };
         let workspace = ctx.workspace.clone();
         let cancel = ctx.cancel.clone();

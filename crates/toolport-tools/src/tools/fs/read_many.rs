@@ -149,7 +149,7 @@ impl TypedTool for ReadManyFiles {
                 paths.len()
             )));
         }
-        let budget = self.reader.settings().read_max_bytes;
+        let budget = self.reader.settings().read_page_bytes(ctx);
         let per_file = p
             .max_bytes_per_file
             .unwrap_or(DEFAULT_MAX_BYTES_PER_FILE)

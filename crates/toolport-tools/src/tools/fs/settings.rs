@@ -9,6 +9,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::{SettingError, check_range};
+use crate::tool::ToolContext;
 
 /// Default cap on text returned by one `read_file` call: 1 MiB is ~250k tokens, already more
 /// than most context windows; larger files are paged with `offset`/`limit`.
@@ -108,6 +109,13 @@ impl Default for FsSettings {
 }
 
 impl FsSettings {
+    /// Most bytes of text one call of `read_file`, `read_many_files` or `grep` returns by
+    /// default: `read_max_bytes`, or less for a client whose result cap would not keep that
+    /// much ([`ToolContext::page_bytes`]); the result says where to go on.
+    pub(crate) fn read_page_bytes(&self, ctx: &ToolContext) -> u64 {
+        ctx.page_bytes(self.read_max_bytes)
+    }
+
     /// Layer the file < flags/environment over the defaults, and validate.
     pub fn load(file: FileLimits, args: &FsArgs) -> Result<Self, SettingError> {
         let defaults = Self::default();

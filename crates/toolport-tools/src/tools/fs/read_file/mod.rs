@@ -256,7 +256,7 @@ impl TypedTool for ReadFile {
         let requested = encoding_for_label(&p.encoding)?;
         let mut opened = ctx.workspace.open_file(&p.path)?;
         let header = media::read_header(&mut opened.file).map_err(|e| read_failed(&opened, &e))?;
-        let max_bytes = self.settings.read_max_bytes;
+        let max_bytes = self.settings.read_page_bytes(ctx);
         let Some(mime) = media::image_mime(&header) else {
             let text = self.read_opened(opened, window, requested, max_bytes, ctx);
             return text.await.map(ReadOutput::Text);
