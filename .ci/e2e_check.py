@@ -237,6 +237,32 @@ def file_is(out: str, path: str, text: str) -> None:
     print(f"ok: {path} holds the expected {len(text)} characters")
 
 
+def image(out: str, mime: str, expected_file: str) -> None:
+    """read_file of an image: an `image` block with that mimeType whose data is the file."""
+    import base64
+    result = succeeded(out)
+    with open(expected_file, "rb") as f:
+        want = f.read()
+    blocks = [c for c in result.get("content", []) if c.get("type") == "image"]
+    if len(blocks) != 1:
+        fail(f"{out}: expected one image block, got {[c.get('type') for c in result.get('content', [])]}")
+    if blocks[0].get("mimeType") != mime or base64.b64decode(blocks[0].get("data", "")) != want:
+        fail(f"{out}: the image block is not {expected_file} as {mime}: mimeType {blocks[0].get('mimeType')!r}")
+    texts = [c for c in result.get("content", []) if c.get("type") == "text"]
+    if not texts:
+        fail(f"{out}: no text line beside the image (clients that cannot show images get one)")
+    print(f"ok: read_file -> an image block ({mime}, {len(want)} bytes) and a text line: {texts[0].get('text', '')[:80]!r}")
+
+
+def refused_with(out: str, text: str) -> None:
+    """An isError result whose text says `text`."""
+    result = load_result(out)
+    said = " ".join(c.get("text", "") for c in result.get("content", []))
+    if result.get("isError") is not True or text not in said:
+        fail(f"{out}: expected isError with {text!r}, got: {json.dumps(result)[:800]}")
+    print(f"ok: refused, naming {text!r}")
+
+
 def main(argv: list[str]) -> None:
     checks = {
         "tools-list": (tools_list, 1),
@@ -252,6 +278,8 @@ def main(argv: list[str]) -> None:
         "structured": (structured, 3),
         "file-is": (file_is, 3),
         "text-has": (text_has, 3),
+        "image": (image, 3),
+        "refused-with": (refused_with, 2),
     }
     if len(argv) < 2 or argv[1] not in checks or len(argv) - 2 != checks[argv[1]][1]:
         fail(f"usage: see the docstring of {argv[0]}; got {argv[1:]}")
