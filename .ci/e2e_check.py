@@ -240,7 +240,10 @@ def file_is(out: str, path: str, text: str) -> None:
 def image(out: str, mime: str, expected_file: str) -> None:
     """read_file of an image: an `image` block with that mimeType whose data is the file."""
     import base64
-    result = succeeded(out)
+    facts = succeeded(out)
+    if facts.get("kind") != "image" or facts.get("mime_type") != mime:
+        fail(f"{out}: structuredContent is not an image's facts: {json.dumps(facts)[:500]}")
+    result = load_result(out)
     with open(expected_file, "rb") as f:
         want = f.read()
     blocks = [c for c in result.get("content", []) if c.get("type") == "image"]
