@@ -25,21 +25,6 @@ const ENVELOPE: u64 = 64 * 1024;
 /// The tools listed as always loaded by default.
 const CORE: [&str; 5] = ["read_file", "grep", "glob", "edit_file", "execute_command"];
 
-/// The binary serving `root` as a client gets it by default (`TOOLPORT_PAYLOAD` unset: Claude
-/// Code gets the payload in `structuredContent` alone), with `args`.
-fn as_shipped(root: &Path, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = command(root, args);
-    cmd.env_remove("TOOLPORT_PAYLOAD");
-    cmd
-}
-
-/// A client giving `name` as its `clientInfo.name`.
-fn named(name: &'static str) -> TestClient {
-    let mut client = TestClient::default();
-    client.name = name;
-    client
-}
-
 /// The listing's `_meta` of `tool`.
 fn meta<'a>(tools: &'a [Tool], tool: &str) -> &'a serde_json::Map<String, Value> {
     let entry = tools
@@ -197,7 +182,7 @@ async fn claude_codes_default_read_fits_its_cap_and_goes_on_with_next_offset() {
     let (_d, root) = tempdir();
     let text = big_file(&root, "big.txt", 40_000);
     assert!(text.len() > READ_MAX_BYTES);
-    let client = connect_command(as_shipped(&root, &[]), named("claude-code")).await;
+    let client = connect_command(default_form(&root, &[]), named("claude-code")).await;
     let mut content = String::new();
     let mut offset: Option<u64> = None;
     let mut calls = 0;
@@ -232,7 +217,7 @@ async fn another_client_gets_the_operators_full_page() {
         // The operator turns the cap off for Claude Code too.
         ("claude-code", &["--result-cap", "off"][..]),
     ] {
-        let client = connect_command(as_shipped(&root, args), named(client)).await;
+        let client = connect_command(default_form(&root, args), named(client)).await;
         let out = ok(&call(&client, "read_file", json!({"path": "big.txt"})).await);
         let page = out["content"].as_str().unwrap().len();
         assert!(
@@ -248,7 +233,7 @@ async fn the_operators_cap_holds_for_every_client() {
     let (_d, root) = tempdir();
     big_file(&root, "big.txt", 40_000);
     let client = connect_command(
-        as_shipped(&root, &["--result-cap", "200000"]),
+        default_form(&root, &["--result-cap", "200000"]),
         named("toolport-tests"),
     )
     .await;
@@ -271,7 +256,7 @@ async fn claude_codes_default_grep_and_read_many_fit_its_cap() {
     let (_d, root) = tempdir();
     big_file(&root, "a.txt", 20_000);
     big_file(&root, "b.txt", 20_000);
-    let client = connect_command(as_shipped(&root, &[]), named("claude-code")).await;
+    let client = connect_command(default_form(&root, &[]), named("claude-code")).await;
 
     let result = call(
         &client,
@@ -308,7 +293,7 @@ async fn claude_codes_command_output_fits_its_cap_when_the_operator_keeps_more()
     let config = config_file(&root, &toml);
     let args = ["--config", config.to_str().unwrap()];
     let run = json!({"command": "sh", "args": ["-c", "head -c 3000000 /dev/zero | tr '\\0' a; head -c 3000000 /dev/zero | tr '\\0' b >&2"]});
-    let client = connect_command(as_shipped(&root, &args), named("claude-code")).await;
+    let client = connect_command(default_form(&root, &args), named("claude-code")).await;
     let result = call(&client, "execute_command", run.clone()).await;
     assert!(
         model_chars(&result) <= CLAUDE_CODE_CAP,
@@ -321,7 +306,7 @@ async fn claude_codes_command_output_fits_its_cap_when_the_operator_keeps_more()
     within(client.cancel()).await.unwrap();
 
     // Another client keeps what the operator set: 1 MiB per stream.
-    let client = connect_command(as_shipped(&root, &args), named("mcp")).await;
+    let client = connect_command(default_form(&root, &args), named("mcp")).await;
     let out = ok(&call(&client, "execute_command", run).await);
     assert!(out["stdout"].as_str().unwrap().len() > 1_000_000);
     within(client.cancel()).await.unwrap();

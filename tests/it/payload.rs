@@ -13,21 +13,6 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-/// The binary serving `root` with the default payload form (`TOOLPORT_PAYLOAD` unset) and
-/// `args`.
-fn default_form(root: &Path, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = command(root, args);
-    cmd.env_remove("TOOLPORT_PAYLOAD");
-    cmd
-}
-
-/// A client giving `name` as its `clientInfo.name`.
-fn named(name: &'static str) -> TestClient {
-    let mut client = TestClient::default();
-    client.name = name;
-    client
-}
-
 /// The structured result, checked against `tool`'s output schema as `tools/list` publishes it.
 async fn valid_structured(client: &Client, tool: &str, result: &CallToolResult) -> Value {
     let tools = within(client.list_all_tools()).await.unwrap();

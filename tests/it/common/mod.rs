@@ -68,6 +68,14 @@ pub(crate) fn command(root: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// The binary serving `root` as a client gets it by default (`TOOLPORT_PAYLOAD` unset: the
+/// payload form follows the client's name), with `args`.
+pub(crate) fn default_form(root: &Path, args: &[&str]) -> Command {
+    let mut cmd = command(root, args);
+    cmd.env_remove("TOOLPORT_PAYLOAD");
+    cmd
+}
+
 /// A command for the binary with exactly `args`, run in `cwd`.
 pub(crate) fn bare_command(cwd: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
@@ -248,6 +256,14 @@ impl ClientHandler for TestClient {
 }
 
 pub(crate) type Client = RunningService<RoleClient, TestClient>;
+
+/// A client giving `name` as its `clientInfo.name`.
+pub(crate) fn named(name: &'static str) -> TestClient {
+    TestClient {
+        name,
+        ..TestClient::default()
+    }
+}
 
 /// Start the binary serving `root` and connect a default client.
 pub(crate) async fn connect(root: &Path) -> Client {
