@@ -19,7 +19,8 @@ with a tool call, as LangGraph's `ToolNode` does, and the `ToolMessage` is what 
 - OpenAI Agents SDK (default `use_structured_content=False`): the content blocks.
 - The MCP Python SDK's `ClientSession`, as itself (the name it sends, `mcp`, is no client
   toolport knows: both forms carry the payload) and as Claude Code (`claude-code`: the payload
-  once, in `structuredContent`).
+  once, in `structuredContent`); and through it, read_file of a PNG after tools/list arrives as
+  one `ImageContent` (image/png, the file's bytes) that passes the SDK's output-schema check.
 
 Every check prints `ok: …` or `FAIL: …`; the exit code is the number of failures (capped).
 """
@@ -291,6 +292,43 @@ async def sdk_claude_code(server: Server, case: Case) -> str:
     return structured
 
 
+# A 1x1 PNG: read_file returns it as an MCP image block, which the SDK must parse as one.
+PNG_1X1 = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63f8ffff3f0005fe02fea73581840000000049454e44ae426082"
+)
+
+
+async def sdk_image(server: Server) -> str:
+    """read_file of an image through the SDK's ClientSession, after tools/list (so the SDK
+    checks the result against the tool's output schema): one `ImageContent` with the file."""
+    import base64
+    from contextlib import AsyncExitStack
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async with AsyncExitStack() as stack:
+        if server.transport == "stdio":
+            params = StdioServerParameters(command=server.binary, args=server.stdio_args, env=stdio_env())
+            read, write = await stack.enter_async_context(stdio_client(params))
+        else:
+            read, write, _ = await stack.enter_async_context(
+                streamablehttp_client(server.url, headers=server.headers)
+            )
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        await session.list_tools()
+        result = await session.call_tool("read_file", {"path": "dot.png"})
+    images = [b for b in result.content if getattr(b, "type", "") == "image"]
+    if result.isError or len(images) != 1:
+        raise AssertionError(f"expected one image block, got {[getattr(b, 'type', '?') for b in result.content]}")
+    if images[0].mimeType != "image/png" or base64.b64decode(images[0].data) != PNG_1X1:
+        raise AssertionError(f"the image block is not the file as image/png: {images[0].mimeType}")
+    return f"an image block (image/png, {len(PNG_1X1)} bytes)"
+
+
 FRAMEWORKS: list[tuple[str, Callable[[Server, Case], Awaitable[str]]]] = [
     ("pydantic-ai", pydantic_ai),
     ("langchain-mcp-adapters", langchain),
@@ -308,6 +346,7 @@ def workspace(base: Path) -> Path:
     root.mkdir()
     (root / "notes.txt").write_text(FILE_TEXT, encoding="utf-8")
     (root / "only-in-the-listing.md").write_text("# listed\n", encoding="utf-8")
+    (root / "dot.png").write_bytes(PNG_1X1)
     return root
 
 
@@ -364,6 +403,14 @@ async def run_all(binary: str, base: Path) -> int:
                             f"({case.payload!r}); it sees: {seen[:1500]!r}",
                             flush=True,
                         )
+        for server in servers:
+            label = f"mcp-python-sdk over {server.transport}: read_file of an image"
+            try:
+                seen = await asyncio.wait_for(sdk_image(server), RUN_TIMEOUT_S)
+                print(f"ok: {label}: {seen}", flush=True)
+            except Exception as e:  # noqa: BLE001: reported, then counted
+                failures += 1
+                print(f"FAIL: {label}: {type(e).__name__}: {e}", flush=True)
     finally:
         http.terminate()
         try:
@@ -383,7 +430,7 @@ def main() -> int:
     binary = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory(prefix="toolport-frameworks.") as base:
         failures = asyncio.run(run_all(binary, Path(base)))
-    total = len(FRAMEWORKS) * 2 * len(CASES)
+    total = len(FRAMEWORKS) * 2 * len(CASES) + 2  # + the image read over each transport
     print(f"frameworks: {total - failures} of {total} passed")
     return min(failures, 100)
 
