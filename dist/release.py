@@ -50,12 +50,9 @@ PLATFORMS = {
     "darwin-universal": ("darwin", ["arm64", "x64"], None, "toolport"),
     "win32-x64": ("win32", ["x64"], "x86_64-pc-windows-gnu", "toolport.exe"),
 }
-# The bundle's folder per OS (dist/mcpb/manifest.json names these paths).
-MCPB_DIRS = {"linux": "linux", "darwin": "darwin", "win32": "win32"}
 # Linux wheels hold a static binary: valid for glibc and musl systems alike.
 LINUX_WHEEL_TAGS = ["manylinux_2_17", "musllinux_1_2"]
 BUILD_STD = "build-std=std,panic_abort,panic_unwind"
-SCHEMA = DIST / "schema" / "server.schema.2025-12-11.json"
 
 
 def cargo_version() -> str:
@@ -326,11 +323,12 @@ def mcpb_bundle(binaries: dict[str, Path], version: str, stage: Path, out: Path,
         os_name, _, _, exe = PLATFORMS[name]
         if os_name == "linux" and name != "linux-x64":
             continue  # one Linux binary: the format has no CPU override (x64 is the common one)
-        folder = directory / "server" / MCPB_DIRS[os_name]
+        # server/<os>/: the folders dist/mcpb/manifest.json's commands name.
+        folder = directory / "server" / os_name
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, folder / exe)
         (folder / exe).chmod(0o755)
-        systems[os_name] = f"server/{MCPB_DIRS[os_name]}/{exe}"
+        systems[os_name] = f"server/{os_name}/{exe}"
     config = manifest["server"]["mcp_config"]
     overrides = config.get("platform_overrides", {})
     first = "darwin" if "darwin" in systems else sorted(systems)[0]

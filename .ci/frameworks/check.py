@@ -250,8 +250,11 @@ async def openai_agents(server: Server, case: Case) -> str:
 # ------------------------------------------------------------------ the MCP Python SDK
 
 
-async def sdk_session(server: Server, case: Case, client_name: str | None) -> Any:
-    """The raw `CallToolResult` from the SDK's `ClientSession` (its own name, or `client_name`)."""
+async def sdk_call(server: Server, client_name: str | None, tool: str, args: dict,
+                   list_first: bool = False) -> Any:
+    """The raw `CallToolResult` from the SDK's `ClientSession` (its own name, or
+    `client_name`); with `list_first`, after tools/list, so the SDK checks the result against
+    the tool's output schema."""
     from contextlib import AsyncExitStack
 
     from mcp import ClientSession, StdioServerParameters, types
@@ -269,7 +272,13 @@ async def sdk_session(server: Server, case: Case, client_name: str | None) -> An
         info = types.Implementation(name=client_name, version="1.0.0") if client_name else None
         session = await stack.enter_async_context(ClientSession(read, write, client_info=info))
         await session.initialize()
-        return await session.call_tool(case.tool, case.args)
+        if list_first:
+            await session.list_tools()
+        return await session.call_tool(tool, args)
+
+
+async def sdk_session(server: Server, case: Case, client_name: str | None) -> Any:
+    return await sdk_call(server, client_name, case.tool, case.args)
 
 
 def texts(result: Any) -> str:
@@ -303,24 +312,8 @@ async def sdk_image(server: Server) -> str:
     """read_file of an image through the SDK's ClientSession, after tools/list (so the SDK
     checks the result against the tool's output schema): one `ImageContent` with the file."""
     import base64
-    from contextlib import AsyncExitStack
 
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-    from mcp.client.streamable_http import streamablehttp_client
-
-    async with AsyncExitStack() as stack:
-        if server.transport == "stdio":
-            params = StdioServerParameters(command=server.binary, args=server.stdio_args, env=stdio_env())
-            read, write = await stack.enter_async_context(stdio_client(params))
-        else:
-            read, write, _ = await stack.enter_async_context(
-                streamablehttp_client(server.url, headers=server.headers)
-            )
-        session = await stack.enter_async_context(ClientSession(read, write))
-        await session.initialize()
-        await session.list_tools()
-        result = await session.call_tool("read_file", {"path": "dot.png"})
+    result = await sdk_call(server, None, "read_file", {"path": "dot.png"}, list_first=True)
     images = [b for b in result.content if getattr(b, "type", "") == "image"]
     if result.isError or len(images) != 1:
         raise AssertionError(f"expected one image block, got {[getattr(b, 'type', '?') for b in result.content]}")
