@@ -33,6 +33,8 @@ REQUIRED_TOOLS = (
     "edit_file",
     "create_directory",
     "move_path",
+    "copy_path",
+    "delete_path",
     "execute_command",
     "job_output",
     "job_input",

@@ -53,6 +53,8 @@ async fn tools_prints_definitions_in_every_format() {
             "edit_file",
             "create_directory",
             "move_path",
+            "copy_path",
+            "delete_path",
             "execute_command",
             "job_output",
             "job_input",
@@ -80,6 +82,8 @@ async fn tools_prints_definitions_in_every_format() {
             "edit_file",
             "create_directory",
             "move_path",
+            "copy_path",
+            "delete_path",
             "execute_command",
             "job_output",
             "job_input",
@@ -116,7 +120,7 @@ async fn tools_filters_by_tag_category_and_name() {
         &["tools", "--category", "filesystem", "--format", "anthropic"],
     )
     .await;
-    assert_eq!(by_category.as_array().unwrap().len(), 10);
+    assert_eq!(by_category.as_array().unwrap().len(), 12);
     let web = json_of(&root, &["tools", "--category", "web"]).await;
     assert_eq!(names(&web, "/name"), ["web_search", "fetch_url"]);
     let none = json_of(&root, &["tools", "--category", "Web"]).await;
@@ -209,6 +213,8 @@ async fn tool_selection_applies_to_every_command() {
             "edit_file",
             "create_directory",
             "move_path",
+            "copy_path",
+            "delete_path",
             "execute_command",
             "job_output",
             "job_input",

@@ -12,6 +12,7 @@ mod budgets;
 mod jobs;
 // Processes that leave the command's group (setsid, daemons) die with it.
 mod containment;
+mod delete_copy;
 // Bad tool arguments: the isError result names the field and what the tool accepts.
 mod args;
 // The command line: `tools`, `instructions`, `call`, `config`, help.

@@ -140,6 +140,8 @@ async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
             "edit_file",
             "create_directory",
             "move_path",
+            "copy_path",
+            "delete_path",
             "execute_command",
             "job_output",
             "job_input",

@@ -77,6 +77,8 @@ async fn prompts_hold_every_tools_instructions() {
             "edit_file",
             "create_directory",
             "move_path",
+            "copy_path",
+            "delete_path",
             "execute_command",
             "job_output",
             "job_input",

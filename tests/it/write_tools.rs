@@ -15,8 +15,15 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-/// The four write tools.
-const WRITE_TOOLS: [&str; 4] = ["write_file", "edit_file", "create_directory", "move_path"];
+/// The write tools.
+const WRITE_TOOLS: [&str; 6] = [
+    "write_file",
+    "edit_file",
+    "create_directory",
+    "move_path",
+    "copy_path",
+    "delete_path",
+];
 
 /// `base/root` (the workspace), `base/outside` and `base/root-evil` (a sibling whose name
 /// starts with the root's).
@@ -584,8 +591,9 @@ async fn create_directory_and_move_path() {
 }
 
 /// Call every write tool at `path` (as the place something would be created or changed) and
-/// require each to be refused with `expect` in the message. `moves`: also move a file there
-/// and move it from there (not for a symbolic link inside the root, which moves as the link).
+/// require each to be refused with `expect` in the message: written, edited, created, copied
+/// to and from. `moves`: also move a file there, move it from there and delete it (not for a
+/// symbolic link inside the root, which moves and goes as the link).
 async fn assert_writes_refused(client: &Client, path: &str, expect: &str, moves: bool) {
     let calls = [
         (
@@ -605,9 +613,20 @@ async fn assert_writes_refused(client: &Client, path: &str, expect: &str, moves:
             "move_path",
             json!({"source": path, "destination": "pulled-in", "overwrite": true}),
         ),
+        (
+            "copy_path",
+            json!({"source": "inside.txt", "destination": path, "overwrite": true}),
+        ),
+        (
+            "copy_path",
+            json!({"source": path, "destination": "pulled-copy", "overwrite": true}),
+        ),
+        ("delete_path", json!({"path": path, "recursive": true})),
     ];
     for (tool, args) in calls {
-        if tool == "move_path" && !moves {
+        // Moving or deleting a link inside the root touches the link only (inside the
+        // roots); copying from it reads what it points to.
+        if matches!(tool, "move_path" | "delete_path") && !moves {
             continue;
         }
         let message = err(&call(client, tool, args.clone()).await);
@@ -680,6 +699,7 @@ async fn writes_cannot_leave_the_roots_by_any_route() {
         "the source of a refused move stays"
     );
     assert!(!l.root.join("pulled-in").exists());
+    assert!(!l.root.join("pulled-copy").exists());
 
     // A link that stays inside is followed: the write lands on the file it names.
     fs::create_dir(l.root.join("real")).unwrap();

@@ -181,8 +181,8 @@ impl Settings {
         }
     }
 
-    /// No tool writes: `write_file`, `edit_file`, `create_directory` and `move_path` are not
-    /// built (as `toolport --read-only`).
+    /// No tool writes: `write_file`, `edit_file`, `create_directory`, `move_path`,
+    /// `copy_path` and `delete_path` are not built (as `toolport --read-only`).
     #[must_use]
     pub fn read_only(mut self) -> Self {
         self.write.write = WriteMode::Off;

@@ -20,9 +20,9 @@ pub(crate) use config::{ALLOW_SHELLS, config_file};
 pub(crate) use raw::Raw;
 
 /// Built-in tools a default server lists: read_file, list_directory, path_info, grep, glob,
-/// read_many_files, write_file, edit_file, create_directory, move_path, execute_command,
-/// job_output, job_input, job_kill, job_list, web_search, fetch_url.
-pub(crate) const BUILTIN_TOOLS: usize = 17;
+/// read_many_files, write_file, edit_file, create_directory, move_path, copy_path,
+/// delete_path, execute_command, job_output, job_input, job_kill, job_list, web_search, fetch_url.
+pub(crate) const BUILTIN_TOOLS: usize = 19;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -84,7 +84,7 @@ pub(crate) fn bare_command(cwd: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// Remove any TOOLPORT_* settings and point the config dir somewhere empty. Results carry
+/// Remove any TOOLPORT_* settings and point the config and data dirs somewhere empty. Results carry
 /// their payload in both halves (`TOOLPORT_PAYLOAD=both`, what a client toolport does not
 /// know gets by default too), so a test of a tool can read every field of its structured
 /// result whatever the client's name; `payload.rs` tests the forms clients get by default.
@@ -96,6 +96,8 @@ pub(crate) fn isolate(cmd: &mut Command, dir: &Path) {
     }
     cmd.env("TOOLPORT_PAYLOAD", "both")
         .env("XDG_CONFIG_HOME", dir.join(".no-config"))
+        // delete_path's trash (freedesktop: $XDG_DATA_HOME/Trash), never the developer's.
+        .env("XDG_DATA_HOME", dir.join(".no-data"))
         .env("RUST_LOG", "warn")
         .current_dir(dir);
 }

@@ -75,6 +75,8 @@ pub fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, Selectio
             typed(fs::EditFile::new(*settings.write)),
             typed(fs::CreateDirectory::new(*settings.write)),
             typed(fs::MovePath::new(*settings.write)),
+            typed(fs::CopyPath::new(*settings.write)),
+            typed(fs::DeletePath::new(*settings.write)),
         ]);
     }
     tools.extend([

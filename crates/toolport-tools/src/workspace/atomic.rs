@@ -21,6 +21,9 @@ pub(crate) struct WriteTarget {
     pub(super) name: std::ffi::OsString,
     /// The real absolute path (the parent's real path joined with the name).
     pub(super) display: PathBuf,
+    /// The real path relative to its root (what the secret and `.git/` rules were checked
+    /// on; a tree below it is checked against it too).
+    pub(super) rel: PathBuf,
     /// What is there now (the entry itself, a symlink not followed); `None`: nothing yet.
     pub(super) existing: Option<Metadata>,
 }
@@ -54,6 +57,15 @@ impl WriteTarget {
             .map(|m| FileKind::of_cap(m.file_type()))
     }
 
+    /// The size of what is at the path now (a regular file's length; 0 for anything else or
+    /// nothing).
+    pub(crate) fn existing_len(&self) -> u64 {
+        self.existing
+            .as_ref()
+            .filter(|m| m.is_file())
+            .map_or(0, Metadata::len)
+    }
+
     /// The current bytes of the existing regular file (opened without following a link,
     /// non-blocking, so a FIFO swapped in meanwhile never hangs the call).
     pub(crate) fn read_existing(&self) -> io::Result<Vec<u8>> {
@@ -75,6 +87,18 @@ impl WriteTarget {
     /// (`AlreadyExists`). The temporary file is removed on any failure.
     pub(crate) fn write_atomic(&self, bytes: &[u8], replace: bool) -> io::Result<()> {
         use std::io::Write;
+        self.write_atomic_with(|file| file.write_all(bytes), None, replace)
+    }
+
+    /// [`WriteTarget::write_atomic`] of what `fill` writes into the temporary file (a copy
+    /// streams its source through it). A new file takes the permissions of `like` when given
+    /// (a copy's source: an executable stays executable); a replaced one keeps its own.
+    pub(crate) fn write_atomic_with(
+        &self,
+        fill: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+        like: Option<&Metadata>,
+        replace: bool,
+    ) -> io::Result<()> {
         let random = crate::secret::random_token(TEMP_RANDOM_BYTES).map_err(io::Error::other)?;
         let temp = format!("{TEMP_PREFIX}{random}{TEMP_SUFFIX}");
         let mut options = OpenOptions::new();
@@ -86,12 +110,15 @@ impl WriteTarget {
             name: Some(&temp),
         };
         let mut file = file.into_std();
-        if let Some(existing) = &self.existing
-            && existing.is_file()
-        {
-            sys::keep_permissions(&file, existing)?;
+        match &self.existing {
+            Some(existing) if existing.is_file() => sys::keep_permissions(&file, existing)?,
+            _ => {
+                if let Some(like) = like {
+                    sys::keep_permissions(&file, like)?;
+                }
+            }
         }
-        file.write_all(bytes)?;
+        fill(&mut file)?;
         file.sync_all()?;
         drop(file);
         rename_beneath(
@@ -123,7 +150,7 @@ impl WriteTarget {
 
     /// Make the directory entry durable. Best effort: the data is already on disk, and a
     /// failure here (a file system that cannot fsync a directory) is not the caller's fault.
-    fn sync_dir(&self) {
+    pub(super) fn sync_dir(&self) {
         if let Err(error) = sys::sync_dir(&self.dir) {
             tracing::debug!(%error, dir = %self.display.display(), "fsync of the directory failed");
         }

@@ -56,6 +56,13 @@
 //!   the root, secrets and `.git/` refused;
 //! - `atomic.rs`: the changes made there (`WriteTarget`): atomic writes (exclusive temporary
 //!   file, fsync, rename) and renames;
+//! - `remove.rs`: deleting there, for good (beneath the parent's handle) or into the system's
+//!   trash (by path, after checking the parent's real path);
+//! - `tree.rs`: a folder's tree walked without following links, and why an entry of it may
+//!   not be changed (secrets, `.git/`), checked before a recursive delete or a copy;
+//! - `copy.rs`: a copy's source folder (`SourceTree`) and the places inside a destination
+//!   folder (`WriteTarget::within`), each folder opened beneath the one above and checked by
+//!   its real path;
 //! - `sys/`: the operating-system calls behind one interface (`sys/mod.rs`: the real path of
 //!   a handle, the open without symlinks, the rename that never replaces, directory fsync,
 //!   open flags and permission bits), one file per system (`linux.rs`, `macos.rs`,
@@ -64,6 +71,7 @@
 
 mod atomic;
 mod case;
+mod copy;
 mod error;
 mod kind;
 /// Where a tool's path lies and its lexical normalisation, by the system's path syntax.
@@ -71,9 +79,11 @@ mod kind;
 #[cfg_attr(windows, path = "locate/windows.rs")]
 mod locate;
 mod read;
+mod remove;
 mod secrets;
 mod settings;
 mod sys;
+mod tree;
 #[cfg(any(windows, test))]
 mod winpath;
 mod write;
@@ -86,6 +96,7 @@ use cap_std::fs::Dir;
 
 pub(crate) use self::atomic::WriteTarget;
 use self::case::Case;
+pub(crate) use self::copy::SourceTree;
 pub(crate) use self::error::PathError;
 pub use self::error::WorkspaceError;
 pub(crate) use self::kind::FileKind;
@@ -103,6 +114,7 @@ pub use self::settings::{FileWorkspace, WorkspaceSettings};
     )
 )]
 pub(crate) use self::sys::handle_path;
+pub(crate) use self::tree::{Refusal, walk};
 
 /// One root: its canonical path and an open handle that every lookup starts from.
 #[derive(Debug, Clone)]

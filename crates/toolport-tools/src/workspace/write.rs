@@ -26,15 +26,18 @@ impl Workspace {
         allow_git: bool,
     ) -> Result<(), PathError> {
         self.check_secret(target, rel)?;
-        let in_git = rel
-            .components()
-            .any(|c| matches!(c, Component::Normal(name) if self.case.is_name(name, GIT_DIR)));
-        if in_git && !allow_git {
+        if self.in_git(rel) && !allow_git {
             return Err(PathError::GitDir {
                 path: target.display.display().to_string(),
             });
         }
         Ok(())
+    }
+
+    /// Whether `rel` (relative to a root) has a `.git` component.
+    pub(super) fn in_git(&self, rel: &Path) -> bool {
+        rel.components()
+            .any(|c| matches!(c, Component::Normal(name) if self.case.is_name(name, GIT_DIR)))
     }
 
     /// The place to create or replace the file `user`: its parent directory opened beneath
@@ -134,6 +137,7 @@ impl Workspace {
             dir,
             name,
             display: target.root.path.join(&real_rel),
+            rel: real_rel,
             existing,
         };
         Ok((target, entry))

@@ -1,12 +1,14 @@
 //! The file tools: `read_file`, `list_directory`, `path_info`; the search tools `grep`,
 //! `glob` and `read_many_files`, which share one tree walk (`walk.rs`); and the write tools
-//! `write_file`, `edit_file`, `create_directory` and `move_path` (served unless
-//! `[fs] write = "off"`). Thin adapters: every path goes through
+//! `write_file`, `edit_file`, `create_directory`, `move_path`, `copy_path` and `delete_path`
+//! (served unless `[fs] write = "off"`). Thin adapters: every path goes through
 //! [`crate::workspace::Workspace`], which owns confinement and secret rules; `text.rs` holds
 //! encodings, hashes and diffs, `write.rs` what the write tools share, `media.rs`
 //! which files are images (read_file returns them as images, path_info names their type).
 
+mod copy_path;
 mod create_directory;
+mod delete_path;
 mod edit_file;
 mod glob;
 mod grep;
@@ -22,7 +24,9 @@ mod walk;
 mod write;
 mod write_file;
 
+pub(crate) use copy_path::CopyPath;
 pub(crate) use create_directory::CreateDirectory;
+pub(crate) use delete_path::DeletePath;
 pub(crate) use edit_file::EditFile;
 pub(crate) use glob::Glob;
 pub(crate) use grep::Grep;
@@ -35,7 +39,7 @@ pub use settings::FileLimits;
 pub use settings::FsArgs;
 pub use settings::FsSettings;
 pub use settings::WriteSettings;
-pub use settings::{FileFs, WriteMode};
+pub use settings::{DeleteMode, FileFs, WriteMode};
 pub(crate) use write_file::WriteFile;
 
 use super::blocking;

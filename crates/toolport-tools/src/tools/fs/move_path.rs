@@ -86,16 +86,7 @@ impl TypedTool for MovePath {
 
     fn confirmation(&self, p: &Params, _workspace: &Workspace) -> Option<String> {
         write::confirms(self.settings).then(|| {
-            format!(
-                "move_path: move {} to {}{}",
-                p.source,
-                p.destination,
-                if p.overwrite {
-                    " (replacing it if it exists)"
-                } else {
-                    ""
-                }
-            )
+            write::transfer_question("move_path", "move", &p.source, &p.destination, p.overwrite)
         })
     }
 

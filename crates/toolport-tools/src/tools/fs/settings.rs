@@ -68,8 +68,8 @@ pub struct FsArgs {
     )]
     pub(crate) list_max_entries: Option<usize>,
 
-    /// Serve no tool that writes (write_file, edit_file, create_directory, move_path): the
-    /// same as `[fs] write = "off"`.
+    /// Serve no tool that writes (write_file, edit_file, create_directory, move_path,
+    /// copy_path, delete_path): the same as `[fs] write = "off"`.
     #[arg(long, env = "TOOLPORT_READ_ONLY", global = true)]
     pub(crate) read_only: bool,
 }
@@ -165,12 +165,26 @@ pub enum WriteMode {
     Off,
 }
 
+/// What `delete_path` does with what it deletes (`[fs] delete`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeleteMode {
+    /// Move it to the system's trash (the user can restore it from there), without asking
+    /// unless `[fs] write = "confirm"`.
+    #[default]
+    Trash,
+    /// Delete it for good, and only after the user confirms each deletion (for systems
+    /// without a trash, or servers whose trash would only fill the disk).
+    Confirm,
+}
+
 /// The `[fs]` section of the config file.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileFs {
     write: Option<WriteMode>,
     allow_git_writes: Option<bool>,
+    delete: Option<DeleteMode>,
 }
 
 /// What the write tools are built with (`[fs]`).
@@ -181,6 +195,8 @@ pub struct WriteSettings {
     /// Whether a path with a `.git` component may be written (hooks are code that git runs,
     /// so by default they are not).
     pub(crate) allow_git_writes: bool,
+    /// Whether `delete_path` moves to the trash or deletes for good after asking.
+    pub(crate) delete: DeleteMode,
 }
 
 impl WriteSettings {
@@ -193,6 +209,7 @@ impl WriteSettings {
                 file.write.unwrap_or_default()
             },
             allow_git_writes: file.allow_git_writes.unwrap_or(false),
+            delete: file.delete.unwrap_or_default(),
         }
     }
 }

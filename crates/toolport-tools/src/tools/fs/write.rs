@@ -7,11 +7,60 @@
 use std::io;
 
 use super::settings::{WriteMode, WriteSettings};
-use crate::tool::ToolError;
+use crate::tool::{Annotations, ToolError};
 use crate::workspace::{FileKind, WriteTarget};
 
 /// The tag every write tool carries (filters can leave them out with it).
 pub(crate) const WRITE_TAG: &str = "write";
+
+/// Most entries a folder may hold for one `delete_path` or `copy_path` call: the whole tree
+/// is listed (and checked against the secret and `.git/` rules) before anything changes, and
+/// a call should answer in seconds. Larger trees are worked on a subfolder at a time.
+pub(crate) const MAX_TREE_ENTRIES: usize = 10_000;
+/// Most entries a result or refusal names one by one (the counts cover the rest).
+pub(crate) const MAX_LISTED: usize = 100;
+
+/// `items` joined with ", ", at most `max` of them, then how many more there are.
+pub(crate) fn listing(items: &[String], max: usize) -> String {
+    let mut out = items
+        .iter()
+        .take(max)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > max {
+        out.push_str(&format!(" and {} more", items.len() - max));
+    }
+    out
+}
+
+/// Annotations of a write that replaces or removes what is there, and the same call again
+/// changes nothing more (write_file, copy_path, delete_path).
+pub(crate) const REPLACES: Annotations = Annotations {
+    read_only: false,
+    destructive: true,
+    idempotent: true,
+    open_world: false,
+};
+
+/// The confirmation question of a call that takes `source` to `destination` (`verb`: move,
+/// copy), saying when it replaces what is there.
+pub(crate) fn transfer_question(
+    tool: &str,
+    verb: &str,
+    source: &str,
+    destination: &str,
+    overwrite: bool,
+) -> String {
+    format!(
+        "{tool}: {verb} {source} to {destination}{}",
+        if overwrite {
+            " (replacing what is there)"
+        } else {
+            ""
+        }
+    )
+}
 
 /// Whether each write asks the user first.
 pub(crate) fn confirms(settings: WriteSettings) -> bool {

@@ -21,7 +21,7 @@ use super::settings::WriteSettings;
 use super::text::LineEnding;
 use super::write::{self, WRITE_TAG, check_expected, read_current};
 use super::{CATEGORY, blocking, text};
-use crate::tool::{Annotations, ToolContext, ToolError};
+use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 use crate::workspace::Workspace;
 
@@ -119,12 +119,7 @@ impl TypedTool for WriteFile {
             example: json!({"path": "notes/todo.md", "content": "# TODO\n- write tests\n"}),
             category: CATEGORY,
             tags: &[WRITE_TAG, "filesystem", "file", "text", "create"],
-            annotations: Annotations {
-                read_only: false,
-                destructive: true,
-                idempotent: true,
-                open_world: false,
-            },
+            annotations: write::REPLACES,
         }
     }
 

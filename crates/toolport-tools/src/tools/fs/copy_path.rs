@@ -1,0 +1,410 @@
+//! `copy_path`: copy a file or a folder's tree inside the roots. The source is read beneath
+//! its root (a link at the source path is followed only inside the roots; links inside a
+//! folder are not copied), secrets are skipped and listed, each file is written atomically
+//! (temporary file, rename) and an existing destination is replaced only with `overwrite`.
+//! A folder is listed and checked whole before anything is written; a failure part-way removes
+//! what the call had created.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::settings::WriteSettings;
+use super::write::{self, MAX_LISTED, MAX_TREE_ENTRIES, WRITE_TAG};
+use super::{CATEGORY, blocking};
+use crate::tool::{ToolContext, ToolError};
+use crate::typed::{ToolSpec, TypedTool};
+use crate::workspace::{FileKind, PathError, Refusal, SourceTree, Workspace, WriteTarget, walk};
+
+/// Arguments of `copy_path`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Params {
+    /// What to copy: a file or a folder inside the roots.
+    source: String,
+    /// The path of the copy itself (not a folder to copy into): its parent folder must exist.
+    destination: String,
+    /// Replace an existing destination file; for a folder, copy into the existing folder,
+    /// replacing files of the same name. Default false: an existing destination is an error.
+    #[serde(default)]
+    overwrite: bool,
+}
+
+/// An entry of the source that was not copied.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Skipped {
+    /// Its path relative to the source folder.
+    path: String,
+    /// Why it was not copied.
+    reason: String,
+}
+
+/// The structured result of `copy_path`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct CopyPathResult {
+    /// Absolute path of the source.
+    source: String,
+    /// Absolute path of the copy.
+    destination: String,
+    /// What was copied.
+    #[serde(rename = "type")]
+    kind: FileKind,
+    /// Files written.
+    files: usize,
+    /// Folders created.
+    folders: usize,
+    /// Bytes written.
+    bytes: u64,
+    /// Existing files that were replaced (only with `overwrite`).
+    replaced: usize,
+    /// Entries of the folder that were not copied (secrets, links, special files, `.git/`), at
+    /// most 100 (see `skipped_count`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    skipped: Vec<Skipped>,
+    /// How many entries were skipped in all.
+    skipped_count: usize,
+}
+
+/// The `copy_path` tool.
+#[derive(Debug, Clone)]
+pub(crate) struct CopyPath {
+    settings: WriteSettings,
+}
+
+impl CopyPath {
+    /// The tool with the operator's write settings.
+    pub(crate) fn new(settings: WriteSettings) -> Self {
+        Self { settings }
+    }
+}
+
+#[async_trait]
+impl TypedTool for CopyPath {
+    type Params = Params;
+    type Output = CopyPathResult;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "copy_path",
+            title: "Copy a file or folder",
+            description: format!(
+                "Copy a file or a folder (with everything in it) inside the workspace roots. The destination is the path of the copy itself and its parent folder must exist. An existing destination is never replaced unless overwrite is true (a folder is then copied into the existing one). Each file is written atomically. Secrets, symbolic links, special files and .git/ inside a folder are skipped and listed in the result. At most {MAX_TREE_ENTRIES} entries per call."
+            ),
+            purpose: "Duplicate a file or folder (a template, a fixture, a backup before a risky change) without passing its content through the conversation.",
+            example: json!({"source": "templates/config.toml", "destination": "config.toml"}),
+            category: CATEGORY,
+            tags: &[WRITE_TAG, "filesystem", "copy", "duplicate"],
+            annotations: write::REPLACES,
+        }
+    }
+
+    const ASKS_CONFIRMATION: bool = true;
+
+    fn confirmation(&self, p: &Params, _workspace: &Workspace) -> Option<String> {
+        write::confirms(self.settings).then(|| {
+            write::transfer_question("copy_path", "copy", &p.source, &p.destination, p.overwrite)
+        })
+    }
+
+    fn render(&self, r: &CopyPathResult) -> String {
+        let mut out = format!(
+            "Copied the {} {} to {}",
+            r.kind.describe(),
+            r.source,
+            r.destination
+        );
+        if r.kind == FileKind::Directory {
+            out.push_str(&format!(" ({} files, {} folders", r.files, r.folders));
+        } else {
+            out.push_str(&format!(" ({} bytes", r.bytes));
+        }
+        if r.replaced > 0 {
+            out.push_str(&format!(", {} existing files replaced", r.replaced));
+        }
+        out.push(')');
+        if r.skipped_count > 0 {
+            out.push_str(&format!("\nNot copied ({}):", r.skipped_count));
+            for s in &r.skipped {
+                out.push_str(&format!("\n  {}: {}", s.path, s.reason));
+            }
+        }
+        out
+    }
+
+    async fn run(&self, p: Params, ctx: &ToolContext) -> Result<CopyPathResult, ToolError> {
+        let workspace = ctx.workspace.clone();
+        let allow_git = self.settings.allow_git_writes;
+        blocking(move || match workspace.open_file(&p.source) {
+            Ok(source) => copy_file(&workspace, source, &p, allow_git),
+            Err(PathError::IsADirectory { .. }) => {
+                let source = workspace.open_tree(&p.source)?;
+                copy_tree(&workspace, &source, &p, allow_git)
+            }
+            Err(e) => Err(e.into()),
+        })
+        .await
+    }
+}
+
+/// Copy one file: streamed into a temporary file beside the destination, renamed over it.
+fn copy_file(
+    workspace: &Workspace,
+    mut source: crate::workspace::OpenFile,
+    p: &Params,
+    allow_git: bool,
+) -> Result<CopyPathResult, ToolError> {
+    let to = workspace.write_target(&p.destination, allow_git)?;
+    let from = source.display.display().to_string();
+    let destination = to.display().display().to_string();
+    if from == destination {
+        return Err(ToolError::InvalidArguments(format!(
+            "source and destination are the same file ({from}); nothing to copy"
+        )));
+    }
+    let replaced = match to.existing_kind() {
+        None => false,
+        Some(FileKind::Directory) => {
+            return Err(ToolError::InvalidArguments(format!(
+                "{destination} is a folder; give the path of the copy itself (e.g. {destination}/{})",
+                Path::new(&from)
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+            )));
+        }
+        Some(_) if !p.overwrite => return Err(exists(&destination)),
+        Some(_) => true,
+    };
+    let like = cap_std::fs::Metadata::from_file(&source.file)
+        .map_err(|e| write::failed(&from, "reading", &e))?;
+    let bytes = source.metadata.len();
+    to.write_atomic_with(
+        |file| io::copy(&mut source.file, file).map(drop),
+        Some(&like),
+        p.overwrite,
+    )
+    .map_err(|e| copy_failed(&destination, &e))?;
+    Ok(CopyPathResult {
+        source: from,
+        destination,
+        kind: FileKind::File,
+        files: 1,
+        folders: 0,
+        bytes,
+        replaced: usize::from(replaced),
+        skipped: Vec::new(),
+        skipped_count: 0,
+    })
+}
+
+/// Copy a folder's tree: listed and checked whole, then its folders created and its files
+/// copied one by one (each atomically), parents first. A failure removes what was created.
+fn copy_tree(
+    workspace: &Workspace,
+    source: &SourceTree,
+    p: &Params,
+    allow_git: bool,
+) -> Result<CopyPathResult, ToolError> {
+    let to = workspace.entry_target(&p.destination, allow_git)?;
+    let from = source.display.display().to_string();
+    let destination = to.display().display().to_string();
+    if to.display().starts_with(&source.display) {
+        return Err(ToolError::InvalidArguments(format!(
+            "cannot copy the folder {from} into itself ({destination})"
+        )));
+    }
+    let create_top = match to.existing_kind() {
+        None => true,
+        Some(FileKind::Directory) if p.overwrite => false,
+        Some(FileKind::Directory) => return Err(exists(&destination)),
+        Some(kind) => {
+            return Err(ToolError::InvalidArguments(format!(
+                "{destination} is a {}, not a folder, so a folder cannot be copied onto it; choose another destination",
+                kind.describe()
+            )));
+        }
+    };
+    let tree = walk(&source.dir, MAX_TREE_ENTRIES)
+        .map_err(|e| ToolError::InvalidArguments(e.describe(&source.display, "copy_path")))?;
+
+    // The plan: what is copied, and what is skipped (with everything under a skipped folder).
+    let mut skipped = Vec::new();
+    let mut skipped_dirs: Vec<PathBuf> = Vec::new();
+    let mut plan = Vec::new();
+    for entry in tree {
+        if skipped_dirs.iter().any(|d| entry.rel.starts_with(d)) {
+            continue;
+        }
+        let reason = match entry.kind {
+            FileKind::File | FileKind::Directory => workspace
+                .tree_refusal(&source.rel, &entry.rel, true)
+                .or_else(|| workspace.tree_refusal(to.rel(), &entry.rel, allow_git))
+                .map(|why| match why {
+                    Refusal::Secret => why.describe().to_owned(),
+                    Refusal::Git => {
+                        "it would land inside .git/ ([fs] allow_git_writes is off)".to_owned()
+                    }
+                }),
+            FileKind::Symlink => Some(
+                "a symbolic link (links are not copied; copy what it points to by its own path)"
+                    .to_owned(),
+            ),
+            other => Some(format!(
+                "a {} (only files and folders are copied)",
+                other.describe()
+            )),
+        };
+        match reason {
+            Some(reason) => {
+                if entry.kind == FileKind::Directory {
+                    skipped_dirs.push(entry.rel.clone());
+                }
+                skipped.push(Skipped {
+                    path: entry.rel.display().to_string(),
+                    reason,
+                });
+            }
+            None => plan.push(entry),
+        }
+    }
+
+    let mut made = Made::default();
+    let mut result = CopyPathResult {
+        source: from,
+        destination,
+        kind: FileKind::Directory,
+        files: 0,
+        folders: 0,
+        bytes: 0,
+        replaced: 0,
+        skipped_count: skipped.len(),
+        skipped: skipped.into_iter().take(MAX_LISTED).collect(),
+    };
+    let copied = (|| -> Result<(), (PathBuf, String)> {
+        fn at(rel: &Path) -> impl FnOnce(io::Error) -> (PathBuf, String) + '_ {
+            move |e| (rel.to_path_buf(), e.to_string())
+        }
+        if create_top {
+            to.create_dir().map_err(at(Path::new("")))?;
+            made.top = true;
+            result.folders += 1;
+        }
+        for entry in &plan {
+            let place = to.within(&entry.rel).map_err(at(&entry.rel))?;
+            if entry.kind == FileKind::Directory {
+                match place.existing_kind() {
+                    None => {
+                        place.create_dir().map_err(at(&entry.rel))?;
+                        made.entries.push(entry.rel.clone());
+                        result.folders += 1;
+                    }
+                    Some(FileKind::Directory) => {}
+                    Some(kind) => {
+                        return Err((
+                            entry.rel.clone(),
+                            format!("a {} is there, not a folder", kind.describe()),
+                        ));
+                    }
+                }
+                continue;
+            }
+            let replaces = match place.existing_kind() {
+                None => false,
+                Some(FileKind::Directory) => {
+                    return Err((entry.rel.clone(), "a folder is there, not a file".into()));
+                }
+                Some(_) if !p.overwrite => {
+                    return Err((entry.rel.clone(), "it appeared while the copy ran".into()));
+                }
+                Some(_) => true,
+            };
+            let (mut file, like) = source.open_file(&entry.rel).map_err(at(&entry.rel))?;
+            place
+                .write_atomic_with(
+                    |out| io::copy(&mut file, out).map(drop),
+                    Some(&like),
+                    p.overwrite,
+                )
+                .map_err(at(&entry.rel))?;
+            if replaces {
+                result.replaced += 1;
+            } else {
+                made.entries.push(entry.rel.clone());
+            }
+            result.files += 1;
+            result.bytes += like.len();
+        }
+        Ok(())
+    })();
+    if let Err((rel, error)) = copied {
+        let undone = made.undo(&to);
+        let replaced = if result.replaced > 0 {
+            format!(
+                "; the {} existing files it had replaced keep the copied content",
+                result.replaced
+            )
+        } else {
+            String::new()
+        };
+        return Err(ToolError::ExecutionFailed(format!(
+            "copying {} to {} failed at {}: {error}; {undone}{replaced}",
+            result.source,
+            result.destination,
+            Path::new(&result.source).join(&rel).display()
+        )));
+    }
+    Ok(result)
+}
+
+/// What a folder copy created, to remove it again when the copy fails part-way.
+#[derive(Default)]
+struct Made {
+    /// The destination folder itself was created.
+    top: bool,
+    /// Entries created inside it (relative paths), in the order made.
+    entries: Vec<PathBuf>,
+}
+
+impl Made {
+    /// Remove what was made, children before parents; says what became of it.
+    fn undo(self, to: &WriteTarget) -> String {
+        let total = self.entries.len() + usize::from(self.top);
+        if total == 0 {
+            return "nothing was copied".into();
+        }
+        let mut left = 0;
+        for rel in self.entries.iter().rev() {
+            if to
+                .within(rel)
+                .and_then(|place| place.remove(false))
+                .is_err()
+            {
+                left += 1;
+            }
+        }
+        if self.top && left == 0 && to.remove(false).is_err() {
+            left += 1;
+        }
+        if left == 0 {
+            format!("the {total} entries it had made were removed again")
+        } else {
+            format!("{left} of the {total} entries it had made could not be removed again")
+        }
+    }
+}
+
+/// The refusal for an existing destination without `overwrite`.
+fn exists(destination: &str) -> ToolError {
+    ToolError::InvalidArguments(format!(
+        "{destination} already exists and was not replaced; pass overwrite: true to replace it (a folder is copied into the existing one), or choose another destination"
+    ))
+}
+
+/// A failed write of the copy, worded for the model.
+fn copy_failed(destination: &str, error: &io::Error) -> ToolError {
+    write::failed(destination, "writing", error)
+}
