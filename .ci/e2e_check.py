@@ -31,6 +31,7 @@ REQUIRED_TOOLS = (
     "read_many_files",
     "write_file",
     "edit_file",
+    "apply_patch",
     "create_directory",
     "move_path",
     "copy_path",

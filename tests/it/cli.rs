@@ -51,6 +51,7 @@ async fn tools_prints_definitions_in_every_format() {
             "read_many_files",
             "write_file",
             "edit_file",
+            "apply_patch",
             "create_directory",
             "move_path",
             "copy_path",
@@ -80,6 +81,7 @@ async fn tools_prints_definitions_in_every_format() {
             "read_many_files",
             "write_file",
             "edit_file",
+            "apply_patch",
             "create_directory",
             "move_path",
             "copy_path",
@@ -120,7 +122,7 @@ async fn tools_filters_by_tag_category_and_name() {
         &["tools", "--category", "filesystem", "--format", "anthropic"],
     )
     .await;
-    assert_eq!(by_category.as_array().unwrap().len(), 12);
+    assert_eq!(by_category.as_array().unwrap().len(), 13);
     let web = json_of(&root, &["tools", "--category", "web"]).await;
     assert_eq!(names(&web, "/name"), ["web_search", "fetch_url"]);
     let none = json_of(&root, &["tools", "--category", "Web"]).await;
@@ -211,6 +213,7 @@ async fn tool_selection_applies_to_every_command() {
             "read_many_files",
             "write_file",
             "edit_file",
+            "apply_patch",
             "create_directory",
             "move_path",
             "copy_path",

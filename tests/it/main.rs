@@ -14,6 +14,7 @@ mod jobs;
 mod containment;
 mod delete_copy;
 // Bad tool arguments: the isError result names the field and what the tool accepts.
+mod apply_patch;
 mod args;
 // The command line: `tools`, `instructions`, `call`, `config`, help.
 mod cli;

@@ -138,6 +138,7 @@ async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
             "read_many_files",
             "write_file",
             "edit_file",
+            "apply_patch",
             "create_directory",
             "move_path",
             "copy_path",

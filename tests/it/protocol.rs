@@ -75,6 +75,7 @@ async fn prompts_hold_every_tools_instructions() {
             "read_many_files",
             "write_file",
             "edit_file",
+            "apply_patch",
             "create_directory",
             "move_path",
             "copy_path",

@@ -16,9 +16,10 @@ use serde_json::{Value, json};
 use crate::common::*;
 
 /// The write tools.
-const WRITE_TOOLS: [&str; 6] = [
+const WRITE_TOOLS: [&str; 7] = [
     "write_file",
     "edit_file",
+    "apply_patch",
     "create_directory",
     "move_path",
     "copy_path",

@@ -155,6 +155,20 @@ impl ToolError {
             Self::Unavailable(_) => "unavailable",
         }
     }
+
+    /// The same kind of error with its message rewritten by `reword` (to add where it
+    /// happened, or what became of the work).
+    pub(crate) fn reworded(self, reword: impl FnOnce(String) -> String) -> Self {
+        match self {
+            Self::InvalidArguments(m) => Self::InvalidArguments(reword(m)),
+            Self::NotFound(m) => Self::NotFound(reword(m)),
+            Self::PermissionDenied(m) => Self::PermissionDenied(reword(m)),
+            Self::ExecutionFailed(m) => Self::ExecutionFailed(reword(m)),
+            Self::Timeout(m) => Self::Timeout(reword(m)),
+            Self::Cancelled(m) => Self::Cancelled(reword(m)),
+            Self::Unavailable(m) => Self::Unavailable(reword(m)),
+        }
+    }
 }
 
 impl From<PathError> for ToolError {

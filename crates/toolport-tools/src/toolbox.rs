@@ -181,7 +181,7 @@ impl Settings {
         }
     }
 
-    /// No tool writes: `write_file`, `edit_file`, `create_directory`, `move_path`,
+    /// No tool writes: `write_file`, `edit_file`, `apply_patch`, `create_directory`, `move_path`,
     /// `copy_path` and `delete_path` are not built (as `toolport --read-only`).
     #[must_use]
     pub fn read_only(mut self) -> Self {

@@ -20,9 +20,9 @@ pub(crate) use config::{ALLOW_SHELLS, config_file};
 pub(crate) use raw::Raw;
 
 /// Built-in tools a default server lists: read_file, list_directory, path_info, grep, glob,
-/// read_many_files, write_file, edit_file, create_directory, move_path, copy_path,
+/// read_many_files, write_file, edit_file, apply_patch, create_directory, move_path, copy_path,
 /// delete_path, execute_command, job_output, job_input, job_kill, job_list, web_search, fetch_url.
-pub(crate) const BUILTIN_TOOLS: usize = 19;
+pub(crate) const BUILTIN_TOOLS: usize = 20;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

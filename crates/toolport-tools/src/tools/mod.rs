@@ -73,6 +73,7 @@ pub fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, Selectio
         tools.extend([
             typed(fs::WriteFile::new(*settings.write)),
             typed(fs::EditFile::new(*settings.write)),
+            typed(fs::ApplyPatch::new(*settings.write)),
             typed(fs::CreateDirectory::new(*settings.write)),
             typed(fs::MovePath::new(*settings.write)),
             typed(fs::CopyPath::new(*settings.write)),

@@ -57,6 +57,11 @@ impl WriteTarget {
             .map(|m| FileKind::of_cap(m.file_type()))
     }
 
+    /// What is at the path now (its metadata, a symlink not followed), or `None`.
+    pub(crate) fn existing_metadata(&self) -> Option<&Metadata> {
+        self.existing.as_ref()
+    }
+
     /// The size of what is at the path now (a regular file's length; 0 for anything else or
     /// nothing).
     pub(crate) fn existing_len(&self) -> u64 {

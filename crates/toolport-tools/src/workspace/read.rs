@@ -131,6 +131,13 @@ impl Workspace {
         Ok(resolved)
     }
 
+    /// Whether something (a file, folder or link) is at `user`, looked up beneath its root;
+    /// false for a path outside the roots too.
+    pub(crate) fn exists(&self, user: &str) -> bool {
+        self.target(user)
+            .is_ok_and(|target| self.symlink_metadata(&target).is_ok())
+    }
+
     /// Metadata of the path itself (a symlink is not followed), confined beneath its root.
     pub(crate) fn symlink_metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
         if target.rel == Path::new(".") {

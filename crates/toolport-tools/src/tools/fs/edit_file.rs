@@ -25,14 +25,14 @@ use super::settings::WriteSettings;
 use super::text::{self, Decoded, LineEnding};
 use super::write::{self, WRITE_TAG, check_expected, read_current};
 use super::{CATEGORY, blocking};
-use crate::tool::{Annotations, ToolContext, ToolError};
+use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 use crate::workspace::Workspace;
 
-/// Largest file edit_file takes: the whole text is held in memory several times (bytes,
-/// text, edited text, new bytes, the diff's line index), so a larger file is better changed
-/// with a command.
-const EDIT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest file edit_file (and apply_patch) takes: the whole text is held in memory several
+/// times (bytes, text, edited text, new bytes, the diff's line index), so a larger file is
+/// better changed with a command.
+pub(crate) const EDIT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// Most line numbers listed when an old_text occurs several times.
 const MAX_LISTED_MATCHES: usize = 20;
 /// The closest-region search compares at most this many (line × old_text line) pairs, so a
@@ -44,7 +44,7 @@ const EXCERPT_LINE_MAX: usize = 200;
 /// Most lines shown in the closest region.
 const EXCERPT_MAX_LINES: usize = 30;
 /// Most bytes of diff put in a confirmation question (the user reads it in a dialog).
-const CONFIRM_DIFF_MAX: usize = 8 * 1024;
+pub(crate) const CONFIRM_DIFF_MAX: usize = 8 * 1024;
 
 /// The tool's description.
 fn description() -> String {
@@ -135,12 +135,7 @@ impl TypedTool for EditFile {
             example: json!({"path": "src/main.rs", "edits": [{"old_text": "let x = 1;", "new_text": "let x = 2;"}]}),
             category: CATEGORY,
             tags: &[WRITE_TAG, "filesystem", "edit", "file", "text"],
-            annotations: Annotations {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: false,
-            },
+            annotations: write::CHANGES,
         }
     }
 
@@ -429,12 +424,12 @@ fn line_of(text: &str, at: usize) -> usize {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Closest {
     /// 1-based first and last line of the region.
-    first_line: usize,
-    last_line: usize,
+    pub(crate) first_line: usize,
+    pub(crate) last_line: usize,
     /// True when the region equals old_text once whitespace is ignored.
     whitespace_only: bool,
     /// The region's lines, numbered (`  12| text`).
-    excerpt: String,
+    pub(crate) excerpt: String,
 }
 
 /// A line with its whitespace runs collapsed and its ends trimmed, for comparing.

@@ -1,11 +1,12 @@
 //! The file tools: `read_file`, `list_directory`, `path_info`; the search tools `grep`,
 //! `glob` and `read_many_files`, which share one tree walk (`walk.rs`); and the write tools
-//! `write_file`, `edit_file`, `create_directory`, `move_path`, `copy_path` and `delete_path`
-//! (served unless `[fs] write = "off"`). Thin adapters: every path goes through
+//! `write_file`, `edit_file`, `apply_patch`, `create_directory`, `move_path`, `copy_path` and
+//! `delete_path` (served unless `[fs] write = "off"`). Thin adapters: every path goes through
 //! [`crate::workspace::Workspace`], which owns confinement and secret rules; `text.rs` holds
 //! encodings, hashes and diffs, `write.rs` what the write tools share, `media.rs`
 //! which files are images (read_file returns them as images, path_info names their type).
 
+mod apply_patch;
 mod copy_path;
 mod create_directory;
 mod delete_path;
@@ -24,6 +25,7 @@ mod walk;
 mod write;
 mod write_file;
 
+pub(crate) use apply_patch::ApplyPatch;
 pub(crate) use copy_path::CopyPath;
 pub(crate) use create_directory::CreateDirectory;
 pub(crate) use delete_path::DeletePath;

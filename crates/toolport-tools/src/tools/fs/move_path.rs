@@ -14,7 +14,7 @@ use serde_json::json;
 use super::settings::WriteSettings;
 use super::write::{self, WRITE_TAG};
 use super::{CATEGORY, blocking};
-use crate::tool::{Annotations, ToolContext, ToolError};
+use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 use crate::workspace::{FileKind, Workspace};
 
@@ -73,12 +73,7 @@ impl TypedTool for MovePath {
             example: json!({"source": "src/old_name.rs", "destination": "src/new_name.rs"}),
             category: CATEGORY,
             tags: &[WRITE_TAG, "filesystem", "move", "rename"],
-            annotations: Annotations {
-                read_only: false,
-                destructive: true,
-                idempotent: false,
-                open_world: false,
-            },
+            annotations: write::CHANGES,
         }
     }
 

@@ -68,8 +68,8 @@ pub struct FsArgs {
     )]
     pub(crate) list_max_entries: Option<usize>,
 
-    /// Serve no tool that writes (write_file, edit_file, create_directory, move_path,
-    /// copy_path, delete_path): the same as `[fs] write = "off"`.
+    /// Serve no tool that writes (write_file, edit_file, apply_patch, create_directory,
+    /// move_path, copy_path, delete_path): the same as `[fs] write = "off"`.
     #[arg(long, env = "TOOLPORT_READ_ONLY", global = true)]
     pub(crate) read_only: bool,
 }

@@ -322,16 +322,22 @@ pub(crate) fn unified_diff(old: &str, new: &str, display: &str) -> (String, bool
             break;
         }
     }
-    let cut = text.len() > DIFF_MAX_BYTES;
-    if cut {
-        let at = (0..=DIFF_MAX_BYTES)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
-        let at = text[..at].rfind('\n').map_or(at, |nl| nl + 1);
-        text.truncate(at);
-    }
+    let cut = cut_diff(&mut text);
     (text, cut)
+}
+
+/// Cut a diff to [`DIFF_MAX_BYTES`] at a line end; whether it was cut.
+pub(crate) fn cut_diff(text: &mut String) -> bool {
+    if text.len() <= DIFF_MAX_BYTES {
+        return false;
+    }
+    let at = (0..=DIFF_MAX_BYTES)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let at = text[..at].rfind('\n').map_or(at, |nl| nl + 1);
+    text.truncate(at);
+    true
 }
 
 /// Where two texts differ, in whole lines with [`DIFF_CONTEXT`] lines of context: both start

@@ -43,6 +43,15 @@ pub(crate) const REPLACES: Annotations = Annotations {
     open_world: false,
 };
 
+/// Annotations of a write whose repetition changes more (an edit applied twice, a move from
+/// where the file no longer is): edit_file, apply_patch, move_path.
+pub(crate) const CHANGES: Annotations = Annotations {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: false,
+};
+
 /// The confirmation question of a call that takes `source` to `destination` (`verb`: move,
 /// copy), saying when it replaces what is there.
 pub(crate) fn transfer_question(
