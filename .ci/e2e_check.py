@@ -36,6 +36,7 @@ REQUIRED_TOOLS = (
     "move_path",
     "copy_path",
     "delete_path",
+    "undo_last_change",
     "execute_command",
     "job_output",
     "job_input",

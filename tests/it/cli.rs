@@ -56,6 +56,7 @@ async fn tools_prints_definitions_in_every_format() {
             "move_path",
             "copy_path",
             "delete_path",
+            "undo_last_change",
             "execute_command",
             "job_output",
             "job_input",
@@ -86,6 +87,7 @@ async fn tools_prints_definitions_in_every_format() {
             "move_path",
             "copy_path",
             "delete_path",
+            "undo_last_change",
             "execute_command",
             "job_output",
             "job_input",
@@ -122,7 +124,7 @@ async fn tools_filters_by_tag_category_and_name() {
         &["tools", "--category", "filesystem", "--format", "anthropic"],
     )
     .await;
-    assert_eq!(by_category.as_array().unwrap().len(), 13);
+    assert_eq!(by_category.as_array().unwrap().len(), 14);
     let web = json_of(&root, &["tools", "--category", "web"]).await;
     assert_eq!(names(&web, "/name"), ["web_search", "fetch_url"]);
     let none = json_of(&root, &["tools", "--category", "Web"]).await;
@@ -218,6 +220,7 @@ async fn tool_selection_applies_to_every_command() {
             "move_path",
             "copy_path",
             "delete_path",
+            "undo_last_change",
             "execute_command",
             "job_output",
             "job_input",

@@ -64,4 +64,5 @@ mod traces;
 mod web_search;
 // write_file, edit_file, create_directory, move_path: confinement, secrets, .git, hashes,
 // atomicity, encodings, confirmation, --read-only; read_file's byte cursor.
+mod undo;
 mod write_tools;

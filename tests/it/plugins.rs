@@ -143,6 +143,7 @@ async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
             "move_path",
             "copy_path",
             "delete_path",
+            "undo_last_change",
             "execute_command",
             "job_output",
             "job_input",

@@ -80,6 +80,7 @@ async fn prompts_hold_every_tools_instructions() {
             "move_path",
             "copy_path",
             "delete_path",
+            "undo_last_change",
             "execute_command",
             "job_output",
             "job_input",

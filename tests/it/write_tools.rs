@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::common::*;
 
 /// The write tools.
-const WRITE_TOOLS: [&str; 7] = [
+const WRITE_TOOLS: [&str; 8] = [
     "write_file",
     "edit_file",
     "apply_patch",
@@ -24,6 +24,7 @@ const WRITE_TOOLS: [&str; 7] = [
     "move_path",
     "copy_path",
     "delete_path",
+    "undo_last_change",
 ];
 
 /// `base/root` (the workspace), `base/outside` and `base/root-evil` (a sibling whose name
@@ -94,7 +95,8 @@ async fn write_file_creates_then_replaces_only_with_overwrite_or_the_current_has
             "bytes_written": 4,
             "action": "created",
             "sha256": sha256(b"one\n"),
-            "encoding": "utf-8"
+            "encoding": "utf-8",
+            "change_id": "c1"
         })
     );
     fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
@@ -544,7 +546,8 @@ async fn create_directory_and_move_path() {
             "source": root.join("a/one.txt").display().to_string(),
             "destination": root.join("a/b/uno.txt").display().to_string(),
             "type": "file",
-            "replaced": false
+            "replaced": false,
+            "change_id": "c1"
         })
     );
     assert_eq!(fs::read_to_string(root.join("a/b/uno.txt")).unwrap(), "1");

@@ -182,7 +182,8 @@ impl Settings {
     }
 
     /// No tool writes: `write_file`, `edit_file`, `apply_patch`, `create_directory`, `move_path`,
-    /// `copy_path` and `delete_path` are not built (as `toolport --read-only`).
+    /// `copy_path`, `delete_path` and `undo_last_change` are not built (as
+    /// `toolport --read-only`).
     #[must_use]
     pub fn read_only(mut self) -> Self {
         self.write.write = WriteMode::Off;

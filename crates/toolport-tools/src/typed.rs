@@ -205,7 +205,7 @@ fn describe_payload(schema: &mut JsonObject, fields: &[&str]) {
 }
 
 /// A [`TypedTool`] with its schemas derived on first use, once (deriving and rewriting
-/// twenty tools' schemas was the larger part of a cold start, and `initialize` needs only
+/// twenty-one tools' schemas was the larger part of a cold start, and `initialize` needs only
 /// names and titles), and its instructions on first use (only prompts and `toolport
 /// instructions` read them).
 struct Typed<T: TypedTool> {

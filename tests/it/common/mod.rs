@@ -21,8 +21,8 @@ pub(crate) use raw::Raw;
 
 /// Built-in tools a default server lists: read_file, list_directory, path_info, grep, glob,
 /// read_many_files, write_file, edit_file, apply_patch, create_directory, move_path, copy_path,
-/// delete_path, execute_command, job_output, job_input, job_kill, job_list, web_search, fetch_url.
-pub(crate) const BUILTIN_TOOLS: usize = 20;
+/// delete_path, undo_last_change, execute_command, job_output, job_input, job_kill, job_list, web_search, fetch_url.
+pub(crate) const BUILTIN_TOOLS: usize = 21;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

@@ -70,14 +70,18 @@ pub fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, Selectio
         typed_bounded(fs::ReadManyFiles::new(read_file), read_bytes),
     ];
     if settings.write.write != fs::WriteMode::Off {
+        // The write tools' changes, per session, for undo_last_change.
+        let journal = fs::Journal::default();
+        let write = *settings.write;
         tools.extend([
-            typed(fs::WriteFile::new(*settings.write)),
-            typed(fs::EditFile::new(*settings.write)),
-            typed(fs::ApplyPatch::new(*settings.write)),
-            typed(fs::CreateDirectory::new(*settings.write)),
-            typed(fs::MovePath::new(*settings.write)),
-            typed(fs::CopyPath::new(*settings.write)),
-            typed(fs::DeletePath::new(*settings.write)),
+            typed(fs::WriteFile::new(write, journal.clone())),
+            typed(fs::EditFile::new(write, journal.clone())),
+            typed(fs::ApplyPatch::new(write, journal.clone())),
+            typed(fs::CreateDirectory::new(write)),
+            typed(fs::MovePath::new(write, journal.clone())),
+            typed(fs::CopyPath::new(write, journal.clone())),
+            typed(fs::DeletePath::new(write, journal.clone())),
+            typed(fs::UndoLastChange::new(write, journal)),
         ]);
     }
     tools.extend([

@@ -114,7 +114,7 @@ pub use self::settings::{FileWorkspace, WorkspaceSettings};
     )
 )]
 pub(crate) use self::sys::handle_path;
-pub(crate) use self::tree::{Refusal, walk};
+pub(crate) use self::tree::{Refusal, TreeEntry, walk};
 
 /// One root: its canonical path and an open handle that every lookup starts from.
 #[derive(Debug, Clone)]

@@ -13,7 +13,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::journal::{self, Image, Journal, Kept, Recorder, Step};
 use super::settings::WriteSettings;
+use super::text;
 use super::write::{self, MAX_LISTED, MAX_TREE_ENTRIES, WRITE_TAG};
 use super::{CATEGORY, blocking};
 use crate::tool::{ToolContext, ToolError};
@@ -67,18 +69,22 @@ pub(crate) struct CopyPathResult {
     skipped: Vec<Skipped>,
     /// How many entries were skipped in all.
     skipped_count: usize,
+    /// Whether and how this change can be undone.
+    #[serde(flatten)]
+    undo: Kept,
 }
 
 /// The `copy_path` tool.
 #[derive(Debug, Clone)]
 pub(crate) struct CopyPath {
     settings: WriteSettings,
+    journal: Journal,
 }
 
 impl CopyPath {
-    /// The tool with the operator's write settings.
-    pub(crate) fn new(settings: WriteSettings) -> Self {
-        Self { settings }
+    /// The tool with the operator's write settings, recording its changes in `journal`.
+    pub(crate) fn new(settings: WriteSettings, journal: Journal) -> Self {
+        Self { settings, journal }
     }
 }
 
@@ -132,13 +138,14 @@ impl TypedTool for CopyPath {
                 out.push_str(&format!("\n  {}: {}", s.path, s.reason));
             }
         }
+        out.push_str(&r.undo.line());
         out
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<CopyPathResult, ToolError> {
         let workspace = ctx.workspace.clone();
         let allow_git = self.settings.allow_git_writes;
-        blocking(move || match workspace.open_file(&p.source) {
+        let (mut result, steps) = blocking(move || match workspace.open_file(&p.source) {
             Ok(source) => copy_file(&workspace, source, &p, allow_git),
             Err(PathError::IsADirectory { .. }) => {
                 let source = workspace.open_tree(&p.source)?;
@@ -146,7 +153,14 @@ impl TypedTool for CopyPath {
             }
             Err(e) => Err(e.into()),
         })
-        .await
+        .await?;
+        result.undo = self.journal.keep(
+            &ctx.session,
+            "copy_path",
+            format!("copied {} to {}", result.source, result.destination),
+            Recorder::from_steps(steps),
+        );
+        Ok(result)
     }
 }
 
@@ -156,7 +170,7 @@ fn copy_file(
     mut source: crate::workspace::OpenFile,
     p: &Params,
     allow_git: bool,
-) -> Result<CopyPathResult, ToolError> {
+) -> Result<(CopyPathResult, Vec<Step>), ToolError> {
     let to = workspace.write_target(&p.destination, allow_git)?;
     let from = source.display.display().to_string();
     let destination = to.display().display().to_string();
@@ -182,23 +196,72 @@ fn copy_file(
     let like = cap_std::fs::Metadata::from_file(&source.file)
         .map_err(|e| write::failed(&from, "reading", &e))?;
     let bytes = source.metadata.len();
-    to.write_atomic_with(
-        |file| io::copy(&mut source.file, file).map(drop),
-        Some(&like),
-        p.overwrite,
-    )
-    .map_err(|e| copy_failed(&destination, &e))?;
-    Ok(CopyPathResult {
-        source: from,
-        destination,
-        kind: FileKind::File,
-        files: 1,
-        folders: 0,
-        bytes,
-        replaced: usize::from(replaced),
-        skipped: Vec::new(),
-        skipped_count: 0,
-    })
+    let before = before_image(&to, &destination)?;
+    let after = copy_into(&to, &mut source.file, &like, p.overwrite)
+        .map_err(|e| copy_failed(&destination, &e))?;
+    let steps = vec![Step::File {
+        path: destination.clone(),
+        before,
+        after: Some(after),
+    }];
+    Ok((
+        CopyPathResult {
+            source: from,
+            destination,
+            kind: FileKind::File,
+            files: 1,
+            folders: 0,
+            bytes,
+            replaced: usize::from(replaced),
+            skipped: Vec::new(),
+            skipped_count: 0,
+            undo: Kept::default(),
+        },
+        steps,
+    ))
+}
+
+/// The file `place` replaces, kept to restore (`None`: nothing is there).
+fn before_image(place: &WriteTarget, display: &str) -> Result<Option<Image>, ToolError> {
+    if place.existing_kind() != Some(FileKind::File) {
+        return Ok(None);
+    }
+    let bytes = place
+        .read_existing()
+        .map_err(|e| write::failed(display, "reading", &e))?;
+    Image::new(bytes, place.existing_metadata())
+        .map(Some)
+        .map_err(|e| write::failed(display, "keeping a copy of", &e))
+}
+
+/// Stream `source` into `place` atomically, as `like`'s permissions; the sha256 of what was
+/// written.
+fn copy_into(
+    place: &WriteTarget,
+    source: &mut std::fs::File,
+    like: &cap_std::fs::Metadata,
+    replace: bool,
+) -> io::Result<String> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    place.write_atomic_with(
+        |file| {
+            let mut buf = vec![0; COPY_CHUNK];
+            loop {
+                let n = match io::Read::read(source, &mut buf) {
+                    Ok(0) => return Ok(()),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                hasher.update(&buf[..n]);
+                io::Write::write_all(file, &buf[..n])?;
+            }
+        },
+        Some(like),
+        replace,
+    )?;
+    Ok(text::hex(&hasher.finalize()))
 }
 
 /// Copy a folder's tree: listed and checked whole, then its folders created and its files
@@ -208,7 +271,7 @@ fn copy_tree(
     source: &SourceTree,
     p: &Params,
     allow_git: bool,
-) -> Result<CopyPathResult, ToolError> {
+) -> Result<(CopyPathResult, Vec<Step>), ToolError> {
     let to = workspace.entry_target(&p.destination, allow_git)?;
     let from = source.display.display().to_string();
     let destination = to.display().display().to_string();
@@ -272,7 +335,7 @@ fn copy_tree(
         }
     }
 
-    let mut made = Made::default();
+    let mut done: Vec<Step> = Vec::new();
     let mut result = CopyPathResult {
         source: from,
         destination,
@@ -283,6 +346,7 @@ fn copy_tree(
         replaced: 0,
         skipped_count: skipped.len(),
         skipped: skipped.into_iter().take(MAX_LISTED).collect(),
+        undo: Kept::default(),
     };
     let copied = (|| -> Result<(), (PathBuf, String)> {
         fn at(rel: &Path) -> impl FnOnce(io::Error) -> (PathBuf, String) + '_ {
@@ -290,16 +354,19 @@ fn copy_tree(
         }
         if create_top {
             to.create_dir().map_err(at(Path::new("")))?;
-            made.top = true;
+            done.push(Step::MadeFolder {
+                path: result.destination.clone(),
+            });
             result.folders += 1;
         }
         for entry in &plan {
             let place = to.within(&entry.rel).map_err(at(&entry.rel))?;
+            let display = place.display().display().to_string();
             if entry.kind == FileKind::Directory {
                 match place.existing_kind() {
                     None => {
                         place.create_dir().map_err(at(&entry.rel))?;
-                        made.entries.push(entry.rel.clone());
+                        done.push(Step::MadeFolder { path: display });
                         result.folders += 1;
                     }
                     Some(FileKind::Directory) => {}
@@ -322,79 +389,42 @@ fn copy_tree(
                 }
                 Some(_) => true,
             };
+            let before =
+                before_image(&place, &display).map_err(|e| (entry.rel.clone(), e.to_string()))?;
             let (mut file, like) = source.open_file(&entry.rel).map_err(at(&entry.rel))?;
-            place
-                .write_atomic_with(
-                    |out| io::copy(&mut file, out).map(drop),
-                    Some(&like),
-                    p.overwrite,
-                )
-                .map_err(at(&entry.rel))?;
-            if replaces {
-                result.replaced += 1;
-            } else {
-                made.entries.push(entry.rel.clone());
-            }
+            let after = copy_into(&place, &mut file, &like, p.overwrite).map_err(at(&entry.rel))?;
+            done.push(Step::File {
+                path: display,
+                before,
+                after: Some(after),
+            });
+            result.replaced += usize::from(replaces);
             result.files += 1;
             result.bytes += like.len();
         }
         Ok(())
     })();
     if let Err((rel, error)) = copied {
-        let undone = made.undo(&to);
-        let replaced = if result.replaced > 0 {
-            format!(
-                "; the {} existing files it had replaced keep the copied content",
-                result.replaced
-            )
+        let made = done.len();
+        let (_, failed) = journal::apply(workspace, &done);
+        let undone = if made == 0 {
+            "nothing was copied".to_owned()
+        } else if failed.is_empty() {
+            format!("the {made} changes it had made were taken back")
         } else {
-            String::new()
+            format!(
+                "taking back the {made} changes it had made failed for {}",
+                failed.join(", ")
+            )
         };
         return Err(ToolError::ExecutionFailed(format!(
-            "copying {} to {} failed at {}: {error}; {undone}{replaced}",
+            "copying {} to {} failed at {}: {error}; {undone}",
             result.source,
             result.destination,
             Path::new(&result.source).join(&rel).display()
         )));
     }
-    Ok(result)
-}
-
-/// What a folder copy created, to remove it again when the copy fails part-way.
-#[derive(Default)]
-struct Made {
-    /// The destination folder itself was created.
-    top: bool,
-    /// Entries created inside it (relative paths), in the order made.
-    entries: Vec<PathBuf>,
-}
-
-impl Made {
-    /// Remove what was made, children before parents; says what became of it.
-    fn undo(self, to: &WriteTarget) -> String {
-        let total = self.entries.len() + usize::from(self.top);
-        if total == 0 {
-            return "nothing was copied".into();
-        }
-        let mut left = 0;
-        for rel in self.entries.iter().rev() {
-            if to
-                .within(rel)
-                .and_then(|place| place.remove(false))
-                .is_err()
-            {
-                left += 1;
-            }
-        }
-        if self.top && left == 0 && to.remove(false).is_err() {
-            left += 1;
-        }
-        if left == 0 {
-            format!("the {total} entries it had made were removed again")
-        } else {
-            format!("{left} of the {total} entries it had made could not be removed again")
-        }
-    }
+    Ok((result, done))
 }
 
 /// The refusal for an existing destination without `overwrite`.
@@ -403,6 +433,9 @@ fn exists(destination: &str) -> ToolError {
         "{destination} already exists and was not replaced; pass overwrite: true to replace it (a folder is copied into the existing one), or choose another destination"
     ))
 }
+
+/// Bytes read and written at a time when copying a file (and hashed on the way).
+const COPY_CHUNK: usize = 64 * 1024;
 
 /// A failed write of the copy, worded for the model.
 fn copy_failed(destination: &str, error: &io::Error) -> ToolError {

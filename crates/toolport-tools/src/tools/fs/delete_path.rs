@@ -10,12 +10,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::journal::{Journal, Kept, Recorder, Step};
 use super::settings::{DeleteMode, WriteSettings};
 use super::write::{self, MAX_LISTED, MAX_TREE_ENTRIES, WRITE_TAG};
 use super::{CATEGORY, blocking};
 use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
-use crate::workspace::{FileKind, Workspace};
+use crate::workspace::{FileKind, TreeEntry, Workspace, WriteTarget};
 
 /// Arguments of `delete_path`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -55,18 +56,22 @@ pub(crate) struct DeletePathResult {
     /// True when the folder held more than `contents` lists.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     contents_truncated: bool,
+    /// Whether and how this change can be undone.
+    #[serde(flatten)]
+    undo: Kept,
 }
 
 /// The `delete_path` tool.
 #[derive(Debug, Clone)]
 pub(crate) struct DeletePath {
     settings: WriteSettings,
+    journal: Journal,
 }
 
 impl DeletePath {
-    /// The tool with the operator's write settings.
-    pub(crate) fn new(settings: WriteSettings) -> Self {
-        Self { settings }
+    /// The tool with the operator's write settings, recording its changes in `journal`.
+    pub(crate) fn new(settings: WriteSettings, journal: Journal) -> Self {
+        Self { settings, journal }
     }
 
     fn trashes(&self) -> bool {
@@ -145,6 +150,7 @@ impl TypedTool for DeletePath {
                 out.push_str("\n  …");
             }
         }
+        out.push_str(&r.undo.line());
         out
     }
 
@@ -152,7 +158,7 @@ impl TypedTool for DeletePath {
         let workspace = ctx.workspace.clone();
         let allow_git = self.settings.allow_git_writes;
         let trash = self.trashes();
-        blocking(move || {
+        let (mut result, recorder) = blocking(move || {
             let entry = workspace.entry_target(&p.path, allow_git)?;
             let path = entry.display().display().to_string();
             let kind = entry.existing_kind().ok_or_else(|| {
@@ -168,11 +174,16 @@ impl TypedTool for DeletePath {
                 bytes: 0,
                 contents: Vec::new(),
                 contents_truncated: false,
+                undo: Kept::default(),
             };
-            if kind == FileKind::Directory {
-                let tree = entry
-                    .walk(MAX_TREE_ENTRIES)
-                    .map_err(|e| ToolError::InvalidArguments(e.describe(entry.display(), "delete_path")))?;
+            let tree = if kind == FileKind::Directory {
+                Some(entry.walk(MAX_TREE_ENTRIES).map_err(|e| {
+                    ToolError::InvalidArguments(e.describe(entry.display(), "delete_path"))
+                })?)
+            } else {
+                None
+            };
+            if let Some(tree) = &tree {
                 if !p.recursive {
                     return Err(ToolError::InvalidArguments(format!(
                         "{} is a folder holding {} entries; pass recursive: true to delete it with everything in it, or delete its entries one by one",
@@ -195,7 +206,7 @@ impl TypedTool for DeletePath {
                         write::listing(&refused, MAX_LISTED)
                     )));
                 }
-                for e in &tree {
+                for e in tree {
                     match e.kind {
                         FileKind::File => result.files += 1,
                         FileKind::Directory => result.folders += 1,
@@ -212,6 +223,9 @@ impl TypedTool for DeletePath {
             } else if kind == FileKind::File {
                 result.bytes = entry.existing_len();
             }
+            // What undo_last_change needs to make it again (read before it goes).
+            let mut recorder = Recorder::default();
+            keep_before(&entry, kind, tree.as_deref(), &mut recorder);
             let done = if trash {
                 entry.trash()
             } else {
@@ -232,8 +246,82 @@ impl TypedTool for DeletePath {
                     write::failed(&result.path, "deleting", &e)
                 }
             })?;
-            Ok(result)
+            Ok((result, recorder))
         })
-        .await
+        .await?;
+        result.undo = self.journal.keep(
+            &ctx.session,
+            "delete_path",
+            format!("deleted {}", result.path),
+            recorder,
+        );
+        Ok(result)
+    }
+}
+
+/// Keep what undoing the deletion of `entry` needs: a file's bytes; a folder's files, then
+/// its folders innermost first (undone in reverse: folders outermost first, then the files).
+/// Links and special files cannot be made again, so a deletion with one is not undoable.
+fn keep_before(
+    entry: &WriteTarget,
+    kind: FileKind,
+    tree: Option<&[TreeEntry]>,
+    recorder: &mut Recorder,
+) {
+    let path = entry.display().display().to_string();
+    match (kind, tree) {
+        (FileKind::File, _) => {
+            let before = recorder.image_read(
+                entry.existing_len(),
+                || entry.read_existing(),
+                entry.existing_metadata(),
+            );
+            recorder.push(Step::File {
+                path,
+                before,
+                after: None,
+            });
+        }
+        (FileKind::Directory, Some(tree)) => {
+            let mut folders = vec![path];
+            for e in tree {
+                let at = entry.display().join(&e.rel).display().to_string();
+                match e.kind {
+                    FileKind::Directory => folders.push(at),
+                    FileKind::File => {
+                        let place = entry.within(&e.rel);
+                        let before = match &place {
+                            Ok(place) => recorder.image_read(
+                                e.len,
+                                || place.read_existing(),
+                                place.existing_metadata(),
+                            ),
+                            Err(error) => {
+                                recorder.refuse(format!(
+                                    "cannot be undone: {at} could not be read ({error})"
+                                ));
+                                None
+                            }
+                        };
+                        recorder.push(Step::File {
+                            path: at,
+                            before,
+                            after: None,
+                        });
+                    }
+                    other => recorder.refuse(format!(
+                        "cannot be undone: it held a {} ({at}), which the undo journal cannot make again",
+                        other.describe()
+                    )),
+                }
+            }
+            for folder in folders.into_iter().rev() {
+                recorder.push(Step::RemovedFolder { path: folder });
+            }
+        }
+        _ => recorder.refuse(format!(
+            "cannot be undone: a {} is not kept by the undo journal",
+            kind.describe()
+        )),
     }
 }

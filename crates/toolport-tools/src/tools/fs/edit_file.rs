@@ -21,6 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::journal::{Journal, Kept, Recorder, Step};
 use super::settings::WriteSettings;
 use super::text::{self, Decoded, LineEnding};
 use super::write::{self, WRITE_TAG, check_expected, read_current};
@@ -106,18 +107,22 @@ pub(crate) struct EditFileResult {
     sha256: String,
     /// The encoding the file was read and written in.
     encoding: String,
+    /// Whether and how this change can be undone.
+    #[serde(flatten)]
+    undo: Kept,
 }
 
 /// The `edit_file` tool.
 #[derive(Debug, Clone)]
 pub(crate) struct EditFile {
     settings: WriteSettings,
+    journal: Journal,
 }
 
 impl EditFile {
-    /// The tool with the operator's write settings.
-    pub(crate) fn new(settings: WriteSettings) -> Self {
-        Self { settings }
+    /// The tool with the operator's write settings, recording its changes in `journal`.
+    pub(crate) fn new(settings: WriteSettings, journal: Journal) -> Self {
+        Self { settings, journal }
     }
 }
 
@@ -183,32 +188,56 @@ impl TypedTool for EditFile {
         if r.diff_truncated {
             text.push_str("\n[the diff was cut at its size limit; read the file to see the rest]");
         }
+        text.push_str(&r.undo.line());
         text
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<EditFileResult, ToolError> {
         let workspace = ctx.workspace.clone();
         let settings = self.settings;
-        blocking(move || {
+        let (mut result, recorder) = blocking(move || {
             let plan = plan(&workspace, settings, &p)?;
+            let mut recorder = None;
             let sha256 = if p.dry_run {
                 plan.old_sha256
             } else {
                 let bytes = text::encode(&plan.new_text, plan.decoded.encoding, plan.decoded.bom)?;
                 write::write_bytes(&plan.target, &bytes, true)?;
-                text::sha256_hex(&bytes)
+                let sha256 = text::sha256_hex(&bytes);
+                let mut kept = Recorder::default();
+                let before = kept.image(plan.old_bytes, plan.target.existing_metadata());
+                kept.push(Step::File {
+                    path: plan.display.clone(),
+                    before,
+                    after: Some(sha256.clone()),
+                });
+                recorder = Some(kept);
+                sha256
             };
-            Ok(EditFileResult {
-                path: plan.display,
-                diff: plan.diff,
-                diff_truncated: plan.diff_truncated,
-                replacements: plan.replacements as u64,
-                dry_run: p.dry_run,
-                sha256,
-                encoding: text::encoding_name(plan.decoded.encoding),
-            })
+            Ok((
+                EditFileResult {
+                    path: plan.display,
+                    diff: plan.diff,
+                    diff_truncated: plan.diff_truncated,
+                    replacements: plan.replacements as u64,
+                    dry_run: p.dry_run,
+                    sha256,
+                    encoding: text::encoding_name(plan.decoded.encoding),
+                    undo: Kept::default(),
+                },
+                recorder,
+            ))
         })
-        .await
+        .await?;
+        if let Some(recorder) = recorder {
+            result.undo = self.journal.keep(
+                &ctx.session,
+                "edit_file",
+                format!("edited {}", result.path),
+                recorder,
+            );
+        }
+        Ok(result)
     }
 }
 
@@ -217,6 +246,8 @@ struct Plan {
     target: crate::workspace::WriteTarget,
     display: String,
     decoded: Decoded,
+    /// The file's bytes as read (the undo journal's before-image).
+    old_bytes: Vec<u8>,
     old_sha256: String,
     new_text: String,
     replacements: usize,
@@ -242,7 +273,6 @@ fn plan(workspace: &Workspace, settings: WriteSettings, p: &Params) -> Result<Pl
     let old_sha256 = text::sha256_hex(&bytes);
     check_expected(&display, expected.as_deref(), &old_sha256)?;
     let decoded = text::decode(&bytes, requested, &display)?;
-    drop(bytes);
     let (new_text, replacements) =
         apply_edits(&decoded.text, &p.edits).map_err(|e| e.into_tool_error(&display))?;
     let (diff, diff_truncated) = text::unified_diff(&decoded.text, &new_text, &display);
@@ -250,6 +280,7 @@ fn plan(workspace: &Workspace, settings: WriteSettings, p: &Params) -> Result<Pl
         target,
         display,
         decoded,
+        old_bytes: bytes,
         old_sha256,
         new_text,
         replacements,

@@ -1,7 +1,8 @@
 //! The file tools: `read_file`, `list_directory`, `path_info`; the search tools `grep`,
 //! `glob` and `read_many_files`, which share one tree walk (`walk.rs`); and the write tools
-//! `write_file`, `edit_file`, `apply_patch`, `create_directory`, `move_path`, `copy_path` and
-//! `delete_path` (served unless `[fs] write = "off"`). Thin adapters: every path goes through
+//! `write_file`, `edit_file`, `apply_patch`, `create_directory`, `move_path`, `copy_path`,
+//! `delete_path` and `undo_last_change`, which takes back their changes from the session's
+//! undo journal (`journal.rs`) (all served unless `[fs] write = "off"`). Thin adapters: every path goes through
 //! [`crate::workspace::Workspace`], which owns confinement and secret rules; `text.rs` holds
 //! encodings, hashes and diffs, `write.rs` what the write tools share, `media.rs`
 //! which files are images (read_file returns them as images, path_info names their type).
@@ -13,6 +14,7 @@ mod delete_path;
 mod edit_file;
 mod glob;
 mod grep;
+mod journal;
 mod list_directory;
 mod media;
 mod move_path;
@@ -21,6 +23,7 @@ mod read_file;
 mod read_many;
 mod settings;
 mod text;
+mod undo;
 mod walk;
 mod write;
 mod write_file;
@@ -32,6 +35,7 @@ pub(crate) use delete_path::DeletePath;
 pub(crate) use edit_file::EditFile;
 pub(crate) use glob::Glob;
 pub(crate) use grep::Grep;
+pub(crate) use journal::Journal;
 pub(crate) use list_directory::ListDirectory;
 pub(crate) use move_path::MovePath;
 pub(crate) use path_info::PathInfo;
@@ -42,6 +46,7 @@ pub use settings::FsArgs;
 pub use settings::FsSettings;
 pub use settings::WriteSettings;
 pub use settings::{DeleteMode, FileFs, WriteMode};
+pub(crate) use undo::UndoLastChange;
 pub(crate) use write_file::WriteFile;
 
 use super::blocking;

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::journal::{Journal, Kept, Recorder, Step};
 use super::settings::WriteSettings;
 use super::write::{self, WRITE_TAG};
 use super::{CATEGORY, blocking};
@@ -44,18 +45,22 @@ pub(crate) struct MovePathResult {
     kind: FileKind,
     /// True when an existing destination was replaced.
     replaced: bool,
+    /// Whether and how this change can be undone.
+    #[serde(flatten)]
+    undo: Kept,
 }
 
 /// The `move_path` tool.
 #[derive(Debug, Clone)]
 pub(crate) struct MovePath {
     settings: WriteSettings,
+    journal: Journal,
 }
 
 impl MovePath {
-    /// The tool with the operator's write settings.
-    pub(crate) fn new(settings: WriteSettings) -> Self {
-        Self { settings }
+    /// The tool with the operator's write settings, recording its changes in `journal`.
+    pub(crate) fn new(settings: WriteSettings, journal: Journal) -> Self {
+        Self { settings, journal }
     }
 }
 
@@ -87,7 +92,7 @@ impl TypedTool for MovePath {
 
     fn render(&self, r: &MovePathResult) -> String {
         format!(
-            "Moved the {} {} to {}{}",
+            "Moved the {} {} to {}{}{}",
             r.kind.describe(),
             r.source,
             r.destination,
@@ -95,14 +100,15 @@ impl TypedTool for MovePath {
                 " (the previous destination was replaced)"
             } else {
                 ""
-            }
+            },
+            r.undo.line()
         )
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<MovePathResult, ToolError> {
         let workspace = ctx.workspace.clone();
         let allow_git = self.settings.allow_git_writes;
-        blocking(move || {
+        let (mut result, recorder) = blocking(move || {
             let from = workspace.entry_target(&p.source, allow_git)?;
             let source = from.display().display().to_string();
             let kind = from.existing_kind().ok_or_else(|| {
@@ -126,6 +132,17 @@ impl TypedTool for MovePath {
             if replaced && !p.overwrite {
                 return Err(exists(&destination));
             }
+            // The file it replaces, kept for undo (an empty folder it replaces is not).
+            let mut recorder = Recorder::default();
+            let replaced_image = match to.existing_kind() {
+                Some(FileKind::File) => {
+                    let bytes = to
+                        .read_existing()
+                        .map_err(|e| write::failed(&destination, "reading", &e))?;
+                    recorder.image(bytes, to.existing_metadata())
+                }
+                _ => None,
+            };
             from.rename_to(&to, p.overwrite).map_err(|e| match e.kind() {
                 io::ErrorKind::AlreadyExists => exists(&destination),
                 io::ErrorKind::CrossesDevices => ToolError::InvalidArguments(format!(
@@ -141,14 +158,30 @@ impl TypedTool for MovePath {
                 }
                 _ => write::failed(&source, "moving", &e),
             })?;
-            Ok(MovePathResult {
-                source,
-                destination,
-                kind,
-                replaced,
-            })
+            recorder.push(Step::Moved {
+                from: source.clone(),
+                to: destination.clone(),
+                replaced: replaced_image,
+            });
+            Ok((
+                MovePathResult {
+                    source,
+                    destination,
+                    kind,
+                    replaced,
+                    undo: Kept::default(),
+                },
+                recorder,
+            ))
         })
-        .await
+        .await?;
+        result.undo = self.journal.keep(
+            &ctx.session,
+            "move_path",
+            format!("moved {} to {}", result.source, result.destination),
+            recorder,
+        );
+        Ok(result)
     }
 }
 

@@ -69,7 +69,7 @@ pub struct FsArgs {
     pub(crate) list_max_entries: Option<usize>,
 
     /// Serve no tool that writes (write_file, edit_file, apply_patch, create_directory,
-    /// move_path, copy_path, delete_path): the same as `[fs] write = "off"`.
+    /// move_path, copy_path, delete_path, undo_last_change): the same as `[fs] write = "off"`.
     #[arg(long, env = "TOOLPORT_READ_ONLY", global = true)]
     pub(crate) read_only: bool,
 }

@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::journal::{Journal, Kept, Recorder, Step};
 use super::settings::WriteSettings;
 use super::text::LineEnding;
 use super::write::{self, WRITE_TAG, check_expected, read_current};
@@ -90,18 +91,22 @@ pub(crate) struct WriteFileResult {
     sha256: String,
     /// The encoding the file was written in.
     encoding: String,
+    /// Whether and how this change can be undone.
+    #[serde(flatten)]
+    undo: Kept,
 }
 
 /// The `write_file` tool.
 #[derive(Debug, Clone)]
 pub(crate) struct WriteFile {
     settings: WriteSettings,
+    journal: Journal,
 }
 
 impl WriteFile {
-    /// The tool with the operator's write settings.
-    pub(crate) fn new(settings: WriteSettings) -> Self {
-        Self { settings }
+    /// The tool with the operator's write settings, recording its changes in `journal`.
+    pub(crate) fn new(settings: WriteSettings, journal: Journal) -> Self {
+        Self { settings, journal }
     }
 }
 
@@ -154,8 +159,12 @@ impl TypedTool for WriteFile {
             WriteAction::Replaced => "Replaced",
         };
         format!(
-            "{verb} {} ({} bytes, {}; sha256 {})",
-            r.path, r.bytes_written, r.encoding, r.sha256
+            "{verb} {} ({} bytes, {}; sha256 {}){}",
+            r.path,
+            r.bytes_written,
+            r.encoding,
+            r.sha256,
+            r.undo.line()
         )
     }
 
@@ -168,7 +177,7 @@ impl TypedTool for WriteFile {
             .transpose()?;
         let workspace = ctx.workspace.clone();
         let allow_git = self.settings.allow_git_writes;
-        blocking(move || {
+        let (result, recorder) = blocking(move || {
             let target = workspace.write_target(&p.path, allow_git)?;
             let display = target.display().display().to_string();
             let current = read_current(&target, &display, None)?;
@@ -208,18 +217,39 @@ impl TypedTool for WriteFile {
             };
             let bytes = text::encode(&content, encoding, bom)?;
             write::write_bytes(&target, &bytes, current.is_some())?;
-            Ok(WriteFileResult {
-                path: display,
-                bytes_written: bytes.len() as u64,
-                action: if current.is_some() {
-                    WriteAction::Replaced
-                } else {
-                    WriteAction::Created
+            let sha256 = text::sha256_hex(&bytes);
+            let action = if current.is_some() {
+                WriteAction::Replaced
+            } else {
+                WriteAction::Created
+            };
+            let mut recorder = Recorder::default();
+            let before = current.and_then(|b| recorder.image(b, target.existing_metadata()));
+            recorder.push(Step::File {
+                path: display.clone(),
+                before,
+                after: Some(sha256.clone()),
+            });
+            Ok((
+                WriteFileResult {
+                    path: display,
+                    bytes_written: bytes.len() as u64,
+                    action,
+                    sha256,
+                    encoding: text::encoding_name(encoding),
+                    undo: Kept::default(),
                 },
-                sha256: text::sha256_hex(&bytes),
-                encoding: text::encoding_name(encoding),
-            })
+                recorder,
+            ))
         })
-        .await
+        .await?;
+        let mut result = result;
+        result.undo = self.journal.keep(
+            &ctx.session,
+            "write_file",
+            format!("wrote {}", result.path),
+            recorder,
+        );
+        Ok(result)
     }
 }

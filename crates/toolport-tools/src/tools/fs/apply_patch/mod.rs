@@ -17,6 +17,7 @@ use serde_json::json;
 
 use self::parse::{FileChange, Op};
 use super::edit_file::{CONFIRM_DIFF_MAX, EDIT_MAX_BYTES};
+use super::journal::{self, Image, Journal, Kept, Recorder, Step};
 use super::settings::{DeleteMode, WriteSettings};
 use super::text;
 use super::write::{self, WRITE_TAG, read_current};
@@ -87,18 +88,22 @@ pub(crate) struct ApplyPatchResult {
     diff_truncated: bool,
     /// True when nothing was written (dry_run).
     dry_run: bool,
+    /// Whether and how this change can be undone.
+    #[serde(flatten)]
+    undo: Kept,
 }
 
 /// The `apply_patch` tool.
 #[derive(Debug, Clone)]
 pub(crate) struct ApplyPatch {
     settings: WriteSettings,
+    journal: Journal,
 }
 
 impl ApplyPatch {
-    /// The tool with the operator's write settings.
-    pub(crate) fn new(settings: WriteSettings) -> Self {
-        Self { settings }
+    /// The tool with the operator's write settings, recording its changes in `journal`.
+    pub(crate) fn new(settings: WriteSettings, journal: Journal) -> Self {
+        Self { settings, journal }
     }
 }
 
@@ -177,19 +182,22 @@ impl TypedTool for ApplyPatch {
         if r.diff_truncated {
             out.push_str("\n[the diff was cut at its size limit; read the files to see the rest]");
         }
+        out.push_str(&r.undo.line());
         out
     }
 
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<ApplyPatchResult, ToolError> {
         let workspace = ctx.workspace.clone();
         let settings = self.settings;
-        blocking(move || {
+        let outcome = blocking(move || {
             let plan = plan(&workspace, settings, &p)?;
             let (diff, diff_truncated) = combined_diff(&plan);
-            if !p.dry_run {
-                commit(&workspace, settings, &plan)?;
-            }
-            Ok(ApplyPatchResult {
+            let steps = if p.dry_run {
+                None
+            } else {
+                Some(commit(&workspace, settings, &plan)?)
+            };
+            let result = ApplyPatchResult {
                 files: plan
                     .iter()
                     .map(|f| PatchedFile {
@@ -204,9 +212,21 @@ impl TypedTool for ApplyPatch {
                 diff,
                 diff_truncated,
                 dry_run: p.dry_run,
-            })
+                undo: Kept::default(),
+            };
+            Ok((result, steps))
         })
-        .await
+        .await?;
+        let (mut result, steps) = outcome;
+        if let Some(steps) = steps {
+            result.undo = self.journal.keep(
+                &ctx.session,
+                "apply_patch",
+                format!("patched {} files", result.files.len()),
+                Recorder::from_steps(steps),
+            );
+        }
+        Ok(result)
     }
 }
 
@@ -452,50 +472,45 @@ fn combined_diff(plan: &[Planned]) -> (String, bool) {
     (out, cut)
 }
 
-/// One change made, and how to take it back.
-enum Undo {
-    /// A file was replaced (or removed): put these bytes back at the path (a removed one
-    /// with its permissions again).
-    Restore {
-        user: String,
-        bytes: Vec<u8>,
-        like: Option<Box<cap_std::fs::Metadata>>,
-    },
-    /// A file was created: remove it.
-    Created { user: String },
-    /// A folder was created: remove it (it is empty again by then).
-    Folder { user: String },
-}
-
 /// Write the plan: new content first, in the patch's order, then the deletions (and the old
-/// paths of moves). A failure takes back every change made, newest first.
+/// paths of moves). What was done comes back as undo-journal steps (before-images kept,
+/// spilled when large); a failure takes back every change made, newest first, with them.
 fn commit(
     workspace: &Workspace,
     settings: WriteSettings,
     plan: &[Planned],
-) -> Result<(), ToolError> {
-    let mut done: Vec<Undo> = Vec::new();
+) -> Result<Vec<Step>, ToolError> {
+    let mut done: Vec<Step> = Vec::new();
+    let keep = |bytes: &[u8], like| {
+        Image::new(bytes.to_vec(), like).map_err(|e| {
+            ToolError::ExecutionFailed(format!("cannot keep a copy of a file to restore: {e}"))
+        })
+    };
     let result = (|| -> Result<(), ToolError> {
         for f in plan {
             let Some(new) = &f.new else { continue };
+            let after = Some(text::sha256_hex(&new.bytes));
             match (&new.to, &f.existing) {
                 // New bytes with neither a destination nor a file to replace: none is planned.
                 (None, None) => {}
                 (None, Some(existing)) => {
                     unchanged(existing, &f.display)?;
+                    let before = keep(&existing.bytes, None)?;
                     write::write_bytes(&existing.target, &new.bytes, true)?;
-                    done.push(Undo::Restore {
-                        user: f.display.clone(),
-                        bytes: existing.bytes.clone(),
-                        like: None,
+                    done.push(Step::File {
+                        path: f.display.clone(),
+                        before: Some(before),
+                        after,
                     });
                 }
                 (Some(to), _) => {
                     make_parents(workspace, &to.user, settings.allow_git_writes, &mut done)?;
                     let target = workspace.write_target(&to.user, settings.allow_git_writes)?;
                     write::write_bytes(&target, &new.bytes, false)?;
-                    done.push(Undo::Created {
-                        user: to.display.clone(),
+                    done.push(Step::File {
+                        path: target.display().display().to_string(),
+                        before: None,
+                        after,
                     });
                 }
             }
@@ -505,6 +520,7 @@ fn commit(
                 continue;
             };
             unchanged(existing, &f.display)?;
+            let before = keep(&existing.bytes, existing.target.existing_metadata())?;
             let trash = f.action == Action::Delete && settings.delete == DeleteMode::Trash;
             let removed = if trash {
                 existing.target.trash()
@@ -512,45 +528,17 @@ fn commit(
                 existing.target.remove(false)
             };
             removed.map_err(|e| write::failed(&f.display, "deleting", &e))?;
-            done.push(Undo::Restore {
-                user: f.display.clone(),
-                bytes: existing.bytes.clone(),
-                like: existing.target.existing_metadata().cloned().map(Box::new),
+            done.push(Step::File {
+                path: f.display.clone(),
+                before: Some(before),
+                after: None,
             });
         }
         Ok(())
     })();
-    let Err(error) = result else { return Ok(()) };
+    let Err(error) = result else { return Ok(done) };
     let made = done.len();
-    let mut failed = Vec::new();
-    for undo in done.into_iter().rev() {
-        let (user, outcome) = match undo {
-            Undo::Restore { user, bytes, like } => {
-                let outcome = workspace
-                    .write_target(&user, true)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| {
-                        t.write_atomic_with(
-                            |file| std::io::Write::write_all(file, &bytes),
-                            like.as_deref(),
-                            true,
-                        )
-                        .map_err(|e| e.to_string())
-                    });
-                (user, outcome)
-            }
-            Undo::Created { user } | Undo::Folder { user } => {
-                let outcome = workspace
-                    .entry_target(&user, true)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| t.remove(false).map_err(|e| e.to_string()));
-                (user, outcome)
-            }
-        };
-        if let Err(e) = outcome {
-            failed.push(format!("{user} ({e})"));
-        }
-    }
+    let (_, failed) = journal::apply(workspace, &done);
     let undone = if made == 0 {
         "nothing had been written".to_owned()
     } else if failed.is_empty() {
@@ -585,7 +573,7 @@ fn make_parents(
     workspace: &Workspace,
     user: &str,
     allow_git: bool,
-    done: &mut Vec<Undo>,
+    done: &mut Vec<Step>,
 ) -> Result<(), ToolError> {
     let Some(parent) = std::path::Path::new(user).parent() else {
         return Ok(());
@@ -604,7 +592,11 @@ fn make_parents(
         return Ok(());
     }
     workspace.create_dir_all(&missing[0], allow_git)?;
-    done.extend(missing.into_iter().rev().map(|user| Undo::Folder { user }));
+    for level in missing.iter().rev() {
+        done.push(Step::MadeFolder {
+            path: workspace.resolve(level)?.display().to_string(),
+        });
+    }
     Ok(())
 }
 
