@@ -150,6 +150,59 @@ async fn delete_path_never_takes_a_root_a_secret_or_git_and_a_link_goes_as_the_l
 }
 
 #[tokio::test]
+async fn a_nested_root_or_a_folder_holding_one_is_never_deleted_or_moved() {
+    let (_d, root) = tempdir();
+    fs::create_dir_all(root.join("outer/inner")).unwrap();
+    fs::write(root.join("outer/inner/keep.txt"), "keep").unwrap();
+    let inner = root.join("outer/inner");
+    let client = connect_with(
+        &root,
+        &["--root", inner.to_str().unwrap()],
+        TestClient::default(),
+    )
+    .await;
+    for path in ["outer", "outer/inner"] {
+        let message = err(&call(
+            &client,
+            "delete_path",
+            json!({"path": path, "recursive": true}),
+        )
+        .await);
+        assert!(
+            message.contains("is a workspace root or holds one"),
+            "{path}: {message}"
+        );
+        let moved = err(&call(
+            &client,
+            "move_path",
+            json!({"source": path, "destination": "elsewhere"}),
+        )
+        .await);
+        assert!(
+            moved.contains("is a workspace root or holds one"),
+            "{path}: {moved}"
+        );
+    }
+    assert!(root.join("outer/inner/keep.txt").exists());
+}
+
+#[tokio::test]
+async fn a_symbolic_link_is_removed_not_trashed() {
+    let (_d, root) = tempdir();
+    fs::write(root.join("target.txt"), "t").unwrap();
+    symlink("target.txt", root.join("link")).unwrap();
+    let client = connect(&root).await;
+    let gone = ok(&call(&client, "delete_path", json!({"path": "link"})).await);
+    assert_eq!(
+        pick(&gone, &["type", "trashed"]),
+        json!({"type": "symlink", "trashed": false})
+    );
+    assert!(fs::symlink_metadata(root.join("link")).is_err());
+    assert!(root.join("target.txt").exists());
+    assert!(!trash(&root).join("files/link").exists());
+}
+
+#[tokio::test]
 async fn delete_confirm_deletes_for_good_only_after_the_user_agrees() {
     let (_d, root) = tempdir();
     fs::create_dir_all(root.join("scratch/deep")).unwrap();

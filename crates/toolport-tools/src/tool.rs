@@ -187,6 +187,7 @@ impl From<PathError> for ToolError {
             | PathError::ParentMissing { .. } => Self::NotFound(message),
             PathError::OutsideRoots { .. }
             | PathError::GitDir { .. }
+            | PathError::HoldsRoot { .. }
             | PathError::DanglingLink { .. }
             | PathError::Escapes { .. }
             | PathError::Secret { .. }

@@ -162,6 +162,17 @@ pub(crate) enum PathError {
         /// The path shown to the user.
         path: String,
     },
+    /// The entry is a workspace root or holds one (nested roots): it is never moved, replaced
+    /// or deleted.
+    #[error(
+        "{path} is a workspace root or holds one ({root}); a root is never moved, replaced or deleted. Work on the entries inside it instead"
+    )]
+    HoldsRoot {
+        /// The path shown to the user.
+        path: String,
+        /// The root it is or holds.
+        root: String,
+    },
     /// A symbolic link whose target does not exist: writing through it would create a file
     /// wherever it points.
     #[error(

@@ -24,6 +24,14 @@ impl WriteTarget {
     /// a link).
     pub(crate) fn remove(&self, recursive: bool) -> io::Result<()> {
         let now = FileKind::of_cap(self.dir.symlink_metadata(&self.name)?.file_type());
+        // What was checked is what goes: a file swapped for a folder meanwhile is not removed
+        // (its tree was never checked against the secret and .git/ rules).
+        if self.existing_kind().is_some_and(|was| was != now) {
+            return Err(io::Error::other(format!(
+                "it changed while the call ran (it is now a {})",
+                now.describe()
+            )));
+        }
         match now {
             FileKind::Directory if recursive => self.dir.remove_dir_all(&self.name)?,
             FileKind::Directory => self.dir.remove_dir(&self.name)?,
@@ -55,6 +63,7 @@ impl WriteTarget {
                 by_path.display()
             )));
         }
+        sys::trash_reachable(&self.display, self.existing.as_ref())?;
         trash::delete(&self.display).map_err(io::Error::other)
     }
 }

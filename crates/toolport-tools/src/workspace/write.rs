@@ -128,6 +128,18 @@ impl Workspace {
             .ok_or_else(escapes)?
             .join(&name);
         self.check_writable(&target, &real_rel, allow_git)?;
+        let display = target.root.path.join(&real_rel);
+        // A root nested in another is an entry of the outer one: never moved, replaced or
+        // deleted, and neither is a folder holding one.
+        if let Some(root) = self
+            .root_paths()
+            .find(|root| self.case.strip_root(root, &display).is_some())
+        {
+            return Err(PathError::HoldsRoot {
+                path: display.display().to_string(),
+                root: root.display().to_string(),
+            });
+        }
         let existing = match dir.symlink_metadata(&name) {
             Ok(metadata) => Some(metadata),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -136,7 +148,7 @@ impl Workspace {
         let entry = WriteTarget {
             dir,
             name,
-            display: target.root.path.join(&real_rel),
+            display,
             rel: real_rel,
             existing,
         };

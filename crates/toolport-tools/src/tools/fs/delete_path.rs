@@ -40,7 +40,7 @@ pub(crate) struct DeletePathResult {
     #[serde(rename = "type")]
     kind: FileKind,
     /// True: it was moved to the system's trash, where the user can restore it. False: it was
-    /// deleted for good.
+    /// deleted for good (a symbolic link always is: it holds no data).
     trashed: bool,
     /// Files that went (the file itself, or every file in the folder).
     files: usize,
@@ -94,7 +94,7 @@ impl TypedTool for DeletePath {
             name: "delete_path",
             title: "Delete a file or folder",
             description: format!(
-                "Delete a file, a symbolic link (the link, not what it points to) or a folder inside the workspace roots. {how} A folder needs recursive: true and is refused whole if anything in it is a secret or inside .git/. A root itself, secrets and .git/ are never deleted. The result lists what went."
+                "Delete a file, a symbolic link (the link, not what it points to; removed, not trashed) or a folder inside the workspace roots. {how} A folder needs recursive: true and is refused whole if anything in it is a secret or inside .git/. A root itself, secrets and .git/ are never deleted. The result lists what went."
             ),
             purpose: "Remove a file or folder the task no longer needs (a generated file, a stale module, a scratch folder) without a shell command.",
             example: json!({"path": "build/old_output.txt"}),
@@ -157,13 +157,15 @@ impl TypedTool for DeletePath {
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<DeletePathResult, ToolError> {
         let workspace = ctx.workspace.clone();
         let allow_git = self.settings.allow_git_writes;
-        let trash = self.trashes();
+        let trash_mode = self.trashes();
         let (mut result, recorder) = blocking(move || {
             let entry = workspace.entry_target(&p.path, allow_git)?;
             let path = entry.display().display().to_string();
             let kind = entry.existing_kind().ok_or_else(|| {
                 ToolError::NotFound(format!("{path} does not exist; nothing was deleted"))
             })?;
+            // A symbolic link holds no data: it is removed, not trashed.
+            let trash = trash_mode && kind != FileKind::Symlink;
             let mut result = DeletePathResult {
                 path,
                 kind,
@@ -185,10 +187,13 @@ impl TypedTool for DeletePath {
             };
             if let Some(tree) = &tree {
                 if !p.recursive {
+                    let holding = match tree.len() {
+                        0 => "an empty folder".to_owned(),
+                        n => format!("a folder holding {n} entries"),
+                    };
                     return Err(ToolError::InvalidArguments(format!(
-                        "{} is a folder holding {} entries; pass recursive: true to delete it with everything in it, or delete its entries one by one",
-                        result.path,
-                        tree.len()
+                        "{} is {holding}; pass recursive: true to delete a folder (with everything in it), or delete its entries one by one",
+                        result.path
                     )));
                 }
                 let refused: Vec<String> = tree
@@ -229,7 +234,7 @@ impl TypedTool for DeletePath {
             let done = if trash {
                 entry.trash()
             } else {
-                entry.remove(true)
+                entry.remove(kind == FileKind::Directory)
             };
             done.map_err(|e| {
                 if trash {

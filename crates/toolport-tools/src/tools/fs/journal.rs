@@ -442,8 +442,9 @@ pub(crate) fn check(workspace: &Workspace, steps: &[Step]) -> Result<(), String>
     Ok(())
 }
 
-/// Undo `steps` (newest first); what was done, and what failed (each failure named; the rest
-/// goes on).
+/// Undo `steps` (newest first), each only if its file is still as the step left it (someone
+/// may have changed it meanwhile: that file is left alone); what was done, and what failed
+/// (each failure named; the rest goes on).
 pub(crate) fn apply(workspace: &Workspace, steps: &[Step]) -> (Vec<String>, Vec<String>) {
     let mut done = Vec::new();
     let mut failed = Vec::new();
@@ -467,6 +468,12 @@ pub(crate) fn apply(workspace: &Workspace, steps: &[Step]) -> (Vec<String>, Vec<
         target.remove(false).map_err(|e| e.to_string())
     };
     for step in steps.iter().rev() {
+        if let Err(why) = check(workspace, std::slice::from_ref(step)) {
+            failed.push(format!(
+                "left as it is, because it changed meanwhile: {why}"
+            ));
+            continue;
+        }
         let (what, outcome) = match step {
             Step::File {
                 path,

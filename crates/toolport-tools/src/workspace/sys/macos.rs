@@ -90,3 +90,12 @@ pub(super) fn rename_noreplace(
 
 /// Names compare without case (the default file system; a case-sensitive volume is treated as insensitive, which only refuses more).
 pub(crate) const FS_CASE: crate::workspace::case::Case = crate::workspace::case::Case::Insensitive;
+
+/// The system's trash API (the Finder's `trashItemAtURL`, the shell's `IFileOperation`)
+/// handles every volume itself: nothing to check here.
+pub(super) fn trash_reachable(
+    _path: &std::path::Path,
+    _existing: Option<&cap_std::fs::Metadata>,
+) -> io::Result<()> {
+    Ok(())
+}

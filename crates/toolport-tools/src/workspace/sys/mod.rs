@@ -9,7 +9,7 @@
 //! | `other.rs` | other Unix | none: a confined re-canonicalisation of the name (racy) | check, then rename (racy) | not available |
 //!
 //! `unix.rs` holds what all Unix systems share (open flags, permission bits, directory fsync,
-//! error numbers); `portable.rs` the fallbacks built on cap-std alone. Everything else in the
+//! error numbers, the freedesktop trash's file-system check); `portable.rs` the fallbacks built on cap-std alone. Everything else in the
 //! workspace is the same on every system: the opens themselves go beneath the root handle with
 //! cap-std (`openat2(RESOLVE_BENEATH)` on Linux; a component-by-component walk with
 //! `O_NOFOLLOW` on macOS and other Unix, and with `NtCreateFile` relative to the parent handle
@@ -110,6 +110,13 @@ pub(super) fn rename_noreplace(
     to: &Path,
 ) -> io::Result<()> {
     imp::rename_noreplace(from_dir, from, to_dir, to)
+}
+
+/// Whether the system's trash can take `path` (its metadata `existing`) without copying it:
+/// on Linux and other Unix (the freedesktop trash) only when it is on the file system of the
+/// user's home trash; on macOS and Windows the system's trash API handles every volume.
+pub(super) fn trash_reachable(path: &Path, existing: Option<&Metadata>) -> io::Result<()> {
+    imp::trash_reachable(path, existing)
 }
 
 /// Make a directory's entries durable: `fsync` of the directory on Unix; a no-op on Windows,

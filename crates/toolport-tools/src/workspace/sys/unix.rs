@@ -3,6 +3,8 @@
 
 use std::ffi::OsStr;
 use std::io;
+#[cfg(not(target_os = "macos"))]
+use std::path::{Path, PathBuf};
 
 use cap_std::fs::{Dir, Metadata, OpenOptions, OpenOptionsExt};
 
@@ -85,4 +87,43 @@ pub(super) fn special_kind_cap(t: cap_std::fs::FileType) -> Option<FileKind> {
         t.is_block_device(),
         t.is_char_device(),
     )
+}
+
+/// The freedesktop trash (Linux and other Unix, the `trash` crate's backend) can take `path`
+/// by a rename into the user's home trash only when both are on one file system. Elsewhere the
+/// crate would make a `.Trash-<uid>` folder at the top of that file system, or copy the whole
+/// tree into the home trash by path (slow, and the window for a swapped folder grows to the
+/// whole copy): refused instead, with the setting that deletes for good.
+#[cfg(not(target_os = "macos"))]
+pub(super) fn freedesktop_trash_reachable(
+    path: &Path,
+    existing: Option<&Metadata>,
+) -> io::Result<()> {
+    use cap_std::fs::MetadataExt as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
+        .ok_or_else(|| {
+            io::Error::other("there is no home folder (HOME is not set), so there is no trash")
+        })?;
+    let trash = data.join("Trash");
+    let on = trash
+        .ancestors()
+        .find_map(|a| std::fs::metadata(a).ok())
+        .ok_or_else(|| io::Error::other("the trash folder cannot be found"))?;
+    let device = match existing {
+        Some(m) => m.dev(),
+        None => return Err(io::ErrorKind::NotFound.into()),
+    };
+    if on.dev() == device {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "{} is on another file system than the trash ({}), so moving it there would mean copying it",
+            path.display(),
+            trash.display()
+        )))
+    }
 }

@@ -145,3 +145,12 @@ pub(super) fn special_kind(_t: std::fs::FileType) -> Option<FileKind> {
 pub(super) fn special_kind_cap(_t: cap_std::fs::FileType) -> Option<FileKind> {
     None
 }
+
+/// The system's trash API (the Finder's `trashItemAtURL`, the shell's `IFileOperation`)
+/// handles every volume itself: nothing to check here.
+pub(super) fn trash_reachable(
+    _path: &std::path::Path,
+    _existing: Option<&cap_std::fs::Metadata>,
+) -> io::Result<()> {
+    Ok(())
+}

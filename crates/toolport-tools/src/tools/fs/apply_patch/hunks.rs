@@ -46,8 +46,10 @@ impl Loose {
 
 /// Where `want` occurs in `lines` at or after `from` (only at the very end when `at_eof`),
 /// by the first of the passes that finds it; the match nearest `hint` (a 0-based line) wins.
+/// At most [`FIND_BUDGET`] line comparisons per pass (a huge file of alike lines answers at
+/// once: the rest is not searched).
 fn find(
-    lines: &[String],
+    lines: &[Line],
     want: &[&str],
     from: usize,
     at_eof: bool,
@@ -65,12 +67,13 @@ fn find(
             lines[start..start + want.len()]
                 .iter()
                 .zip(want)
-                .all(|(f, p)| loose.same(f, p))
+                .all(|(f, p)| loose.same(&f.text, p))
         };
         let found: Vec<usize> = if at_eof {
             matches(last).then_some(last).into_iter().collect()
         } else {
-            (from..=last).filter(|&s| matches(s)).collect()
+            let starts = (FIND_BUDGET / want.len().max(1)).max(1);
+            (from..=last).take(starts).filter(|&s| matches(s)).collect()
         };
         let best = match hint {
             Some(hint) => found.iter().copied().min_by_key(|&s| s.abs_diff(hint)),
@@ -83,23 +86,56 @@ fn find(
     None
 }
 
+/// Most line comparisons one search pass makes.
+const FIND_BUDGET: usize = 50_000_000;
+
+/// A line of the file: its text and the line break it ends with (`""` for a last line
+/// without one), kept as it is unless the hunk changes the line.
+#[derive(Debug, Clone)]
+struct Line {
+    text: String,
+    end: &'static str,
+}
+
+/// Split `text` into lines, each with its own line break.
+fn split(text: &str) -> Vec<Line> {
+    text.split_inclusive('\n')
+        .map(|l| {
+            let (text, end) = if let Some(t) = l.strip_suffix("\r\n") {
+                (t, "\r\n")
+            } else if let Some(t) = l.strip_suffix('\n') {
+                (t, "\n")
+            } else {
+                (l, "")
+            };
+            Line {
+                text: text.to_owned(),
+                end,
+            }
+        })
+        .collect()
+}
+
 /// `text` with `hunks` applied in order (see the module doc); `display` names the file in
 /// errors.
 pub(crate) fn apply(text: &str, hunks: &[Hunk], display: &str) -> Result<String, HunkError> {
+    // Added lines take the file's line ending (the majority's); the lines kept keep theirs.
     let ending = match LineEnding::of(text) {
         Some(LineEnding::Crlf) => "\r\n",
         _ => "\n",
     };
-    let mut final_newline = text.is_empty() || text.ends_with('\n');
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut lines = split(text);
     let mut cursor = 0;
+    // Lines added minus lines removed by the hunks so far: a unified diff's line numbers are
+    // the old file's, so a later hunk's number is shifted by it.
+    let mut delta: isize = 0;
     for (i, hunk) in hunks.iter().enumerate() {
         let fail = |message: String| HunkError {
             index: i + 1,
             count: hunks.len(),
             message,
         };
-        if let Some(anchor) = &hunk.anchor {
+        for anchor in &hunk.anchors {
             let at = find(&lines, &[anchor.as_str()], cursor, false, None).ok_or_else(|| {
                 fail(format!(
                     "its `@@ {anchor}` line was not found in {display}{}; the `@@` line names a line of the file (a function or section header) that the hunk follows",
@@ -109,20 +145,25 @@ pub(crate) fn apply(text: &str, hunks: &[Hunk], display: &str) -> Result<String,
             cursor = at + 1;
         }
         let old = hunk.old();
-        let hint = hunk.line_hint.map(|l| l.saturating_sub(1));
+        let shifted = |line: usize| line.saturating_add_signed(delta);
+        let hint = hunk.line_hint.map(|l| shifted(l.saturating_sub(1)));
         let start = if old.is_empty() {
-            match (hunk.line_hint, &hunk.anchor) {
+            match (hunk.line_hint, hunk.anchors.is_empty()) {
                 // `-l,0`: after line l (`-0,0`: at the start).
-                (Some(line), _) => line.min(lines.len()),
-                (None, Some(_)) => cursor,
-                (None, None) => lines.len(),
+                (Some(line), _) => shifted(line).clamp(cursor, lines.len()),
+                (None, false) => cursor,
+                (None, true) => lines.len(),
             }
         } else {
             find(&lines, &old, cursor, hunk.at_eof, hint).ok_or_else(|| {
-                let similar = match closest(&lines.join("\n"), &old.join("\n")) {
+                let joined: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+                let similar = match closest(&joined.join("\n"), &old.join("\n")) {
                     Some(c) => format!(
-                        "The most similar region is lines {}-{}:\n{}\n",
-                        c.first_line, c.last_line, c.excerpt
+                        "The most similar region is lines {}-{}{}:\n{}\n",
+                        c.first_line,
+                        c.last_line,
+                        if i > 0 { " (numbered as the earlier hunks left the file)" } else { "" },
+                        c.excerpt
                     ),
                     None => "No line of it occurs in the file. ".to_owned(),
                 };
@@ -135,7 +176,21 @@ pub(crate) fn apply(text: &str, hunks: &[Hunk], display: &str) -> Result<String,
                 ))
             })?
         };
-        let mut replaced = Vec::with_capacity(hunk.lines.len());
+        let reaches_end = start + old.len() == lines.len();
+        let had_break = lines.last().is_none_or(|l| !l.end.is_empty());
+        if reaches_end
+            && old.is_empty()
+            && start > 0
+            && hunk.lines.iter().any(|(op, _)| *op == Op::Add)
+        {
+            // Lines added after a last line without a line break: that line gets one.
+            lines[start - 1].end = if lines[start - 1].end.is_empty() {
+                ending
+            } else {
+                lines[start - 1].end
+            };
+        }
+        let mut replaced: Vec<Line> = Vec::with_capacity(hunk.lines.len());
         let mut j = start;
         for (op, line) in &hunk.lines {
             match op {
@@ -144,25 +199,39 @@ pub(crate) fn apply(text: &str, hunks: &[Hunk], display: &str) -> Result<String,
                     j += 1;
                 }
                 Op::Remove => j += 1,
-                Op::Add => replaced.push(line.clone()),
+                Op::Add => replaced.push(Line {
+                    text: line.clone(),
+                    end: ending,
+                }),
             }
         }
-        let reaches_end = start + old.len() == lines.len();
-        if reaches_end {
-            if hunk.new_no_eol {
-                final_newline = false;
+        // The file's last line: it ends without a line break only as the hunk says (or as
+        // it did, when the hunk does not say).
+        if reaches_end && let Some(last) = replaced.last_mut() {
+            let breaks = if hunk.new_no_eol {
+                false
             } else if hunk.old_no_eol {
-                final_newline = true;
-            }
+                true
+            } else {
+                had_break
+            };
+            last.end = match (breaks, last.end) {
+                (false, _) => "",
+                (true, "") => ending,
+                (true, end) => end,
+            };
+        } else if let Some(last) = replaced.last_mut().filter(|l| l.end.is_empty()) {
+            // A line that was the last and is no longer: it needs a line break now.
+            last.end = ending;
         }
+        delta += replaced.len() as isize - old.len() as isize;
         cursor = start + replaced.len();
         lines.splice(start..start + old.len(), replaced);
     }
-    let mut out = lines.join(ending);
-    if final_newline && !lines.is_empty() {
-        out.push_str(ending);
-    }
-    Ok(out)
+    Ok(lines
+        .iter()
+        .flat_map(|l| [l.text.as_str(), l.end])
+        .collect())
 }
 
 /// " after line N" when the search started past the top.
@@ -221,6 +290,35 @@ mod tests {
                 && error.message.contains("most similar region is lines 1-"),
             "{}",
             error.message
+        );
+    }
+
+    #[test]
+    fn untouched_lines_keep_their_own_line_endings() {
+        let text = "a\r\nb\nc\r\n";
+        let patch = "*** Begin Patch\n*** Update File: f\n a\n-b\n+B\n*** End Patch\n";
+        assert_eq!(apply(text, &hunks(patch), "f").unwrap(), "a\r\nB\r\nc\r\n");
+        let no_eol = "*** Begin Patch\n*** Update File: f\n+d\n*** End Patch\n";
+        assert_eq!(apply("x", &hunks(no_eol), "f").unwrap(), "x\nd");
+    }
+
+    #[test]
+    fn a_later_unified_hunk_is_placed_by_the_lines_earlier_hunks_added() {
+        let text = "a\nb\nc\nd\n";
+        let patch = "--- a/f\n+++ b/f\n@@ -1,1 +1,3 @@\n a\n+a2\n+a3\n@@ -3,0 +6,1 @@\n+X\n";
+        assert_eq!(
+            apply(text, &hunks(patch), "f").unwrap(),
+            "a\na2\na3\nb\nc\nX\nd\n"
+        );
+    }
+
+    #[test]
+    fn consecutive_anchors_narrow_the_place_step_by_step() {
+        let text = "class A:\n  def f():\n    x\nclass B:\n  def f():\n    x\n";
+        let patch = "*** Begin Patch\n*** Update File: f\n@@ class B:\n@@   def f():\n-    x\n+    y\n*** End Patch\n";
+        assert_eq!(
+            apply(text, &hunks(patch), "f").unwrap(),
+            "class A:\n  def f():\n    x\nclass B:\n  def f():\n    y\n"
         );
     }
 

@@ -10,6 +10,8 @@
 mod hunks;
 mod parse;
 
+use std::io::Write as _;
+
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -323,17 +325,20 @@ fn plan(
                 }
             }
             FileChange::Delete { path } => {
-                let (existing, decoded) =
-                    current(workspace, path, allow_git, requested, false).map_err(context)?;
+                let existing = current(workspace, path, allow_git, false).map_err(context)?;
+                let display = existing.target.display().display().to_string();
+                // A file that is not text goes all the same; its diff only names it.
+                let old_text = text::decode(&existing.bytes, requested, &display)
+                    .map_or_else(|_| String::new(), |d| d.text);
                 Planned {
                     action: Action::Delete,
-                    display: existing.target.display().display().to_string(),
+                    display,
                     moved_to: None,
                     existing: Some(existing),
                     new: None,
                     added: 0,
-                    removed: decoded.text.lines().count(),
-                    old_text: decoded.text,
+                    removed: old_text.lines().count(),
+                    old_text,
                     new_text: String::new(),
                 }
             }
@@ -342,20 +347,27 @@ fn plan(
                 move_to,
                 hunks,
             } => {
-                let (existing, decoded) =
-                    current(workspace, path, allow_git, requested, true).map_err(context)?;
+                let existing = current(workspace, path, allow_git, true).map_err(context)?;
                 let display = existing.target.display().display().to_string();
-                let new_text = hunks::apply(&decoded.text, hunks, &display).map_err(|e| {
-                    ToolError::InvalidArguments(format!(
-                        "{}, hunk {} of {}: {}. Nothing was written",
-                        which(),
-                        e.index,
-                        e.count,
-                        e.message
-                    ))
-                })?;
-                let bytes =
-                    text::encode(&new_text, decoded.encoding, decoded.bom).map_err(context)?;
+                // A move without hunks keeps the bytes as they are (a binary file too).
+                let (old_text, new_text, bytes) = if hunks.is_empty() {
+                    (String::new(), String::new(), existing.bytes.clone())
+                } else {
+                    let decoded =
+                        text::decode(&existing.bytes, requested, &display).map_err(context)?;
+                    let new_text = hunks::apply(&decoded.text, hunks, &display).map_err(|e| {
+                        ToolError::InvalidArguments(format!(
+                            "{}, hunk {} of {}: {}. Nothing was written",
+                            which(),
+                            e.index,
+                            e.count,
+                            e.message
+                        ))
+                    })?;
+                    let bytes =
+                        text::encode(&new_text, decoded.encoding, decoded.bom).map_err(context)?;
+                    (decoded.text, new_text, bytes)
+                };
                 let moved_to = match move_to {
                     Some(to) => Some(destination(workspace, to, allow_git).map_err(context)?),
                     None => None,
@@ -385,7 +397,7 @@ fn plan(
                     existing: Some(existing),
                     added: count_ops(Op::Add),
                     removed: count_ops(Op::Remove),
-                    old_text: decoded.text,
+                    old_text,
                     new_text,
                 }
             }
@@ -405,16 +417,15 @@ fn plan(
     Ok(planned)
 }
 
-/// The existing regular file at `path`, read whole, and its text. `follow`: a symbolic link
+/// The existing regular file at `path`, read whole. `follow`: a symbolic link
 /// at the path is followed inside the roots (an update changes the file it names); else the
 /// entry itself is taken (a deletion removes the link).
 fn current(
     workspace: &Workspace,
     path: &str,
     allow_git: bool,
-    requested: &'static encoding_rs::Encoding,
     follow: bool,
-) -> Result<(Existing, text::Decoded), ToolError> {
+) -> Result<Existing, ToolError> {
     let target = if follow {
         workspace.write_target(path, allow_git)?
     } else {
@@ -426,8 +437,7 @@ fn current(
             "{display} does not exist; `*** Add File:` (or `--- /dev/null`) creates a file"
         ))
     })?;
-    let decoded = text::decode(&bytes, requested, &display)?;
-    Ok((Existing { target, bytes }, decoded))
+    Ok(Existing { target, bytes })
 }
 
 /// Where a new file goes: nothing may be there; its folder may be missing (it is created when
@@ -462,6 +472,9 @@ fn combined_diff(plan: &[Planned]) -> (String, bool) {
     for f in plan {
         if let Some(to) = &f.moved_to {
             out.push_str(&format!("rename {} -> {}\n", f.display, to.display));
+        }
+        if f.action == Action::Delete && f.old_text.is_empty() {
+            out.push_str(&format!("delete {}\n", f.display));
         }
         let shown = f.moved_to.as_ref().map_or(&f.display, |to| &to.display);
         let (diff, truncated) = text::unified_diff(&f.old_text, &f.new_text, shown);
@@ -503,10 +516,14 @@ fn commit(
                         after,
                     });
                 }
-                (Some(to), _) => {
+                (Some(to), existing) => {
                     make_parents(workspace, &to.user, settings.allow_git_writes, &mut done)?;
                     let target = workspace.write_target(&to.user, settings.allow_git_writes)?;
-                    write::write_bytes(&target, &new.bytes, false)?;
+                    // A moved file keeps its permissions (an executable stays one).
+                    let like = existing.as_ref().and_then(|e| e.target.existing_metadata());
+                    target
+                        .write_atomic_with(|file| file.write_all(&new.bytes), like, false)
+                        .map_err(|e| write::failed(&to.display, "writing", &e))?;
                     done.push(Step::File {
                         path: target.display().display().to_string(),
                         before: None,

@@ -20,8 +20,9 @@ pub(crate) enum Op {
 /// One hunk of an update: where it goes and what it does.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Hunk {
-    /// The envelope's `@@ text`: a line to find first; the hunk is looked for after it.
-    pub(crate) anchor: Option<String>,
+    /// The envelope's `@@ text` lines: each found after the one before (`@@ class A` then
+    /// `@@ def f():`), the hunk looked for after the last.
+    pub(crate) anchors: Vec<String>,
     /// The unified diff's old start line (1-based): where the hunk most likely is.
     pub(crate) line_hint: Option<usize>,
     /// The lines, in order.
@@ -105,6 +106,20 @@ pub(crate) fn parse(patch: &str) -> Result<Vec<FileChange>, ParseError> {
         .iter()
         .position(|l| !l.trim().is_empty())
         .ok_or_else(|| error(1, "the patch is empty"))?;
+    if lines[first].trim_start().starts_with("```") {
+        return Err(error(
+            first + 1,
+            "the patch is wrapped in a code fence (```); pass the patch itself, starting with `*** Begin Patch` or a `--- <path>` header",
+        ));
+    }
+    if let Some(begin) = lines.iter().position(|l| l.trim() == "*** Begin Patch")
+        && begin != first
+    {
+        return Err(error(
+            first + 1,
+            "there is text before `*** Begin Patch`; the patch must start with it",
+        ));
+    }
     let changes = if lines[first].trim() == "*** Begin Patch" {
         envelope(&lines, first)?
     } else {
@@ -140,12 +155,28 @@ fn envelope(lines: &[&str], start: usize) -> Result<Vec<FileChange>, ParseError>
             i += 1;
             let mut content = Vec::new();
             while let Some(l) = lines.get(i).filter(|l| !l.starts_with("***")) {
-                let body = l.strip_prefix('+').ok_or_else(|| {
-                    error(
-                        i + 1,
-                        "every line of an `*** Add File:` section starts with `+`",
-                    )
-                })?;
+                let body = match l.strip_prefix('+') {
+                    Some(body) => body,
+                    // A blank line: the end of the section when only blank lines follow before
+                    // the next `***` line; else an empty line whose `+` the model dropped.
+                    None if l.trim().is_empty() => {
+                        let rest_blank = lines[i..]
+                            .iter()
+                            .take_while(|l| !l.starts_with("***"))
+                            .all(|l| l.trim().is_empty());
+                        if rest_blank {
+                            i += 1;
+                            continue;
+                        }
+                        ""
+                    }
+                    None => {
+                        return Err(error(
+                            i + 1,
+                            "every line of an `*** Add File:` section starts with `+`",
+                        ));
+                    }
+                };
                 content.push(body.to_owned());
                 i += 1;
             }
@@ -181,12 +212,20 @@ fn envelope(lines: &[&str], start: usize) -> Result<Vec<FileChange>, ParseError>
                     break;
                 }
                 if let Some(rest) = l.strip_prefix("@@") {
-                    hunks.extend(current.take().filter(|h| !h.lines.is_empty()));
                     let anchor = rest.trim();
-                    current = Some(Hunk {
-                        anchor: (!anchor.is_empty()).then(|| anchor.to_owned()),
-                        ..Hunk::default()
-                    });
+                    // `@@ class A` right after `@@ ...` with no lines between: one more anchor
+                    // for the same hunk.
+                    let mut hunk = match current.take() {
+                        Some(h) if h.lines.is_empty() => h,
+                        done => {
+                            hunks.extend(done.and_then(finish));
+                            Hunk::default()
+                        }
+                    };
+                    if !anchor.is_empty() {
+                        hunk.anchors.push(anchor.to_owned());
+                    }
+                    current = Some(hunk);
                     i += 1;
                     continue;
                 }
@@ -211,7 +250,7 @@ fn envelope(lines: &[&str], start: usize) -> Result<Vec<FileChange>, ParseError>
                     .push((op, text.to_owned()));
                 i += 1;
             }
-            hunks.extend(current.take().filter(|h| !h.lines.is_empty()));
+            hunks.extend(current.take().and_then(finish));
             if hunks.is_empty() && move_to.is_none() {
                 return Err(error(
                     n,
@@ -233,6 +272,31 @@ fn envelope(lines: &[&str], start: usize) -> Result<Vec<FileChange>, ParseError>
         }
     }
     Ok(changes)
+}
+
+/// An envelope hunk as read, tidied: blank context lines at its start and end are dropped
+/// (models leave a blank line after a section header and before the next one; context at the
+/// edges only narrows where the hunk is), and a hunk of nothing but blank context is no hunk.
+fn finish(mut hunk: Hunk) -> Option<Hunk> {
+    let leading = hunk
+        .lines
+        .iter()
+        .take_while(|(op, line)| *op == Op::Context && line.trim().is_empty())
+        .count();
+    hunk.lines.drain(..leading);
+    while hunk
+        .lines
+        .last()
+        .is_some_and(|(op, line)| *op == Op::Context && line.trim().is_empty())
+        && !hunk.at_eof
+    {
+        hunk.lines.pop();
+    }
+    let only_blank = hunk
+        .lines
+        .iter()
+        .all(|(op, line)| *op == Op::Context && line.trim().is_empty());
+    (!only_blank).then_some(hunk)
 }
 
 fn nonempty(path: String, line: usize) -> Result<String, ParseError> {
@@ -279,6 +343,8 @@ fn unified(lines: &[&str]) -> Result<Vec<FileChange>, ParseError> {
     let mut i = 0;
     // git's rename lines, which come before the `---`/`+++` headers (or alone).
     let mut rename: (Option<String>, Option<String>) = (None, None);
+    // The `diff --git` section being read: its line, its text, and the changes before it.
+    let mut section: Option<(usize, &str, usize)> = None;
     while i < lines.len() {
         let line = lines[i];
         if line.starts_with("diff --git ") {
@@ -289,6 +355,8 @@ fn unified(lines: &[&str]) -> Result<Vec<FileChange>, ParseError> {
                     hunks: Vec::new(),
                 });
             }
+            empty_section(section, changes.len())?;
+            section = Some((i + 1, line, changes.len()));
             rename = (None, None);
             i += 1;
             continue;
@@ -302,6 +370,12 @@ fn unified(lines: &[&str]) -> Result<Vec<FileChange>, ParseError> {
             rename.1 = Some(to.to_owned());
             i += 1;
             continue;
+        }
+        if line.starts_with("@@") {
+            return Err(error(
+                i + 1,
+                "a hunk without a file header: each file's hunks follow its `--- <path>` and `+++ <path>` lines",
+            ));
         }
         let Some(old_header) = line.strip_prefix("--- ") else {
             i += 1;
@@ -320,7 +394,25 @@ fn unified(lines: &[&str]) -> Result<Vec<FileChange>, ParseError> {
         let header_line = i + 1;
         i += 2;
         let mut hunks = Vec::new();
-        while let Some(l) = lines.get(i).filter(|l| l.starts_with("@@")) {
+        loop {
+            // Blank lines between hunks (a model's separator) are skipped.
+            let mut next = i;
+            while lines.get(next).is_some_and(|l| l.trim().is_empty()) {
+                next += 1;
+            }
+            match lines.get(next) {
+                Some(l) if l.starts_with("@@") => i = next,
+                Some(l) if is_stray(l, lines.get(next + 1)) => {
+                    return Err(error(
+                        next + 1,
+                        format!(
+                            "a ` `, `-` or `+` line outside any hunk: {l:?}; the counts in the hunk header above are too small, or a `@@ -start,count +start,count @@` header is missing"
+                        ),
+                    ));
+                }
+                _ => break,
+            }
+            let l = lines[i];
             let n = i + 1;
             let fields: Vec<&str> = l.split_whitespace().collect();
             let (Some(&"@@"), Some(old_range), Some(new_range)) = (
@@ -431,7 +523,30 @@ fn unified(lines: &[&str]) -> Result<Vec<FileChange>, ParseError> {
             hunks: Vec::new(),
         });
     }
+    empty_section(section, changes.len())?;
     Ok(changes)
+}
+
+/// Refuse a `diff --git` section (its line number, its line, and how many changes there were
+/// before it) that changed nothing: a binary patch, an empty new or deleted file, or a mode
+/// change, none of which a text patch can carry.
+fn empty_section(section: Option<(usize, &str, usize)>, now: usize) -> Result<(), ParseError> {
+    match section {
+        Some((line, header, before)) if before == now => Err(error(
+            line,
+            format!(
+                "{header:?} has no text hunk and no rename (a binary file, an empty file, or a mode change), which apply_patch cannot apply; change such files with the other tools"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `line` (followed by `next`) is a hunk line (` `, `-`, `+`) rather than the next
+/// file's `--- `/`+++ ` header or git's own lines.
+fn is_stray(line: &str, next: Option<&&str>) -> bool {
+    let header = line.starts_with("--- ") && next.is_some_and(|n| n.starts_with("+++ "));
+    !header && (line.starts_with(' ') || line.starts_with('-') || line.starts_with('+'))
 }
 
 /// A `\ No newline at end of file` marker: the line before it (the hunk's last so far) ends
@@ -480,10 +595,11 @@ mod tests {
         };
         assert_eq!((path.as_str(), move_to.as_deref()), ("a.rs", Some("b.rs")));
         assert_eq!(hunks.len(), 2);
-        assert_eq!(hunks[0].anchor.as_deref(), Some("fn main() {"));
-        assert_eq!(hunks[0].old(), ["    old();", ""]);
-        assert_eq!(hunks[0].new_lines(), ["    new();", ""]);
-        assert!(hunks[1].at_eof && hunks[1].anchor.is_none());
+        assert_eq!(hunks[0].anchors, ["fn main() {"]);
+        // The blank context line before the next `@@` is dropped (trailing blank context).
+        assert_eq!(hunks[0].old(), ["    old();"]);
+        assert_eq!(hunks[0].new_lines(), ["    new();"]);
+        assert!(hunks[1].at_eof && hunks[1].anchors.is_empty());
     }
 
     #[test]
@@ -528,6 +644,39 @@ mod tests {
     }
 
     #[test]
+    fn blank_separator_lines_are_not_content_and_stray_hunk_lines_are_errors() {
+        let two = parse("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+A\n\n@@ -3 +3 @@\n-c\n+C\n").unwrap();
+        let FileChange::Update { hunks, .. } = &two[0] else {
+            panic!("{two:?}");
+        };
+        assert_eq!(
+            hunks.len(),
+            2,
+            "a blank line between hunks does not end the file"
+        );
+        let under =
+            parse("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n-d\n+D\n").unwrap_err();
+        assert!(under.message.contains("outside any hunk"), "{under:?}");
+        let envelope = parse("*** Begin Patch\n*** Update File: f\n\n-x\n+y\n\n*** Add File: g\n+1\n\n+3\n\n*** End Patch\n").unwrap();
+        let FileChange::Update { hunks, .. } = &envelope[0] else {
+            panic!("{envelope:?}");
+        };
+        assert_eq!(hunks.len(), 1);
+        assert_eq!(
+            (hunks[0].old(), hunks[0].new_lines()),
+            (vec!["x"], vec!["y"])
+        );
+        assert_eq!(
+            envelope[1],
+            FileChange::Add {
+                path: "g".into(),
+                lines: vec!["1".into(), String::new(), "3".into()],
+                no_eol: false
+            }
+        );
+    }
+
+    #[test]
     fn a_malformed_patch_names_its_line() {
         let bad_line =
             parse("*** Begin Patch\n*** Update File: a\n x\n?y\n*** End Patch\n").unwrap_err();
@@ -539,6 +688,14 @@ mod tests {
         );
         let counts = parse("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n").unwrap_err();
         assert!(counts.message.contains("ends early"), "{counts:?}");
+        let fenced = parse("```diff\n*** Begin Patch\n*** Delete File: a\n*** End Patch\n```\n")
+            .unwrap_err();
+        assert!(fenced.message.contains("code fence"), "{fenced:?}");
+        let binary = parse(
+            "diff --git a/i.png b/i.png\nindex 1..2\nBinary files a/i.png and b/i.png differ\n",
+        )
+        .unwrap_err();
+        assert!(binary.message.contains("no text hunk"), "{binary:?}");
         let nothing = parse("just some text\n").unwrap_err();
         assert!(nothing.message.contains("changes no file"), "{nothing:?}");
     }
