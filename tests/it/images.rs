@@ -214,6 +214,36 @@ async fn an_image_is_known_by_its_magic_bytes_not_its_extension() {
     assert!(images(&result).is_empty());
 }
 
+/// list_directory names an image file's type when its name and its first bytes agree (it
+/// opens only files named like images), never a secret's.
+#[tokio::test]
+async fn list_directory_names_image_files() {
+    let (_d, root) = tempdir();
+    fs::write(root.join("plot.png"), PNG_1X1).unwrap();
+    fs::write(root.join("photo.JPG"), jpeg(4, 3)).unwrap();
+    fs::write(root.join("fake.png"), "text\n").unwrap();
+    fs::write(root.join("shot.txt"), PNG_1X1).unwrap();
+    fs::write(root.join("id_rsa.png"), PNG_1X1).unwrap();
+    let client = connect(&root).await;
+    let listed = ok(&call(&client, "list_directory", json!({"path": "."})).await);
+    let media: Vec<(String, Value)> = listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap().to_owned(), e["media"].clone()))
+        .collect();
+    assert_eq!(
+        media,
+        [
+            ("fake.png".to_owned(), Value::Null),
+            ("id_rsa.png".to_owned(), Value::Null),
+            ("photo.JPG".to_owned(), json!("image/jpeg")),
+            ("plot.png".to_owned(), json!("image/png")),
+            ("shot.txt".to_owned(), Value::Null),
+        ]
+    );
+}
+
 /// Over the cap (5 MiB by default) an image is refused with its size, the cap and the
 /// setting that raises it; nothing is read.
 #[tokio::test]

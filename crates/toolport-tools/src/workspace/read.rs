@@ -138,6 +138,13 @@ impl Workspace {
             .is_ok_and(|target| self.symlink_metadata(&target).is_ok())
     }
 
+    /// Open the entry `name` of a listed directory `dir` (opened beneath its root) to read,
+    /// not through a link, non-blocking (a FIFO swapped in never hangs the open). The caller
+    /// has checked that the entry is not a secret.
+    pub(crate) fn open_listed(dir: &Dir, name: &std::ffi::OsStr) -> io::Result<std::fs::File> {
+        sys::open_entry_no_follow(dir, name)
+    }
+
     /// Metadata of the path itself (a symlink is not followed), confined beneath its root.
     pub(crate) fn symlink_metadata(&self, target: &Target<'_>) -> io::Result<Metadata> {
         if target.rel == Path::new(".") {

@@ -17,7 +17,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::settings::{FsSettings, MAX_LIST_MAX_DEPTH};
-use super::{ANNOTATIONS, CATEGORY, blocking};
+use super::{ANNOTATIONS, CATEGORY, blocking, media};
 use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 use crate::workspace::{FileKind, Workspace};
@@ -28,7 +28,7 @@ const MAX_GITIGNORE_BYTES: u64 = 1024 * 1024;
 /// The tool's description, stating the operator's real limits.
 fn description(settings: &FsSettings) -> String {
     format!(
-        "List the entries of a directory inside the workspace roots, with each entry's type (file, directory, symlink, fifo, socket, …) and size in bytes. Recurses `depth` levels (default 1 = only this directory; the server caps depth at {}). Hidden entries (names starting with '.') are left out unless include_hidden is true, and entries matched by .gitignore files are left out unless respect_gitignore is false. At most {} entries are returned; `truncated` says when there were more. Symlinks are listed, not followed.",
+        "List the entries of a directory inside the workspace roots, with each entry's type (file, directory, symlink, fifo, socket, …) and size in bytes. Recurses `depth` levels (default 1 = only this directory; the server caps depth at {}). Hidden entries (names starting with '.') are left out unless include_hidden is true, and entries matched by .gitignore files are left out unless respect_gitignore is false. At most {} entries are returned; `truncated` says when there were more. Symlinks are listed, not followed. An image file (PNG, JPEG, GIF, WebP) has its type in `media`: read_file returns it as an image.",
         settings.list_max_depth, settings.list_max_entries
     )
 }
@@ -77,6 +77,10 @@ pub(crate) struct Entry {
     /// Where a symlink points (its text, not resolved).
     #[serde(skip_serializing_if = "Option::is_none")]
     symlink_target: Option<String>,
+    /// For an image file (PNG, JPEG, GIF, WebP: named so, and its first bytes agree), its
+    /// type, e.g. "image/png": read_file returns it as an image.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    media: Option<&'static str>,
 }
 
 /// The structured result of `list_directory`.
@@ -301,6 +305,14 @@ impl Visitor<'_> {
                 .then(|| dir.read_link_contents(&name).ok())
                 .flatten()
                 .map(|t| t.display().to_string());
+            let media = (file_type.is_file()
+                && media::named_like_image(&name)
+                && !self.workspace.is_secret(&self.base.join(&entry_rel)))
+            .then(|| {
+                let mut file = Workspace::open_listed(dir, &name).ok()?;
+                media::image_mime(&media::read_header(&mut file).ok()?)
+            })
+            .flatten();
             self.out.entries.push(Entry {
                 path: entry_rel
                     .components()
@@ -310,6 +322,7 @@ impl Visitor<'_> {
                 kind,
                 size,
                 symlink_target,
+                media,
             });
             let descend = file_type.is_dir()
                 && level < walk.depth
@@ -341,7 +354,10 @@ fn render(r: &ListResult) -> String {
     for e in &r.entries {
         match (e.kind, e.size, &e.symlink_target) {
             (FileKind::Directory, _, _) => text.push_str(&format!("{}/\n", e.path)),
-            (_, Some(size), _) => text.push_str(&format!("{} ({size} bytes)\n", e.path)),
+            (_, Some(size), _) => match e.media {
+                Some(mime) => text.push_str(&format!("{} ({size} bytes, {mime})\n", e.path)),
+                None => text.push_str(&format!("{} ({size} bytes)\n", e.path)),
+            },
             (_, _, Some(target)) => text.push_str(&format!("{} -> {target}\n", e.path)),
             (kind, _, _) => text.push_str(&format!("{} ({})\n", e.path, kind.as_str())),
         }

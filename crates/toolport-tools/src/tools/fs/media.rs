@@ -25,6 +25,19 @@ pub(crate) fn image_mime(header: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// The file-name extensions of the served image formats, for listings: a directory listing
+/// opens only files named so to check their first bytes (opening every file would slow a
+/// listing of thousands), and names the type only when those bytes confirm it.
+const IMAGE_EXTENSIONS: [&str; 5] = ["png", "jpg", "jpeg", "gif", "webp"];
+
+/// Whether a file's name has one of [`IMAGE_EXTENSIONS`] (in any case).
+pub(crate) fn named_like_image(name: &std::ffi::OsStr) -> bool {
+    std::path::Path::new(name)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| IMAGE_EXTENSIONS.iter().any(|i| e.eq_ignore_ascii_case(i)))
+}
+
 /// The first [`HEADER_LEN`] bytes of `reader` (fewer when it is shorter).
 pub(crate) fn read_header(reader: &mut impl Read) -> io::Result<Vec<u8>> {
     let mut header = Vec::with_capacity(HEADER_LEN);
