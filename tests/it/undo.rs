@@ -4,6 +4,7 @@
 //! session of the same server that cannot undo another's changes.
 
 use std::fs;
+use std::os::unix::fs::symlink;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -156,5 +157,45 @@ async fn a_large_file_is_restored_exactly_and_only_by_its_own_session() {
     assert!(
         fs::read(root.join("big.txt")).unwrap() == big,
         "restored byte for byte"
+    );
+}
+
+/// An undo is a write like any other: when a folder on a recorded path has been swapped for a
+/// link out of the roots, or into .git/, it is refused and nothing there is touched.
+#[tokio::test]
+async fn an_undo_never_follows_a_swapped_folder_out_of_the_roots_or_into_git() {
+    let (_d, base) = tempdir();
+    let root = base.join("root");
+    let outside = base.join("outside");
+    fs::create_dir_all(root.join("dir")).unwrap();
+    fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(root.join("dir/a.txt"), "old").unwrap();
+    let client = connect(&root).await;
+    ok(&call(
+        &client,
+        "write_file",
+        json!({"path": "dir/a.txt", "content": "new", "overwrite": true}),
+    )
+    .await);
+    // Someone swaps the folder for a link out of the roots, with a file as the change left it.
+    fs::write(outside.join("a.txt"), "new").unwrap();
+    fs::rename(root.join("dir"), root.join("dir-moved")).unwrap();
+    symlink(&outside, root.join("dir")).unwrap();
+    let refused = err(&undo(&client).await);
+    assert!(
+        refused.contains("outside the allowed roots") || refused.contains("resolves outside"),
+        "{refused}"
+    );
+    assert_eq!(fs::read_to_string(outside.join("a.txt")).unwrap(), "new");
+    // Into .git/ instead.
+    fs::remove_file(root.join("dir")).unwrap();
+    fs::write(root.join(".git/hooks/a.txt"), "new").unwrap();
+    symlink(".git/hooks", root.join("dir")).unwrap();
+    let refused = err(&undo(&client).await);
+    assert!(refused.contains(".git directory"), "{refused}");
+    assert_eq!(
+        fs::read_to_string(root.join(".git/hooks/a.txt")).unwrap(),
+        "new"
     );
 }

@@ -406,7 +406,7 @@ fn copy_tree(
     })();
     if let Err((rel, error)) = copied {
         let made = done.len();
-        let (_, failed) = journal::apply(workspace, &done);
+        let (_, failed) = journal::apply(workspace, allow_git, &done);
         let undone = if made == 0 {
             "nothing was copied".to_owned()
         } else if failed.is_empty() {

@@ -381,8 +381,13 @@ impl Journal {
 
 /// What is at `path` now, compared with what a change left there: `Ok(())` when it is still
 /// that, else what is there instead.
-fn compare(workspace: &Workspace, path: &str, want: Option<&str>) -> Result<(), String> {
-    let now = match workspace.entry_target(path, true) {
+fn compare(
+    workspace: &Workspace,
+    allow_git: bool,
+    path: &str,
+    want: Option<&str>,
+) -> Result<(), String> {
+    let now = match workspace.entry_target(path, allow_git) {
         Ok(target) => match target.existing_kind() {
             None => None,
             Some(FileKind::File) => Some(
@@ -407,13 +412,15 @@ fn compare(workspace: &Workspace, path: &str, want: Option<&str>) -> Result<(), 
 }
 
 /// Refuse unless every file of `steps` is as the change left it.
-pub(crate) fn check(workspace: &Workspace, steps: &[Step]) -> Result<(), String> {
+pub(crate) fn check(workspace: &Workspace, allow_git: bool, steps: &[Step]) -> Result<(), String> {
     for step in steps {
         let (path, outcome) = match step {
-            Step::File { path, after, .. } => (path, compare(workspace, path, after.as_deref())),
+            Step::File { path, after, .. } => {
+                (path, compare(workspace, allow_git, path, after.as_deref()))
+            }
             Step::MadeFolder { path } => {
                 let ok = workspace
-                    .entry_target(path, true)
+                    .entry_target(path, allow_git)
                     .is_ok_and(|t| t.existing_kind() == Some(FileKind::Directory));
                 (
                     path,
@@ -424,11 +431,11 @@ pub(crate) fn check(workspace: &Workspace, steps: &[Step]) -> Result<(), String>
                     },
                 )
             }
-            Step::RemovedFolder { path } => (path, compare(workspace, path, None)),
+            Step::RemovedFolder { path } => (path, compare(workspace, allow_git, path, None)),
             Step::Moved { from, to, .. } => {
-                let back = compare(workspace, from, None);
+                let back = compare(workspace, allow_git, from, None);
                 let there = workspace
-                    .entry_target(to, true)
+                    .entry_target(to, allow_git)
                     .is_ok_and(|t| t.existing_kind().is_some());
                 match back {
                     Err(e) => (from, Err(e)),
@@ -442,16 +449,21 @@ pub(crate) fn check(workspace: &Workspace, steps: &[Step]) -> Result<(), String>
     Ok(())
 }
 
-/// Undo `steps` (newest first), each only if its file is still as the step left it (someone
+/// Undo `steps` (newest first) under the write tools' rules (`allow_git`: `.git/` as the
+/// operator set it; a folder swapped for a link meanwhile is refused like any write), each only if its file is still as the step left it (someone
 /// may have changed it meanwhile: that file is left alone); what was done, and what failed
 /// (each failure named; the rest goes on).
-pub(crate) fn apply(workspace: &Workspace, steps: &[Step]) -> (Vec<String>, Vec<String>) {
+pub(crate) fn apply(
+    workspace: &Workspace,
+    allow_git: bool,
+    steps: &[Step],
+) -> (Vec<String>, Vec<String>) {
     let mut done = Vec::new();
     let mut failed = Vec::new();
     let restore = |path: &str, image: &Image, replace: bool| -> Result<(), String> {
         let bytes = image.bytes().map_err(|e| e.to_string())?;
         let target = workspace
-            .write_target(path, true)
+            .write_target(path, allow_git)
             .map_err(|e| e.to_string())?;
         target
             .write_atomic_with(
@@ -463,12 +475,12 @@ pub(crate) fn apply(workspace: &Workspace, steps: &[Step]) -> (Vec<String>, Vec<
     };
     let remove = |path: &str| -> Result<(), String> {
         let target = workspace
-            .entry_target(path, true)
+            .entry_target(path, allow_git)
             .map_err(|e| e.to_string())?;
         target.remove(false).map_err(|e| e.to_string())
     };
     for step in steps.iter().rev() {
-        if let Err(why) = check(workspace, std::slice::from_ref(step)) {
+        if let Err(why) = check(workspace, allow_git, std::slice::from_ref(step)) {
             failed.push(format!(
                 "left as it is, because it changed meanwhile: {why}"
             ));
@@ -490,14 +502,14 @@ pub(crate) fn apply(workspace: &Workspace, steps: &[Step]) -> (Vec<String>, Vec<
             Step::RemovedFolder { path } => (
                 format!("made the folder {path} again"),
                 workspace
-                    .create_dir_all(path, true)
+                    .create_dir_all(path, allow_git)
                     .map(drop)
                     .map_err(|e| e.to_string()),
             ),
             Step::Moved { from, to, replaced } => {
                 let moved = workspace
-                    .entry_target(to, true)
-                    .and_then(|t| Ok((t, workspace.entry_target(from, true)?)))
+                    .entry_target(to, allow_git)
+                    .and_then(|t| Ok((t, workspace.entry_target(from, allow_git)?)))
                     .map_err(|e| e.to_string())
                     .and_then(|(t, f)| t.rename_to(&f, false).map_err(|e| e.to_string()))
                     .and_then(|()| match replaced {

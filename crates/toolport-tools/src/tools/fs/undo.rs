@@ -100,14 +100,15 @@ impl TypedTool for UndoLastChange {
     async fn run(&self, p: Params, ctx: &ToolContext) -> Result<UndoResult, ToolError> {
         let change = self.journal.take(&ctx.session, p.change_id.as_deref())?;
         let workspace = ctx.workspace.clone();
+        let allow_git = self.settings.allow_git_writes;
         let (change, outcome) = blocking(move || {
-            let outcome = match journal::check(&workspace, &change.steps) {
+            let outcome = match journal::check(&workspace, allow_git, &change.steps) {
                 Err(why) => Err(ToolError::InvalidArguments(format!(
                     "change {} ({}: {}) cannot be undone, because a file it touched is no longer as it left it: {why}. Nothing was changed; take back the later changes to that file first, or restore it by hand",
                     change.id, change.tool, change.summary
                 ))),
                 Ok(()) => {
-                    let (done, failed) = journal::apply(&workspace, &change.steps);
+                    let (done, failed) = journal::apply(&workspace, allow_git, &change.steps);
                     if failed.is_empty() {
                         Ok(done)
                     } else {

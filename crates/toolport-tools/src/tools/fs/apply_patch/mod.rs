@@ -555,7 +555,7 @@ fn commit(
     })();
     let Err(error) = result else { return Ok(done) };
     let made = done.len();
-    let (_, failed) = journal::apply(workspace, &done);
+    let (_, failed) = journal::apply(workspace, settings.allow_git_writes, &done);
     let undone = if made == 0 {
         "nothing had been written".to_owned()
     } else if failed.is_empty() {
