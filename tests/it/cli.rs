@@ -40,63 +40,13 @@ fn names(defs: &Value, pointer: &str) -> Vec<String> {
 async fn tools_prints_definitions_in_every_format() {
     let (_d, root) = tempdir();
     let mcp = json_of(&root, &["tools"]).await;
-    assert_eq!(
-        names(&mcp, "/name"),
-        [
-            "read_file",
-            "list_directory",
-            "path_info",
-            "grep",
-            "glob",
-            "read_many_files",
-            "write_file",
-            "edit_file",
-            "apply_patch",
-            "create_directory",
-            "move_path",
-            "copy_path",
-            "delete_path",
-            "undo_last_change",
-            "execute_command",
-            "job_output",
-            "job_input",
-            "job_kill",
-            "job_list",
-            "web_search",
-            "fetch_url"
-        ]
-    );
+    assert_eq!(names(&mcp, "/name"), BUILTIN_NAMES);
     assert_eq!(mcp[0]["annotations"]["readOnlyHint"], json!(true));
     assert!(mcp[0]["outputSchema"].is_object());
     let openai = json_of(&root, &["tools", "--format", "openai"]).await;
     insta::assert_json_snapshot!("tools_openai", openai);
     let anthropic = json_of(&root, &["tools", "--format", "anthropic"]).await;
-    assert_eq!(
-        names(&anthropic, "/name"),
-        [
-            "read_file",
-            "list_directory",
-            "path_info",
-            "grep",
-            "glob",
-            "read_many_files",
-            "write_file",
-            "edit_file",
-            "apply_patch",
-            "create_directory",
-            "move_path",
-            "copy_path",
-            "delete_path",
-            "undo_last_change",
-            "execute_command",
-            "job_output",
-            "job_input",
-            "job_kill",
-            "job_list",
-            "web_search",
-            "fetch_url"
-        ]
-    );
+    assert_eq!(names(&anthropic, "/name"), BUILTIN_NAMES);
     assert_eq!(
         anthropic[0]["input_schema"],
         openai[0]["function"]["parameters"]
@@ -205,31 +155,7 @@ async fn call_runs_a_tool_and_prints_its_structured_result() {
 async fn tool_selection_applies_to_every_command() {
     let (_d, root) = tempdir();
     let defs = json_of(&root, &["--disable-tool", "read_file", "tools"]).await;
-    assert_eq!(
-        names(&defs, "/name"),
-        [
-            "list_directory",
-            "path_info",
-            "grep",
-            "glob",
-            "read_many_files",
-            "write_file",
-            "edit_file",
-            "apply_patch",
-            "create_directory",
-            "move_path",
-            "copy_path",
-            "delete_path",
-            "undo_last_change",
-            "execute_command",
-            "job_output",
-            "job_input",
-            "job_kill",
-            "job_list",
-            "web_search",
-            "fetch_url"
-        ]
-    );
+    assert_eq!(names(&defs, "/name"), BUILTIN_NAMES[1..]);
     let defs = json_of(&root, &["--enable-tool", "path_info", "tools"]).await;
     assert_eq!(names(&defs, "/name"), ["path_info"]);
     let bad = run(&root, &["--enable-tool", "nope", "tools"]).await;

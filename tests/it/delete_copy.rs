@@ -428,7 +428,7 @@ async fn a_folder_copy_that_fails_part_way_removes_what_it_made() {
     .await);
     assert!(
         failed.contains("z.txt: a folder is there, not a file")
-            && failed.contains("changes it had made were taken back"),
+            && failed.contains("changes already made were taken back"),
         "{failed}"
     );
     let left: Vec<String> = fs::read_dir(root.join("dst"))

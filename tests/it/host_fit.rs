@@ -88,19 +88,19 @@ async fn every_tool_is_listed_with_a_search_hint_and_the_paged_ones_with_their_l
         meta(&tools, "read_file")["anthropic/searchHint"],
         json!("read file: filesystem text image")
     );
-    // The byte limits that bound a result, as characters: twice the payload (JSON escaping)
-    // and the envelope. read_file, read_many_files and grep follow read_max_bytes; a
+    // The byte limits that bound a result, as characters: six times the payload (JSON's
+    // `\u001b` for a control character, the worst escaping) and the envelope. read_file, read_many_files and grep follow read_max_bytes; a
     // command's two streams max_output_bytes (100 KiB) each.
     for tool in ["read_file", "read_many_files", "grep"] {
         assert_eq!(
             meta(&tools, tool)["anthropic/maxResultSizeChars"],
-            json!(2 * 4096 + ENVELOPE),
+            json!(6 * 4096 + ENVELOPE),
             "{tool}"
         );
     }
     assert_eq!(
         meta(&tools, "execute_command")["anthropic/maxResultSizeChars"],
-        json!(2 * 2 * 100 * 1024 + ENVELOPE)
+        json!(6 * 2 * 100 * 1024 + ENVELOPE)
     );
     // A tool no byte limit bounds declares nothing (Claude Code's own cap applies).
     assert!(!meta(&tools, "list_directory").contains_key("anthropic/maxResultSizeChars"));

@@ -103,14 +103,6 @@ async fn assert_valid(client: &Client, result: &CallToolResult) {
     assert!(problems.is_empty(), "{problems:?} in {structured}");
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 #[tokio::test]
 async fn read_file_returns_a_png_as_an_image_block_with_a_text_line_and_its_facts() {
     let (_d, root) = tempdir();
@@ -127,7 +119,7 @@ async fn read_file_returns_a_png_as_an_image_block_with_a_text_line_and_its_fact
             "width": 1,
             "height": 1,
             "size_bytes": PNG_1X1.len(),
-            "sha256": sha256_hex(PNG_1X1),
+            "sha256": sha256(PNG_1X1),
         }),
         "the structured result describes the image; its bytes are not in it"
     );

@@ -129,29 +129,7 @@ async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
     );
     assert_eq!(
         names(&client).await[..BUILTIN_TOOLS],
-        [
-            "read_file",
-            "list_directory",
-            "path_info",
-            "grep",
-            "glob",
-            "read_many_files",
-            "write_file",
-            "edit_file",
-            "apply_patch",
-            "create_directory",
-            "move_path",
-            "copy_path",
-            "delete_path",
-            "undo_last_change",
-            "execute_command",
-            "job_output",
-            "job_input",
-            "job_kill",
-            "job_list",
-            "web_search",
-            "fetch_url"
-        ],
+        BUILTIN_NAMES,
         "built-ins come first"
     );
 

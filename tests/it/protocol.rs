@@ -65,30 +65,7 @@ async fn prompts_hold_every_tools_instructions() {
     let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(
         names,
-        [
-            "tool_instructions",
-            "read_file",
-            "list_directory",
-            "path_info",
-            "grep",
-            "glob",
-            "read_many_files",
-            "write_file",
-            "edit_file",
-            "apply_patch",
-            "create_directory",
-            "move_path",
-            "copy_path",
-            "delete_path",
-            "undo_last_change",
-            "execute_command",
-            "job_output",
-            "job_input",
-            "job_kill",
-            "job_list",
-            "web_search",
-            "fetch_url"
-        ]
+        [&["tool_instructions"][..], &BUILTIN_NAMES[..]].concat()
     );
     let all = within(client.get_prompt(GetPromptRequestParams::new("tool_instructions")))
         .await

@@ -69,14 +69,6 @@ fn tree(dir: &Path) -> Vec<String> {
     out
 }
 
-fn sha256(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 #[tokio::test]
 async fn write_file_creates_then_replaces_only_with_overwrite_or_the_current_hash() {
     let (_d, root) = tempdir();

@@ -134,16 +134,6 @@ struct Described {
 }
 
 impl Described {
-    /// The definition as `format` wants it.
-    fn in_format(&self, format: ToolFormat) -> Value {
-        match format {
-            ToolFormat::Mcp => serde_json::to_value(&self.mcp).unwrap_or(Value::Null),
-            ToolFormat::Openai => self.definition.to_openai(),
-            ToolFormat::Anthropic => self.definition.to_anthropic(),
-            ToolFormat::Ollama => self.definition.to_ollama(),
-        }
-    }
-
     /// Checked: an invalid definition is refused.
     fn new(tool: &dyn AiTool) -> Result<Self, DefinitionError> {
         let definition = ToolDefinition::new(
@@ -341,11 +331,14 @@ impl ToolRegistry {
         tool
     }
 
-    /// A tool's definition in `format` (MCP: as listed).
+    /// A tool's definition in `format` (MCP: as listed, with this registry's `_meta`).
     fn in_format(&self, entry: &Entry, format: ToolFormat) -> Value {
+        let definition = &entry.described().definition;
         match format {
             ToolFormat::Mcp => serde_json::to_value(self.listed(entry)).unwrap_or(Value::Null),
-            _ => entry.described().in_format(format),
+            ToolFormat::Openai => definition.to_openai(),
+            ToolFormat::Anthropic => definition.to_anthropic(),
+            ToolFormat::Ollama => definition.to_ollama(),
         }
     }
 

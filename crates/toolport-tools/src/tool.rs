@@ -274,20 +274,26 @@ const RESULT_ENVELOPE_CHARS: u64 = 64 * 1024;
 /// smallest `read_max_bytes` allows (a screenful of text).
 const MIN_PAGE_BYTES: u64 = 1024;
 
+/// The most characters JSON makes of one byte of text: newline, tab, `"` and backslash
+/// become two characters, and a control character (an ANSI colour's ESC in command output)
+/// six (`\u001b`).
+const JSON_ESCAPE_WORST: u64 = 6;
+
 /// The most characters a result can have whose payload is at most `payload_bytes` bytes of
 /// text: what a tool declares as its largest result (`anthropic/maxResultSizeChars`). A
-/// character is never more than its UTF-8 bytes, and JSON escaping at most doubles the text a
-/// tool returns (newline, tab, `"` and backslash become two characters; binary is refused).
+/// character is never more than its UTF-8 bytes, and JSON escaping makes at most
+/// [`JSON_ESCAPE_WORST`] characters of one, so even a page of control characters stays under
+/// it (under-stating makes a client cut the result; over-stating costs nothing).
 pub(crate) fn result_chars(payload_bytes: u64) -> u64 {
     payload_bytes
-        .saturating_mul(2)
+        .saturating_mul(JSON_ESCAPE_WORST)
         .saturating_add(RESULT_ENVELOPE_CHARS)
 }
 
 /// The most payload bytes whose result fits in `chars` characters: the inverse of
 /// [`result_chars`], and never below [`MIN_PAGE_BYTES`].
 pub(crate) fn payload_bytes_within(chars: u64) -> u64 {
-    (chars.saturating_sub(RESULT_ENVELOPE_CHARS) / 2).max(MIN_PAGE_BYTES)
+    (chars.saturating_sub(RESULT_ENVELOPE_CHARS) / JSON_ESCAPE_WORST).max(MIN_PAGE_BYTES)
 }
 
 /// The answer to a confirmation request.
@@ -775,7 +781,7 @@ mod tests {
             let page = payload_bytes_within(cap);
             assert!(result_chars(page) <= cap, "{cap}: {page}");
             assert!(
-                result_chars(page + 2) > cap,
+                result_chars(page + 1) > cap,
                 "{cap}: the page is the largest that fits"
             );
         }

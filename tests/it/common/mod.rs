@@ -19,10 +19,34 @@ pub(crate) mod web_fixture;
 pub(crate) use config::{ALLOW_SHELLS, config_file};
 pub(crate) use raw::Raw;
 
-/// Built-in tools a default server lists: read_file, list_directory, path_info, grep, glob,
-/// read_many_files, write_file, edit_file, apply_patch, create_directory, move_path, copy_path,
-/// delete_path, undo_last_change, execute_command, job_output, job_input, job_kill, job_list, web_search, fetch_url.
-pub(crate) const BUILTIN_TOOLS: usize = 21;
+/// The built-in tools a default server lists, in their listing order (the order tools/list,
+/// the exports and the prompts keep: written once, here).
+pub(crate) const BUILTIN_NAMES: [&str; 21] = [
+    "read_file",
+    "list_directory",
+    "path_info",
+    "grep",
+    "glob",
+    "read_many_files",
+    "write_file",
+    "edit_file",
+    "apply_patch",
+    "create_directory",
+    "move_path",
+    "copy_path",
+    "delete_path",
+    "undo_last_change",
+    "execute_command",
+    "job_output",
+    "job_input",
+    "job_kill",
+    "job_list",
+    "web_search",
+    "fetch_url",
+];
+
+/// How many built-in tools a default server lists.
+pub(crate) const BUILTIN_TOOLS: usize = BUILTIN_NAMES.len();
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -364,6 +388,15 @@ pub(crate) fn tempdir() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = std::fs::canonicalize(dir.path()).unwrap();
     (dir, path)
+}
+
+/// The sha256 of `bytes` in lowercase hex, as the tools report it.
+pub(crate) fn sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The `file://` URL of an absolute path, as a client lists it in its roots.

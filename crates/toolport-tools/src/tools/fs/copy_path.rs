@@ -22,6 +22,11 @@ use crate::tool::{ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 use crate::workspace::{FileKind, PathError, Refusal, SourceTree, Workspace, WriteTarget, walk};
 
+/// Bytes read and written at a time when copying a file (and hashed on the way).
+const COPY_CHUNK: usize = 64 * 1024;
+/// What overwrite does for a folder, for the refusal of an existing destination.
+const OVERWRITE_NOTE: &str = " (a folder is copied into the existing one)";
+
 /// Arguments of `copy_path`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -190,7 +195,9 @@ fn copy_file(
                     .to_string_lossy()
             )));
         }
-        Some(_) if !p.overwrite => return Err(exists(&destination)),
+        Some(_) if !p.overwrite => {
+            return Err(write::destination_exists(&destination, OVERWRITE_NOTE));
+        }
         Some(_) => true,
     };
     let like = cap_std::fs::Metadata::from_file(&source.file)
@@ -198,7 +205,7 @@ fn copy_file(
     let bytes = source.metadata.len();
     let before = before_image(&to, &destination)?;
     let after = copy_into(&to, &mut source.file, &like, p.overwrite)
-        .map_err(|e| copy_failed(&destination, &e))?;
+        .map_err(|e| write::failed(&destination, "writing", &e))?;
     let steps = vec![Step::File {
         path: destination.clone(),
         before,
@@ -283,7 +290,9 @@ fn copy_tree(
     let create_top = match to.existing_kind() {
         None => true,
         Some(FileKind::Directory) if p.overwrite => false,
-        Some(FileKind::Directory) => return Err(exists(&destination)),
+        Some(FileKind::Directory) => {
+            return Err(write::destination_exists(&destination, OVERWRITE_NOTE));
+        }
         Some(kind) => {
             return Err(ToolError::InvalidArguments(format!(
                 "{destination} is a {}, not a folder, so a folder cannot be copied onto it; choose another destination",
@@ -405,18 +414,7 @@ fn copy_tree(
         Ok(())
     })();
     if let Err((rel, error)) = copied {
-        let made = done.len();
-        let (_, failed) = journal::apply(workspace, allow_git, &done);
-        let undone = if made == 0 {
-            "nothing was copied".to_owned()
-        } else if failed.is_empty() {
-            format!("the {made} changes it had made were taken back")
-        } else {
-            format!(
-                "taking back the {made} changes it had made failed for {}",
-                failed.join(", ")
-            )
-        };
+        let undone = journal::take_back(workspace, allow_git, &done);
         return Err(ToolError::ExecutionFailed(format!(
             "copying {} to {} failed at {}: {error}; {undone}",
             result.source,
@@ -425,19 +423,4 @@ fn copy_tree(
         )));
     }
     Ok((result, done))
-}
-
-/// The refusal for an existing destination without `overwrite`.
-fn exists(destination: &str) -> ToolError {
-    ToolError::InvalidArguments(format!(
-        "{destination} already exists and was not replaced; pass overwrite: true to replace it (a folder is copied into the existing one), or choose another destination"
-    ))
-}
-
-/// Bytes read and written at a time when copying a file (and hashed on the way).
-const COPY_CHUNK: usize = 64 * 1024;
-
-/// A failed write of the copy, worded for the model.
-fn copy_failed(destination: &str, error: &io::Error) -> ToolError {
-    write::failed(destination, "writing", error)
 }

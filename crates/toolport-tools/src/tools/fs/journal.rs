@@ -34,7 +34,7 @@ pub(crate) const MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// A before-image larger than this is spilled to a temporary file instead of memory.
 const SPILL_OVER: usize = 256 * 1024;
 
-/// What a file was before a change: its bytes, their sha256 and its permissions.
+/// What a file was before a change: its bytes and its permissions.
 #[derive(Debug)]
 pub(crate) struct Image {
     stored: Stored,
@@ -124,8 +124,8 @@ impl Step {
 /// A change as the journal keeps it.
 #[derive(Debug)]
 pub(crate) struct Change {
-    /// Its id in the session (`c1`, `c2`, …).
-    pub(crate) id: String,
+    /// Its number in the session (its id is `c<seq>`).
+    seq: u64,
     /// The tool that made it.
     pub(crate) tool: &'static str,
     /// What it did, in a few words.
@@ -133,6 +133,20 @@ pub(crate) struct Change {
     /// What it did, in order (undone in reverse).
     pub(crate) steps: Vec<Step>,
     bytes: u64,
+}
+
+impl Change {
+    /// Its id in the session (`c1`, `c2`, …), as results and `undo_last_change` name it.
+    pub(crate) fn id(&self) -> String {
+        format!("c{}", self.seq)
+    }
+}
+
+/// Why a change whose before-images pass the journal's bound cannot be undone.
+fn too_large() -> String {
+    format!(
+        "cannot be undone: what it replaced or removed is more than the {MAX_BYTES} bytes the undo journal keeps per session"
+    )
 }
 
 #[derive(Debug, Default)]
@@ -164,23 +178,22 @@ impl Journal {
     ) -> Result<String, String> {
         let bytes: u64 = steps.iter().map(Step::bytes).sum();
         if bytes > MAX_BYTES {
-            return Err(format!(
-                "cannot be undone: what it replaced or removed is {bytes} bytes, more than the {MAX_BYTES} bytes the undo journal keeps per session"
-            ));
+            return Err(too_large());
         }
-        let first = self.with(|sessions| {
+        let (first, id) = self.with(|sessions| {
             let first = !sessions.contains_key(&session.id);
             let log = sessions.entry(session.id.clone()).or_default();
             log.next += 1;
-            let id = format!("c{}", log.next);
             log.bytes += bytes;
-            log.changes.push_back(Change {
-                id: id.clone(),
+            let change = Change {
+                seq: log.next,
                 tool,
                 summary,
                 steps,
                 bytes,
-            });
+            };
+            let id = change.id();
+            log.changes.push_back(change);
             while log.changes.len() > MAX_CHANGES || log.bytes > MAX_BYTES {
                 let Some(old) = log.changes.pop_front() else {
                     break;
@@ -189,7 +202,6 @@ impl Journal {
             }
             (first, id)
         });
-        let (first, id) = first;
         if first && let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let journal = self.clone();
             let session = session.clone();
@@ -213,8 +225,8 @@ impl Journal {
             };
             let at = match id {
                 None => log.changes.len() - 1,
-                Some(id) => log.changes.iter().position(|c| c.id == id).ok_or_else(|| {
-                    let known: Vec<&str> = log.changes.iter().map(|c| c.id.as_str()).collect();
+                Some(id) => log.changes.iter().position(|c| c.id() == id).ok_or_else(|| {
+                    let known: Vec<String> = log.changes.iter().map(Change::id).collect();
                     ToolError::NotFound(format!(
                         "no change {id:?} in this session; the changes that can be undone are {}",
                         known.join(", ")
@@ -233,11 +245,10 @@ impl Journal {
     pub(crate) fn put_back(&self, session: &Session, change: Change) {
         self.with(|sessions| {
             let log = sessions.entry(session.id.clone()).or_default();
-            let number = |c: &Change| c.id[1..].parse::<u64>().unwrap_or(0);
             let at = log
                 .changes
                 .iter()
-                .position(|c| number(c) > number(&change))
+                .position(|c| c.seq > change.seq)
                 .unwrap_or(log.changes.len());
             log.bytes += change.bytes;
             log.changes.insert(at, change);
@@ -256,15 +267,14 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// A recorder of steps already made (apply_patch keeps every before-image to restore on
-    /// failure, within the bound or not): refused when their images pass the bound.
+    /// A recorder of steps already made (apply_patch and copy_path keep every before-image to
+    /// restore on failure, within the bound or not); [`Journal::record`] refuses them when
+    /// their images pass the bound.
     pub(crate) fn from_steps(steps: Vec<Step>) -> Self {
-        let mut recorder = Self::default();
-        let bytes = steps.iter().map(Step::bytes).sum();
-        if recorder.fits(bytes) {
-            recorder.steps = steps;
+        Self {
+            steps,
+            ..Self::default()
         }
-        recorder
     }
 
     /// Whether a before-image of `len` more bytes still fits.
@@ -274,9 +284,7 @@ impl Recorder {
         }
         self.bytes += len;
         if self.bytes > MAX_BYTES {
-            self.refuse(format!(
-                "cannot be undone: what it replaced or removed is more than the {MAX_BYTES} bytes the undo journal keeps per session"
-            ));
+            self.refuse(too_large());
             return false;
         }
         true
@@ -527,6 +535,27 @@ pub(crate) fn apply(
     (done, failed)
 }
 
+/// Take back `done` (what a call made before it failed part-way, see [`apply`]) and say what
+/// became of it, for the call's error.
+pub(crate) fn take_back(workspace: &Workspace, allow_git: bool, done: &[Step]) -> String {
+    if done.is_empty() {
+        return "nothing had been changed".to_owned();
+    }
+    let (_, failed) = apply(workspace, allow_git, done);
+    if failed.is_empty() {
+        format!(
+            "the {} changes already made were taken back, so the files are as they were",
+            done.len()
+        )
+    } else {
+        format!(
+            "taking back the {} changes already made failed for {}",
+            done.len(),
+            failed.join(", ")
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,7 +580,7 @@ mod tests {
         }
         assert!(journal.take(&theirs, None).is_err());
         let latest = journal.take(&mine, None).unwrap();
-        assert_eq!(latest.id, format!("c{}", MAX_CHANGES + 5));
+        assert_eq!(latest.id(), format!("c{}", MAX_CHANGES + 5));
         assert!(
             journal.take(&mine, Some("c1")).is_err(),
             "the oldest were forgotten"

@@ -310,7 +310,7 @@ impl Visitor<'_> {
                 && !self.workspace.is_secret(&self.base.join(&entry_rel)))
             .then(|| {
                 let mut file = Workspace::open_listed(dir, &name).ok()?;
-                media::image_mime(&media::read_header(&mut file).ok()?)
+                media::sniff(&mut file).ok()?
             })
             .flatten();
             self.out.entries.push(Entry {

@@ -15,7 +15,7 @@ pub(crate) const HEADER_LEN: usize = 16;
 
 /// The MIME type of the image a file's start (`header`, up to [`HEADER_LEN`] bytes) shows,
 /// if it is one of the formats served as images.
-pub(crate) fn image_mime(header: &[u8]) -> Option<&'static str> {
+fn image_mime(header: &[u8]) -> Option<&'static str> {
     match imagesize::image_type(header).ok()? {
         imagesize::ImageType::Png => Some("image/png"),
         imagesize::ImageType::Jpeg => Some("image/jpeg"),
@@ -38,11 +38,12 @@ pub(crate) fn named_like_image(name: &std::ffi::OsStr) -> bool {
         .is_some_and(|e| IMAGE_EXTENSIONS.iter().any(|i| e.eq_ignore_ascii_case(i)))
 }
 
-/// The first [`HEADER_LEN`] bytes of `reader` (fewer when it is shorter).
-pub(crate) fn read_header(reader: &mut impl Read) -> io::Result<Vec<u8>> {
+/// The image type of what `reader` holds, from its first [`HEADER_LEN`] bytes (read from
+/// where it is; the caller reads the rest from its own offsets): `None` for anything else.
+pub(crate) fn sniff(reader: &mut impl Read) -> io::Result<Option<&'static str>> {
     let mut header = Vec::with_capacity(HEADER_LEN);
     reader.take(HEADER_LEN as u64).read_to_end(&mut header)?;
-    Ok(header)
+    Ok(image_mime(&header))
 }
 
 /// An image's width and height in pixels, from its headers (`bytes` is the whole file);

@@ -130,7 +130,7 @@ impl TypedTool for MovePath {
             }
             let replaced = to.existing_kind().is_some();
             if replaced && !p.overwrite {
-                return Err(exists(&destination));
+                return Err(write::destination_exists(&destination, ""));
             }
             // The file it replaces, kept for undo (an empty folder it replaces is not).
             let mut recorder = Recorder::default();
@@ -144,7 +144,7 @@ impl TypedTool for MovePath {
                 _ => None,
             };
             from.rename_to(&to, p.overwrite).map_err(|e| match e.kind() {
-                io::ErrorKind::AlreadyExists => exists(&destination),
+                io::ErrorKind::AlreadyExists => write::destination_exists(&destination, ""),
                 io::ErrorKind::CrossesDevices => ToolError::InvalidArguments(format!(
                     "{source} and {destination} are on different file systems, which a rename cannot cross; nothing was moved"
                 )),
@@ -183,11 +183,4 @@ impl TypedTool for MovePath {
         );
         Ok(result)
     }
-}
-
-/// The refusal for an existing destination without `overwrite`.
-fn exists(destination: &str) -> ToolError {
-    ToolError::InvalidArguments(format!(
-        "{destination} already exists and was not replaced; pass overwrite: true to replace it, or choose another destination"
-    ))
 }

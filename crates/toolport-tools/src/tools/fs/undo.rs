@@ -105,7 +105,7 @@ impl TypedTool for UndoLastChange {
             let outcome = match journal::check(&workspace, allow_git, &change.steps) {
                 Err(why) => Err(ToolError::InvalidArguments(format!(
                     "change {} ({}: {}) cannot be undone, because a file it touched is no longer as it left it: {why}. Nothing was changed; take back the later changes to that file first, or restore it by hand",
-                    change.id, change.tool, change.summary
+                    change.id(), change.tool, change.summary
                 ))),
                 Ok(()) => {
                     let (done, failed) = journal::apply(&workspace, allow_git, &change.steps);
@@ -114,7 +114,7 @@ impl TypedTool for UndoLastChange {
                     } else {
                         Err(ToolError::ExecutionFailed(format!(
                             "taking back change {} failed part-way: {}; done: {}",
-                            change.id,
+                            change.id(),
                             failed.join("; "),
                             if done.is_empty() { "nothing".to_owned() } else { done.join("; ") }
                         )))
@@ -126,7 +126,7 @@ impl TypedTool for UndoLastChange {
         .await?;
         match outcome {
             Ok(restored) => Ok(UndoResult {
-                change_id: change.id,
+                change_id: change.id(),
                 tool: change.tool.to_owned(),
                 summary: change.summary,
                 restored,

@@ -71,6 +71,14 @@ pub(crate) fn transfer_question(
     )
 }
 
+/// The refusal of an existing destination without `overwrite` (move_path, copy_path); `note`
+/// says what overwrite does beyond replacing, when it does more.
+pub(crate) fn destination_exists(destination: &str, note: &str) -> ToolError {
+    ToolError::InvalidArguments(format!(
+        "{destination} already exists and was not replaced; pass overwrite: true to replace it{note}, or choose another destination"
+    ))
+}
+
 /// Whether each write asks the user first.
 pub(crate) fn confirms(settings: WriteSettings) -> bool {
     settings.write == WriteMode::Confirm

@@ -177,7 +177,7 @@ impl TypedTool for WriteFile {
             .transpose()?;
         let workspace = ctx.workspace.clone();
         let allow_git = self.settings.allow_git_writes;
-        let (result, recorder) = blocking(move || {
+        let (mut result, recorder) = blocking(move || {
             let target = workspace.write_target(&p.path, allow_git)?;
             let display = target.display().display().to_string();
             let current = read_current(&target, &display, None)?;
@@ -243,7 +243,6 @@ impl TypedTool for WriteFile {
             ))
         })
         .await?;
-        let mut result = result;
         result.undo = self.journal.keep(
             &ctx.session,
             "write_file",

@@ -205,10 +205,10 @@ impl TypedTool for ApplyPatch {
                     .map(|f| PatchedFile {
                         path: f.display.clone(),
                         action: f.action,
-                        moved_to: f.moved_to.as_ref().map(|m| m.display.clone()),
+                        moved_to: f.moved_to().map(|m| m.display.clone()),
                         added: f.added,
                         removed: f.removed,
-                        sha256: f.new.as_ref().map(|n| text::sha256_hex(&n.bytes)),
+                        sha256: f.new.as_deref().map(text::sha256_hex),
                     })
                     .collect(),
                 diff,
@@ -255,26 +255,27 @@ struct Destination {
     display: String,
 }
 
-/// New bytes and where they go.
-struct NewContent {
-    bytes: Vec<u8>,
-    /// `None`: back over `existing` (an update in place).
-    to: Option<Destination>,
-}
-
 /// One file's change, worked out.
 struct Planned {
     action: Action,
     display: String,
-    moved_to: Option<Destination>,
+    /// Where new bytes go when not back over `existing`: an added file, a move's destination.
+    to: Option<Destination>,
     /// The file as it is (updates, moves, deletions).
     existing: Option<Existing>,
-    /// Its new content (adds, updates, moves).
-    new: Option<NewContent>,
+    /// Its new bytes (adds, updates, moves).
+    new: Option<Vec<u8>>,
     old_text: String,
     new_text: String,
     added: usize,
     removed: usize,
+}
+
+impl Planned {
+    /// A move's destination.
+    fn moved_to(&self) -> Option<&Destination> {
+        self.to.as_ref().filter(|_| self.action == Action::Move)
+    }
 }
 
 /// Read the patch and every file it names, and work out each file's new bytes; nothing is
@@ -312,12 +313,9 @@ fn plan(
                 Planned {
                     action: Action::Add,
                     display: to.display.clone(),
-                    moved_to: None,
+                    to: Some(to),
                     existing: None,
-                    new: Some(NewContent {
-                        bytes: new_text.clone().into_bytes(),
-                        to: Some(to),
-                    }),
+                    new: Some(new_text.clone().into_bytes()),
                     old_text: String::new(),
                     added: lines.len(),
                     removed: 0,
@@ -333,7 +331,7 @@ fn plan(
                 Planned {
                     action: Action::Delete,
                     display,
-                    moved_to: None,
+                    to: None,
                     existing: Some(existing),
                     new: None,
                     added: 0,
@@ -386,14 +384,8 @@ fn plan(
                         Action::Update
                     },
                     display,
-                    new: Some(NewContent {
-                        bytes,
-                        to: moved_to.as_ref().map(|d| Destination {
-                            user: d.user.clone(),
-                            display: d.display.clone(),
-                        }),
-                    }),
-                    moved_to,
+                    new: Some(bytes),
+                    to: moved_to,
                     existing: Some(existing),
                     added: count_ops(Op::Add),
                     removed: count_ops(Op::Remove),
@@ -402,8 +394,7 @@ fn plan(
                 }
             }
         };
-        for path in std::iter::once(&file.display).chain(file.moved_to.as_ref().map(|d| &d.display))
-        {
+        for path in std::iter::once(&file.display).chain(file.moved_to().map(|d| &d.display)) {
             if touched.contains(path) {
                 return Err(ToolError::InvalidArguments(format!(
                     "{}: the patch changes {path} more than once; put all of its changes in one section. Nothing was written",
@@ -470,13 +461,13 @@ fn combined_diff(plan: &[Planned]) -> (String, bool) {
     let mut out = String::new();
     let mut cut = false;
     for f in plan {
-        if let Some(to) = &f.moved_to {
+        if let Some(to) = f.moved_to() {
             out.push_str(&format!("rename {} -> {}\n", f.display, to.display));
         }
         if f.action == Action::Delete && f.old_text.is_empty() {
             out.push_str(&format!("delete {}\n", f.display));
         }
-        let shown = f.moved_to.as_ref().map_or(&f.display, |to| &to.display);
+        let shown = f.moved_to().map_or(&f.display, |to| &to.display);
         let (diff, truncated) = text::unified_diff(&f.old_text, &f.new_text, shown);
         cut |= truncated;
         out.push_str(&diff);
@@ -502,14 +493,14 @@ fn commit(
     let result = (|| -> Result<(), ToolError> {
         for f in plan {
             let Some(new) = &f.new else { continue };
-            let after = Some(text::sha256_hex(&new.bytes));
-            match (&new.to, &f.existing) {
+            let after = Some(text::sha256_hex(new));
+            match (&f.to, &f.existing) {
                 // New bytes with neither a destination nor a file to replace: none is planned.
                 (None, None) => {}
                 (None, Some(existing)) => {
                     unchanged(existing, &f.display)?;
                     let before = keep(&existing.bytes, None)?;
-                    write::write_bytes(&existing.target, &new.bytes, true)?;
+                    write::write_bytes(&existing.target, new, true)?;
                     done.push(Step::File {
                         path: f.display.clone(),
                         before: Some(before),
@@ -522,7 +513,7 @@ fn commit(
                     // A moved file keeps its permissions (an executable stays one).
                     let like = existing.as_ref().and_then(|e| e.target.existing_metadata());
                     target
-                        .write_atomic_with(|file| file.write_all(&new.bytes), like, false)
+                        .write_atomic_with(|file| file.write_all(new), like, false)
                         .map_err(|e| write::failed(&to.display, "writing", &e))?;
                     done.push(Step::File {
                         path: target.display().display().to_string(),
@@ -554,18 +545,7 @@ fn commit(
         Ok(())
     })();
     let Err(error) = result else { return Ok(done) };
-    let made = done.len();
-    let (_, failed) = journal::apply(workspace, settings.allow_git_writes, &done);
-    let undone = if made == 0 {
-        "nothing had been written".to_owned()
-    } else if failed.is_empty() {
-        format!("the {made} changes already made were taken back, so the files are as they were")
-    } else {
-        format!(
-            "taking back the {made} changes already made failed for {}",
-            failed.join(", ")
-        )
-    };
+    let undone = journal::take_back(workspace, settings.allow_git_writes, &done);
     Err(error.reworded(|m| format!("the patch was not applied: {m}; {undone}")))
 }
 

@@ -255,9 +255,9 @@ impl TypedTool for ReadFile {
         let window = Window::from_params(&p)?;
         let requested = encoding_for_label(&p.encoding)?;
         let mut opened = ctx.workspace.open_file(&p.path)?;
-        let header = media::read_header(&mut opened.file).map_err(|e| read_failed(&opened, &e))?;
+        let sniffed = media::sniff(&mut opened.file).map_err(|e| read_failed(&opened, &e))?;
         let max_bytes = self.settings.read_page_bytes(ctx);
-        let Some(mime) = media::image_mime(&header) else {
+        let Some(mime) = sniffed else {
             let text = self.read_opened(opened, window, requested, max_bytes, ctx);
             return text.await.map(ReadOutput::Text);
         };
@@ -303,8 +303,8 @@ impl ReadFile {
         let window = Window::from_params(&p)?;
         let requested = encoding_for_label(&p.encoding)?;
         let mut opened = ctx.workspace.open_file(&p.path)?;
-        let header = media::read_header(&mut opened.file).map_err(|e| read_failed(&opened, &e))?;
-        if let Some(mime) = media::image_mime(&header) {
+        let sniffed = media::sniff(&mut opened.file).map_err(|e| read_failed(&opened, &e))?;
+        if let Some(mime) = sniffed {
             // Its text would be refused as binary, "read_file only returns text": no longer
             // true, so say where the image can be seen.
             return Err(ToolError::InvalidArguments(format!(
