@@ -1,5 +1,6 @@
 //! The `toolport` command: parse the command line, build the configuration, then serve or run
-//! one of the subcommands (`tools`, `instructions`, `call`, `config`). `main.rs` only handles
+//! one of the subcommands (`tools`, `instructions`, `call`, `config`, `plugins check`,
+//! `upstreams status`). `main.rs` only handles
 //! the hidden helpers and calls [`run`].
 //!
 //! Output behaves like a Unix tool's: writing to a closed pipe (`toolport tools | head`) ends
@@ -13,7 +14,9 @@ use std::sync::Arc;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::config::{CallArgs, Cli, Command, Config, PluginsCommand, ToolsArgs, Transport};
+use crate::config::{
+    CallArgs, Cli, Command, Config, PluginsCommand, ToolsArgs, Transport, UpstreamsCommand,
+};
 use crate::observe::audit::Outcome;
 use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::registry::{ExecuteError, ToolFilter};
@@ -167,30 +170,121 @@ async fn command(command: Command, config: Config) -> ExitCode {
         Command::Config => Ok(emit(config.to_toml().trim_end())),
         Command::Serve(_) => match crate::assemble(config) {
             Ok((shared, catalog)) => {
-                crate::plugins::reload::spawn(catalog.clone(), shared.registry.clone());
-                Ok(serve(Arc::new(shared), config, !catalog.dirs().is_empty()).await)
+                let shared = Arc::new(shared);
+                prepare_commands(
+                    &shared,
+                    !catalog.dirs().is_empty() || !config.upstreams.is_empty(),
+                );
+                shared.upstreams.configure(config.upstreams.clone());
+                crate::plugins::reload::spawn(
+                    catalog.clone(),
+                    shared.registry.clone(),
+                    config_source(config),
+                );
+                let code = serve(shared.clone(), config).await;
+                shared.upstreams.shutdown().await;
+                Ok(code)
             }
             Err(error) => Err(usage_error(&error)),
         },
         Command::Plugins(PluginsCommand::Check { dirs }) => Ok(check_plugins(config, &dirs)),
-        Command::Tools(args) => build(config).map(|shared| tools(&shared, &args)),
-        Command::Instructions => {
-            build(config).map(|shared| emit(&shared.registry.load().instructions()))
-        }
-        Command::Call(args) => match build(config) {
-            Ok(shared) => Ok(call(&shared, &args).await),
+        Command::Upstreams(UpstreamsCommand::Status { json }) => match build(config).await {
+            Ok(shared) => Ok(stop(&shared, upstreams_status(&shared, config, json)).await),
+            Err(code) => Err(code),
+        },
+        Command::Tools(args) => match build(config).await {
+            Ok(shared) => Ok(stop(&shared, tools(&shared, &args)).await),
+            Err(code) => Err(code),
+        },
+        Command::Instructions => match build(config).await {
+            Ok(shared) => {
+                let code = emit(&shared.registry.load().instructions());
+                Ok(stop(&shared, code).await)
+            }
+            Err(code) => Err(code),
+        },
+        Command::Call(args) => match build(config).await {
+            Ok(shared) => {
+                let code = call(&shared, &args).await;
+                Ok(stop(&shared, code).await)
+            }
             Err(code) => Err(code),
         },
     };
     code.unwrap_or_else(|code| code)
 }
 
-/// The server state for the commands that need it; a configuration it cannot be built from
-/// (a root that does not exist, an unknown tool name) is a usage error.
-fn build(config: &Config) -> Result<Arc<Shared>, ExitCode> {
-    crate::build(config)
-        .map(Arc::new)
-        .map_err(|error| usage_error(&error))
+/// The server state for the one-shot commands; a configuration it cannot be built from (a
+/// root that does not exist, an unknown tool name) is a usage error. With upstreams
+/// configured they are started and waited for (each within its `start_timeout`), so their
+/// tools are listed and callable as the server would serve them; the caller stops them
+/// ([`Upstreams::shutdown`](crate::upstreams::Upstreams::shutdown)), and they die with this
+/// process in any case.
+async fn build(config: &Config) -> Result<Arc<Shared>, ExitCode> {
+    let (shared, catalog) = crate::assemble(config).map_err(|error| usage_error(&error))?;
+    if !config.upstreams.is_empty() {
+        prepare_commands(&shared, true);
+        shared.upstreams.configure(config.upstreams.clone());
+        shared.upstreams.settled().await;
+        let live = shared.registry.clone();
+        let _ =
+            tokio::task::spawn_blocking(move || crate::plugins::reload::reload(&catalog, &live))
+                .await;
+    }
+    Ok(Arc::new(shared))
+}
+
+/// A one-shot command is done: stop the upstreams it started, then exit with `code`.
+async fn stop(shared: &Shared, code: ExitCode) -> ExitCode {
+    shared.upstreams.shutdown().await;
+    code
+}
+
+/// The config file, for the reload of its `[[upstreams]]` (SIGHUP, a change of the file).
+fn config_source(config: &Config) -> Option<crate::plugins::reload::ConfigSource> {
+    let path = config.config_file.clone()?;
+    let read_from = path.clone();
+    Some(crate::plugins::reload::ConfigSource {
+        path,
+        read_upstreams: Box::new(move || crate::config::read_upstreams(&read_from)),
+    })
+}
+
+/// `toolport upstreams status`: each configured upstream's state after its start, as a table
+/// (or JSON); exit status 1 when an enabled one is not ready.
+fn upstreams_status(shared: &Shared, config: &Config, json: bool) -> ExitCode {
+    use crate::upstreams::State;
+    if config.upstreams.is_empty() {
+        eprintln!(
+            "toolport: no upstreams are configured: add [[upstreams]] entries to the config file (docs/upstreams.md)"
+        );
+        return ExitCode::from(USAGE_ERROR);
+    }
+    let status = shared.upstreams.status();
+    let text = if json {
+        serde_json::to_string_pretty(&status).unwrap_or_default()
+    } else {
+        let mut lines = vec!["NAME\tTRANSPORT\tSTATE\tTOOLS\tERROR".to_owned()];
+        lines.extend(status.iter().map(|s| {
+            format!(
+                "{}\t{}\t{}\t{}\t{}",
+                s.name,
+                s.transport,
+                serde_json::to_value(s.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                s.tools,
+                s.error.as_deref().unwrap_or("")
+            )
+        }));
+        lines.join("\n")
+    };
+    let written = emit(&text);
+    let failed = status
+        .iter()
+        .any(|s| !matches!(s.state, State::Ready | State::Disabled));
+    if failed { ExitCode::FAILURE } else { written }
 }
 
 fn usage_error(error: &crate::Error) -> ExitCode {
@@ -199,9 +293,10 @@ fn usage_error(error: &crate::Error) -> ExitCode {
 }
 
 /// Before commands can run: give up the controlling terminal and start the watchdog, once,
-/// when `execute_command` is served or plugin tools may be (a reload can add them).
-fn prepare_commands(shared: &Shared, plugins: bool) {
-    if plugins
+/// when `execute_command` is served, plugin tools may be (a reload can add them) or upstream
+/// servers are started (`others`).
+fn prepare_commands(shared: &Shared, others: bool) {
+    if others
         || shared
             .registry
             .load()
@@ -212,8 +307,7 @@ fn prepare_commands(shared: &Shared, plugins: bool) {
     }
 }
 
-async fn serve(shared: Arc<Shared>, config: &Config, plugins: bool) -> ExitCode {
-    prepare_commands(&shared, plugins);
+async fn serve(shared: Arc<Shared>, config: &Config) -> ExitCode {
     let transport = config.transport();
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -323,6 +417,10 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
             "cli",
             None,
             &args.tool,
+            registry
+                .get(&args.tool)
+                .as_deref()
+                .and_then(|t| t.upstream()),
             &arguments,
         )
     });

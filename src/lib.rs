@@ -25,7 +25,7 @@ pub mod transport;
 // The tool model, the workspace and the tools live in the `toolport-tools` library; the
 // server's modules reach them under the same names.
 pub(crate) use toolport_tools::{
-    background, definition, plugins, registry, secret, settings, tool, tools, workspace,
+    background, definition, plugins, registry, secret, settings, tool, tools, upstreams, workspace,
 };
 
 use std::sync::Arc;
@@ -66,18 +66,21 @@ pub fn build(config: &Config) -> Result<Shared, Error> {
 /// problems (a bad manifest, an unreadable directory) are logged, never fatal.
 pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>), Error> {
     let workspace = workspace::Workspace::new(&config.roots, &config.workspace.secret_patterns)?;
+    // Started by the commands that use them (`cli::start_upstreams`), once commands can run.
+    let upstreams = upstreams::Upstreams::new(config.roots.first().cloned().unwrap_or_default());
     let catalog = plugins::Catalog::new(
         tools::builtin_tools(config.builtin_settings())?,
         config.plugins.dirs_to_read(&config.roots),
         config.tools.clone(),
         config.exec.timeout_max,
-    )?;
+    )?
+    .with_upstreams(upstreams.clone());
     let built = catalog.build(true)?;
     built.log();
     // At start nothing is served yet: whatever could be read is the reference for reloads.
     let _ = catalog.accept(&built);
     // The HTTP token (configured or generated) is added by the HTTP transport, which knows it.
-    let secrets = config.web.secrets();
+    let secrets = config.secrets();
     let shared = Shared {
         registry: Arc::new(registry::LiveRegistry::new(built.registry)),
         workspace: Arc::new(workspace),
@@ -88,6 +91,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         jobs: background::BackgroundTable::new(Arc::new(catalog.jobs())),
         payload: config.tools.payload,
         result_cap: config.tools.result_cap,
+        upstreams,
     };
     {
         let registry = shared.registry.load();

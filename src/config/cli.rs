@@ -104,6 +104,23 @@ pub(crate) enum Command {
     /// Plugin manifests: `toolport plugins check [DIR…]`.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// The other MCP servers whose tools are served (`[[upstreams]]`): `toolport upstreams
+    /// status`.
+    #[command(subcommand)]
+    Upstreams(UpstreamsCommand),
+}
+
+/// `toolport upstreams …`.
+#[derive(Debug, Clone, Subcommand)]
+pub(crate) enum UpstreamsCommand {
+    /// Start every configured upstream as the server would, wait until each is ready or has
+    /// failed (each within its start_timeout), print each one's state, tool count and error,
+    /// and stop them; exit non-zero when an enabled upstream is not ready.
+    Status {
+        /// Print JSON (one object per upstream) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `toolport serve [DIR…]`.

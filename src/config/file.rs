@@ -15,6 +15,7 @@ use crate::tools::exec::FileExec;
 use crate::tools::fs::{FileFs, FileLimits};
 use crate::tools::web::settings::FileWeb;
 use crate::transport::http::settings::FileHttp;
+use crate::upstreams::FileUpstream;
 use crate::workspace::FileWorkspace;
 
 /// The whole file.
@@ -43,6 +44,8 @@ pub(super) struct FileConfig {
     pub(super) audit: FileAudit,
     #[serde(default)]
     pub(super) telemetry: FileTelemetry,
+    #[serde(default)]
+    pub(super) upstreams: Vec<FileUpstream>,
 }
 
 impl FileConfig {

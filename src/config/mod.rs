@@ -26,7 +26,7 @@ use serde::Serialize;
 mod cli;
 mod file;
 
-pub(crate) use cli::{CallArgs, Command, PluginsCommand, ToolsArgs};
+pub(crate) use cli::{CallArgs, Command, PluginsCommand, ToolsArgs, UpstreamsCommand};
 pub use cli::{Cli, GlobalArgs};
 use file::FileConfig;
 
@@ -43,6 +43,7 @@ pub use crate::tools::fs::FsSettings;
 pub use crate::tools::fs::WriteSettings;
 pub use crate::tools::web::settings::WebSettings;
 pub use crate::transport::http::settings::HttpSettings;
+pub use crate::upstreams::UpstreamSettings;
 use crate::workspace::WorkspaceSettings;
 
 /// Why the configuration is unusable. Each message names the file or the setting.
@@ -119,6 +120,10 @@ pub struct Config {
     pub audit: AuditSettings,
     /// Trace export (`[telemetry]`, `OTEL_*`).
     pub telemetry: TelemetrySettings,
+    /// Other MCP servers whose tools are served too (`[[upstreams]]`; last: an array of
+    /// tables is printed after the sections).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<UpstreamSettings>,
     /// The config file that was read, if any (not printed by `toolport config`, whose output
     /// is loaded from wherever it is saved).
     #[serde(skip)]
@@ -145,6 +150,7 @@ impl Default for Config {
             plugins: PluginSettings::default(),
             audit: AuditSettings::default(),
             telemetry: TelemetrySettings::default(),
+            upstreams: Vec::new(),
             config_file: None,
             unexpanded_env: Vec::new(),
         }
@@ -165,6 +171,14 @@ fn is_unexpanded_placeholder(value: &str) -> bool {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'))
         })
+}
+
+/// The `[[upstreams]]` of the config file at `path`, read again (a live reload of the
+/// upstreams): the same checks as at start; an error names the file and the key.
+pub(crate) fn read_upstreams(path: &Path) -> Result<Vec<UpstreamSettings>, String> {
+    let file = FileConfig::read(path).map_err(|e| e.to_string())?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    UpstreamSettings::load_all(file.upstreams, dir).map_err(|e| e.to_string())
 }
 
 /// Where the config file is looked for when `--config` is not given.
@@ -257,6 +271,7 @@ impl Config {
         }
 
         let web = WebSettings::load(file.web, &file_dir, env)?;
+        let upstreams = UpstreamSettings::load_all(file.upstreams, &file_dir)?;
         Ok(Self {
             roots,
             log_level: args.log_level.clone().or(file.log_level),
@@ -273,6 +288,7 @@ impl Config {
             plugins,
             audit,
             telemetry: TelemetrySettings::load(&file.telemetry, env)?,
+            upstreams,
             config_file: path,
             unexpanded_env: Vec::new(),
         })
@@ -288,6 +304,19 @@ impl Config {
                  config or bundle left empty); it is treated as unset"
             );
         }
+    }
+
+    /// The secrets the audit log scrubs wherever they appear: the web keys and the upstreams'
+    /// secret-looking `env` values.
+    pub(crate) fn secrets(&self) -> Vec<crate::secret::Secret> {
+        let mut secrets = self.web.secrets();
+        secrets.extend(
+            self.upstreams
+                .iter()
+                .flat_map(UpstreamSettings::secret_values)
+                .map(crate::secret::Secret::new),
+        );
+        secrets
     }
 
     /// How the server is reached: HTTP when `--http` gave an address, else stdio.
@@ -318,6 +347,11 @@ impl Config {
             self.http.notes(),
             self.plugins.notes(),
             self.telemetry.notes(),
+            self.upstreams
+                .iter()
+                .enumerate()
+                .flat_map(|(index, upstream)| upstream.notes(index))
+                .collect(),
         ]
         .concat();
         commented(&header, &notes, &toml)

@@ -14,7 +14,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Conte
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
-use super::confirm::{self, McpConfirmer};
+use super::confirm::{self, McpConfirmer, McpElicitor};
 use super::resources::job_links;
 use super::{ToolportServer, clients, progress, tasks, tool_result};
 use crate::observe::audit::Outcome;
@@ -96,8 +96,10 @@ impl ToolportServer {
         // One snapshot for the whole call: a reload meanwhile does not change the tool.
         let registry = self.shared.registry.load();
         let facts: Arc<CallFacts> = Arc::default();
-        let known = registry.get(&request.name).is_some();
-        let call = self.begin_call(&request, &context, known, facts.clone());
+        let tool = registry.get(&request.name);
+        let known = tool.is_some();
+        let upstream = tool.as_deref().and_then(|t| t.upstream());
+        let call = self.begin_call(&request, &context, known, upstream, facts.clone());
         let finished = if known {
             self.run_call(&call, &registry, request, &context, &facts)
                 .await
@@ -118,6 +120,7 @@ impl ToolportServer {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         known: bool,
+        upstream: Option<&str>,
         facts: Arc<CallFacts>,
     ) -> Call {
         let name = request.name.as_ref();
@@ -127,6 +130,7 @@ impl ToolportServer {
                 self.transport,
                 self.client_name(context),
                 name,
+                upstream,
                 request.arguments.as_ref().unwrap_or(&Default::default()),
             )
         });
@@ -228,7 +232,8 @@ impl ToolportServer {
     }
 
     /// What the tool runs with: this request's cancellation, progress and confirmation, this
-    /// session's workspace, owner, payload placement and result cap.
+    /// session's workspace, owner, payload placement and result cap; for an upstream's tool,
+    /// who answers its questions and the trace context it continues.
     fn tool_context(
         &self,
         request: &CallToolRequestParams,
@@ -250,6 +255,9 @@ impl ToolportServer {
             session: self.job_owner(context),
             payload: clients::payload_for(self.shared.payload, client),
             result_cap: clients::result_cap_for(self.shared.result_cap, client),
+            elicitor: McpElicitor::for_request(context)
+                .map(|e| Arc::new(e) as Arc<dyn crate::tool::Elicitor>),
+            traceparent: crate::observe::trace::traceparent(context.meta.get_traceparent()),
         }
     }
 }

@@ -143,3 +143,37 @@ impl Confirmer for McpConfirmer {
         }
     }
 }
+
+/// An upstream server's question for the user, put to the client of the call it came during:
+/// `elicitation/create` with the upstream's own message and schema, bounded like a
+/// confirmation. Only for a client that declared elicitation on a protocol version with
+/// server-to-client requests ([`McpElicitor::for_request`] gives none otherwise, and the
+/// upstream is told why).
+pub(super) struct McpElicitor {
+    peer: Peer<RoleServer>,
+}
+
+impl McpElicitor {
+    /// The elicitor of one `tools/call` request, when its client can answer.
+    pub(super) fn for_request(context: &RequestContext<RoleServer>) -> Option<Self> {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let can_elicit = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.elicitation.is_some());
+        (can_elicit && !modern).then(|| Self {
+            peer: context.peer.clone(),
+        })
+    }
+}
+
+#[async_trait]
+impl crate::tool::Elicitor for McpElicitor {
+    async fn elicit(&self, request: ElicitRequestParams) -> Result<ElicitResult, String> {
+        self.peer
+            .create_elicitation_with_timeout(request, Some(CONFIRM_TIMEOUT))
+            .await
+            .map_err(|error| format!("asking the user failed ({error})"))
+    }
+}

@@ -83,12 +83,21 @@ pub struct Shared {
     pub payload: PayloadSetting,
     /// The result cap default pages fit under (`[tools] result_cap`).
     pub result_cap: ResultCapSetting,
+    /// The other MCP servers whose tools are served (`[[upstreams]]`), for their status.
+    pub upstreams: Arc<crate::upstreams::Upstreams>,
 }
 
 /// A tool's output as a successful `tools/call` result: the text block, then one `image`
-/// block per image. The images go to every client whatever the payload form: the form
-/// decides where a result's text payload goes, and an image has one form only.
+/// block per image (an upstream's result: its own content blocks, unchanged). The images go
+/// to every client whatever the payload form: the form decides where a result's text payload
+/// goes, and an image has one form only.
 fn tool_result(output: ToolOutput) -> CallToolResult {
+    if let Some(content) = output.mcp_content {
+        // An upstream's result, as it gave it.
+        let mut result = CallToolResult::success(content);
+        result.structured_content = output.structured;
+        return result;
+    }
     let mut content = Vec::with_capacity(1 + output.images.len());
     content.push(ContentBlock::text(output.text));
     content.extend(
@@ -314,7 +323,7 @@ impl ServerHandler for ToolportServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(resources::list())
+        Ok(resources::list(&self.shared))
     }
 
     async fn read_resource(

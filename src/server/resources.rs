@@ -1,6 +1,7 @@
-//! Resources: `toolport://metrics` (the metrics as JSON) and the output of work a call left
-//! running ([`crate::background`]), `toolport://jobs/ID/stdout` and `/stderr`, linked from the
-//! results that name such work and readable by the session that owns it.
+//! Resources: `toolport://metrics` (the metrics as JSON), `toolport://upstreams` (the upstream
+//! MCP servers' states, when some are configured) and the output of work a call left running
+//! ([`crate::background`]), `toolport://jobs/ID/stdout` and `/stderr`, linked from the results
+//! that name such work and readable by the session that owns it.
 
 use rmcp::ErrorData as McpError;
 use rmcp::RoleServer;
@@ -9,12 +10,15 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 
-use super::ToolportServer;
+use super::{Shared, ToolportServer};
 use crate::background::OutputStream;
 use crate::observe::metrics;
 
 /// Where a job's output is offered as a resource: `toolport://jobs/ID/stdout` and `/stderr`.
 const JOB_RESOURCE_PREFIX: &str = "toolport://jobs/";
+
+/// The upstream MCP servers' states, as JSON.
+const UPSTREAMS_URI: &str = "toolport://upstreams";
 
 /// Most bytes one `resources/read` of a job's output returns: its start, for a look; the
 /// rest is paged with job_output (a resource read has no offsets).
@@ -34,16 +38,28 @@ pub(super) fn job_links(id: &str) -> Vec<ContentBlock> {
         .collect()
 }
 
-/// `resources/list`: the metrics (a job's output is linked from the results that name it).
-pub(super) fn list() -> ListResourcesResult {
-    ListResourcesResult::with_all_items(vec![
+/// `resources/list`: the metrics and, when upstreams are configured, their states (a job's
+/// output is linked from the results that name it).
+pub(super) fn list(shared: &Shared) -> ListResourcesResult {
+    let mut resources = vec![
         Resource::new(metrics::RESOURCE_URI, "metrics")
             .with_title("toolport metrics")
             .with_description(
                 "Calls by tool and outcome, call durations, sessions, calls in flight and commands running, as JSON (the same samples as /metrics over HTTP)",
             )
             .with_mime_type("application/json"),
-    ])
+    ];
+    if !shared.upstreams.is_empty() {
+        resources.push(
+            Resource::new(UPSTREAMS_URI, "upstreams")
+                .with_title("upstream MCP servers")
+                .with_description(
+                    "Each configured upstream MCP server: its state (starting, ready, retrying, disabled, stopped), tool count, restarts and last error, as JSON",
+                )
+                .with_mime_type("application/json"),
+        );
+    }
+    ListResourcesResult::with_all_items(resources)
 }
 
 impl ToolportServer {
@@ -56,21 +72,25 @@ impl ToolportServer {
         if let Some(rest) = uri.strip_prefix(JOB_RESOURCE_PREFIX) {
             return self.read_job_output(uri, rest, context);
         }
-        if uri != metrics::RESOURCE_URI {
-            return Err(McpError::resource_not_found(
-                format!(
-                    "unknown resource {:?}; the resources are {} and a job's output, {JOB_RESOURCE_PREFIX}JOB_ID/stdout or /stderr",
-                    uri,
-                    metrics::RESOURCE_URI
-                ),
-                None,
-            ));
-        }
-        let json = self.shared.metrics.render_json();
+        let json = match uri {
+            metrics::RESOURCE_URI => self.shared.metrics.render_json(),
+            UPSTREAMS_URI => serde_json::to_value(self.shared.upstreams.status())
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?,
+            _ => {
+                return Err(McpError::resource_not_found(
+                    format!(
+                        "unknown resource {:?}; the resources are {}, {UPSTREAMS_URI} and a job's output, {JOB_RESOURCE_PREFIX}JOB_ID/stdout or /stderr",
+                        uri,
+                        metrics::RESOURCE_URI
+                    ),
+                    None,
+                ));
+            }
+        };
         let text = serde_json::to_string_pretty(&json)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(ReadResourceResult::new(vec![
-            ResourceContents::text(text, metrics::RESOURCE_URI).with_mime_type("application/json"),
+            ResourceContents::text(text, uri).with_mime_type("application/json"),
         ]))
     }
 

@@ -171,6 +171,10 @@ async fn the_config_example_is_a_valid_config() {
     );
 }
 
+/// Keys whose value is a table of the operator's own names (an upstream's variables and
+/// headers), documented as one key.
+const FREE_FORM_TABLES: &[&str] = &["upstreams.env", "upstreams.headers"];
+
 /// Every key of a TOML table, as its dotted path (`exec.timeout_max`); tables are walked,
 /// not listed.
 fn leaf_keys(table: &toml::Table, prefix: &str, out: &mut BTreeSet<String>) {
@@ -181,7 +185,19 @@ fn leaf_keys(table: &toml::Table, prefix: &str, out: &mut BTreeSet<String>) {
             format!("{prefix}.{key}")
         };
         match value {
+            // A table whose keys are the operator's names (variables, headers): one key.
+            toml::Value::Table(_) if FREE_FORM_TABLES.contains(&path.as_str()) => {
+                out.insert(path);
+            }
             toml::Value::Table(inner) => leaf_keys(inner, &path, out),
+            // An array of tables (`[[upstreams]]`): each entry's keys, under the array's name.
+            toml::Value::Array(entries)
+                if !entries.is_empty() && entries.iter().all(toml::Value::is_table) =>
+            {
+                for entry in entries.iter().filter_map(toml::Value::as_table) {
+                    leaf_keys(entry, &path, out);
+                }
+            }
             _ => {
                 out.insert(path);
             }
@@ -198,7 +214,9 @@ fn documented_keys(example: &str) -> BTreeSet<String> {
     for line in example.lines() {
         let line = line.trim_start();
         let bare = line.strip_prefix('#').map_or(line, str::trim_start);
-        if let Some((name, _)) = bare.strip_prefix('[').and_then(|r| r.split_once(']'))
+        // `[section]`, or `[[array]]` (an array of tables: its entries' keys are its own).
+        let header = bare.strip_prefix("[[").or_else(|| bare.strip_prefix('['));
+        if let Some((name, _)) = header.and_then(|r| r.split_once(']'))
             && !name.is_empty()
             && name
                 .chars()

@@ -48,6 +48,9 @@ mod in_process;
 mod mcp_config;
 // Where a result's payload goes, by client and by setting; each form matches the schema.
 mod payload;
+// Other MCP servers behind toolport (toolport itself as the upstream): one list, the audit,
+// confirmation, progress and cancellation, crashes and hangs, reload, no process left.
+mod upstreams;
 // Plugin tools: manifests, templates, policy, registration, live reload, the examples.
 mod plugins;
 // Metrics: the toolport://metrics resource and /metrics move with calls.

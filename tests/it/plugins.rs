@@ -82,15 +82,6 @@ async fn connect_plugins(root: &Path, plugins: &Path, client: TestClient) -> Cli
     connect_with(root, &["--plugins", plugins.to_str().unwrap()], client).await
 }
 
-async fn names(client: &Client) -> Vec<String> {
-    within(client.list_all_tools())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
     let (_d, root, plugins) = plugin_dir(&[("echo.toml", ECHO)]);
@@ -128,7 +119,7 @@ async fn a_plugin_tool_is_listed_with_its_schema_and_called() {
         search_hint("numbers")
     );
     assert_eq!(
-        names(&client).await[..BUILTIN_TOOLS],
+        tool_names(&client).await[..BUILTIN_TOOLS],
         BUILTIN_NAMES,
         "built-ins come first"
     );
@@ -388,13 +379,13 @@ args = ["later"]
     let client = within(rmcp::ServiceExt::serve(client, transport))
         .await
         .unwrap();
-    assert!(!names(&client).await.contains(&"later".to_owned()));
+    assert!(!tool_names(&client).await.contains(&"later".to_owned()));
 
     // The file watch may reload too; either way the client is told and lists the new set.
     replace_file(&plugins.join("later.toml"), extra);
     hangup(pid);
     changed(&mut list_changed).await;
-    assert!(names(&client).await.contains(&"later".to_owned()));
+    assert!(tool_names(&client).await.contains(&"later".to_owned()));
     let result = call(&client, "later", json!({})).await;
     assert_eq!(text(&result), "later\n");
 }
@@ -405,13 +396,13 @@ async fn editing_a_manifest_reloads_without_a_signal() {
     let client = TestClient::default();
     let mut list_changed = client.list_changed();
     let client = connect_plugins(&root, &plugins, client).await;
-    assert!(names(&client).await.contains(&"numbers".to_owned()));
+    assert!(tool_names(&client).await.contains(&"numbers".to_owned()));
 
     // Remove a tool by rewriting the file without it.
     let without = ECHO.replace("name = \"numbers\"", "name = \"numbers2\"");
     replace_file(&plugins.join("echo.toml"), &without);
     changed(&mut list_changed).await;
-    let now = names(&client).await;
+    let now = tool_names(&client).await;
     assert!(now.contains(&"numbers2".to_owned()), "{now:?}");
     assert!(!now.contains(&"numbers".to_owned()), "{now:?}");
     let gone = within(client.call_tool(
@@ -433,7 +424,7 @@ command = "true"
     changed(&mut list_changed).await;
     replace_file(&plugins.join("echo.toml"), "[[tools]]\nname = 5\n");
     changed(&mut list_changed).await;
-    let now = names(&client).await;
+    let now = tool_names(&client).await;
     assert!(now.contains(&"say2".to_owned()), "{now:?}");
     assert!(!now.contains(&"say".to_owned()), "{now:?}");
 }
@@ -534,7 +525,7 @@ async fn http_sessions_are_told_too() {
     replace_file(&plugins.join("later.toml"), extra);
     hangup(server.pid());
     changed(&mut list_changed).await;
-    assert!(names(&client).await.contains(&"later".to_owned()));
+    assert!(tool_names(&client).await.contains(&"later".to_owned()));
     let note = sse.message().await;
     assert_eq!(
         note["method"],
@@ -580,7 +571,7 @@ paths = ["marker"]
     crate::common::process::eventually("the plugin command started", || marker.exists()).await;
     std::fs::remove_file(plugins.join("nap.toml")).unwrap();
     changed(&mut list_changed).await;
-    assert!(!names(&client).await.contains(&"nap".to_owned()));
+    assert!(!tool_names(&client).await.contains(&"nap".to_owned()));
     let result = within(running).await.unwrap();
     assert_eq!(text(&result), "rested\n", "{result:?}");
 }
@@ -646,7 +637,7 @@ async fn a_reload_that_cannot_read_a_folder_keeps_the_tools() {
     let client = TestClient::default();
     let mut list_changed = client.list_changed();
     let client = mcp_client(&server, TOKEN, client).await;
-    let before = names(&client).await;
+    let before = tool_names(&client).await;
     assert!(before.contains(&"say".to_owned()));
 
     // The folder that was read goes away: the tools stay.
@@ -659,7 +650,7 @@ async fn a_reload_that_cannot_read_a_folder_keeps_the_tools() {
             .contains("could not read a plugin directory it read before; keeping the current tools")
     })
     .await;
-    assert_eq!(names(&client).await, before);
+    assert_eq!(tool_names(&client).await, before);
     assert_eq!(
         text(&call(&client, "say", json!({"words": ["still"]})).await),
         "still\n"
@@ -672,7 +663,7 @@ async fn a_reload_that_cannot_read_a_folder_keeps_the_tools() {
     replace_file(&plugins.join("later.toml"), extra);
     hangup(server.pid());
     changed(&mut list_changed).await;
-    assert!(names(&client).await.contains(&"later".to_owned()));
+    assert!(tool_names(&client).await.contains(&"later".to_owned()));
 }
 
 #[tokio::test]

@@ -874,16 +874,6 @@ async fn confirm_mode_asks_with_the_diff_and_a_decline_writes_nothing() {
     assert_eq!(asked.lock().unwrap().len(), 1);
 }
 
-/// The names of the tools a server lists.
-async fn tool_names(client: &Client) -> Vec<String> {
-    within(client.list_all_tools())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect()
-}
-
 #[tokio::test]
 async fn read_only_serves_no_write_tools() {
     let (_d, root) = tempdir();

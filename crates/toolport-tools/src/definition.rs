@@ -19,9 +19,9 @@ pub(crate) const MAX_TOOL_NAME_LEN: usize = 64;
 /// Why a definition is not acceptable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DefinitionError {
-    /// The name is empty, too long, or has characters outside `[A-Za-z0-9_]`.
+    /// The name is empty, too long, or has characters outside `[A-Za-z0-9_-]`.
     #[error(
-        "invalid tool name {0:?}: use 1 to {MAX_TOOL_NAME_LEN} characters from A-Z, a-z, 0-9 and _"
+        "invalid tool name {0:?}: use 1 to {MAX_TOOL_NAME_LEN} characters from A-Z, a-z, 0-9, _ and -"
     )]
     InvalidName(String),
     /// The input schema is not a JSON object with `"type": "object"` at the top.
@@ -101,7 +101,7 @@ pub enum ToolFormat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDefinition {
-    /// `[A-Za-z0-9_]{1,64}`.
+    /// `[A-Za-z0-9_-]{1,64}`.
     pub name: String,
     /// What the tool does.
     pub description: String,
@@ -115,7 +115,9 @@ pub struct ToolDefinition {
 /// Whether `name` is a valid tool name in every target format.
 pub(crate) fn is_valid_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 impl ToolDefinition {
@@ -240,7 +242,8 @@ mod tests {
         assert!(is_valid_tool_name(&"x".repeat(64)));
         assert!(!is_valid_tool_name(""));
         assert!(!is_valid_tool_name(&"x".repeat(65)));
-        assert!(!is_valid_tool_name("read-file"));
+        // MCP, OpenAI, Anthropic and Ollama all take `-` (MCP servers name tools `get-sum`).
+        assert!(is_valid_tool_name("read-file"));
         assert!(!is_valid_tool_name("read.file"));
         assert!(!is_valid_tool_name("réad"));
         assert!(!is_valid_tool_name("read file"));

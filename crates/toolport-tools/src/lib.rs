@@ -66,6 +66,8 @@ pub mod tools;
 #[doc(hidden)]
 pub mod typed;
 #[doc(hidden)]
+pub mod upstreams;
+#[doc(hidden)]
 pub mod workspace;
 
 mod toolbox;

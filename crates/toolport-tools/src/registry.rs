@@ -805,8 +805,8 @@ mod tests {
     #[test]
     fn invalid_names_are_refused() {
         let mut r = ToolRegistry::new();
-        let err = r.register(fake("bad-name", &[], None)).unwrap_err();
-        assert_eq!(err, DefinitionError::InvalidName("bad-name".into()));
+        let err = r.register(fake("bad.name", &[], None)).unwrap_err();
+        assert_eq!(err, DefinitionError::InvalidName("bad.name".into()));
         assert!(r.names().is_empty());
     }
 

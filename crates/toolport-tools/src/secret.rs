@@ -113,6 +113,26 @@ pub(crate) fn serialize_key_file<S: Serializer>(
     }
 }
 
+/// Argument, field and variable names whose values are secrets (matched case-insensitively as
+/// a part of the name: `api_key`, `githubToken`, `DB_PASSWORD` …).
+const SECRET_NAME_PARTS: &[&str] = &[
+    "token",
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "authorization",
+    "credential",
+    "cookie",
+];
+
+/// Whether an argument, field or variable name looks like it holds a secret (the audit log
+/// redacts its value; `toolport config` does not print an upstream's `env` value under it).
+pub fn secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_NAME_PARTS.iter().any(|part| lower.contains(part))
+}
+
 /// What a URL's userinfo is shown as: `http://***@host/`. Neither the user name nor the
 /// password is repeated (a user name is often a token itself, `https://TOKEN@github.com`).
 pub(crate) const USERINFO_MASK: &str = "***";

@@ -63,6 +63,11 @@ pub struct ToolOutput {
     /// Images the result shows, after the text (MCP `image` content blocks). Empty for most
     /// tools.
     pub images: Vec<Image>,
+    /// The MCP content blocks exactly, when the result came from another MCP server (an
+    /// upstream): served as they are, where `text` and `images` are what the other formats
+    /// read. `None` for every tool of this crate.
+    #[doc(hidden)]
+    pub mcp_content: Option<Vec<rmcp::model::ContentBlock>>,
 }
 
 impl ToolOutput {
@@ -72,6 +77,7 @@ impl ToolOutput {
             structured: Some(structured),
             text: text.into(),
             images: Vec::new(),
+            mcp_content: None,
         }
     }
 
@@ -81,6 +87,7 @@ impl ToolOutput {
             structured: None,
             text: text.into(),
             images: Vec::new(),
+            mcp_content: None,
         }
     }
 }
@@ -411,6 +418,19 @@ impl Confirmer for AlwaysConfirm {
     }
 }
 
+/// Puts an upstream MCP server's question for the user (an elicitation it sends in the middle
+/// of a call) to the client of the call it belongs to. The server sets one on a call's
+/// context when its client can answer such questions.
+#[doc(hidden)]
+#[async_trait]
+pub trait Elicitor: Send + Sync {
+    /// Ask the call's client; `Err` says why it could not be asked.
+    async fn elicit(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+    ) -> Result<rmcp::model::ElicitResult, String>;
+}
+
 /// What a command did, recorded by the executor for the audit log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommandFacts {
@@ -530,6 +550,14 @@ pub struct ToolContext {
     /// ([`ToolContext::page_bytes`]). `None`: the tools' own limits alone.
     #[doc(hidden)]
     pub result_cap: Option<u64>,
+    /// Who answers an upstream server's questions during this call (the client, when it
+    /// can); `None`: they are refused with the reason.
+    #[doc(hidden)]
+    pub elicitor: Option<Arc<dyn Elicitor>>,
+    /// The W3C `traceparent` of this call's span (or the client's), passed on to an upstream
+    /// server so its span continues the trace.
+    #[doc(hidden)]
+    pub traceparent: Option<String>,
 }
 
 /// Who a call belongs to: a job belongs to the session that started it, and is killed when
@@ -579,6 +607,8 @@ impl ToolContext {
             session: Session::local(),
             payload: Payload::Both,
             result_cap: None,
+            elicitor: None,
+            traceparent: None,
         }
     }
 
@@ -665,7 +695,7 @@ impl ToolContext {
 /// ```
 #[async_trait]
 pub trait AiTool: Send + Sync + 'static {
-    /// Unique name, `[A-Za-z0-9_]{1,64}`: valid for MCP, OpenAI/OpenRouter, Anthropic and Ollama.
+    /// Unique name, `[A-Za-z0-9_-]{1,64}`: valid for MCP, OpenAI/OpenRouter, Anthropic and Ollama.
     fn name(&self) -> &str;
 
     /// A short human-readable title.
@@ -748,6 +778,13 @@ pub trait AiTool: Send + Sync + 'static {
     /// plugin manifest does, when it loads): the registry then does not compile it again.
     /// `None` (the default): the registry compiles [`AiTool::input_schema`].
     fn compiled_input_schema(&self) -> Option<jsonschema::Validator> {
+        None
+    }
+
+    #[doc(hidden)]
+    /// The MCP server this tool is served from (an `[[upstreams]]` entry's name), for the
+    /// audit log; `None` (the default) for a tool of toolport's own.
+    fn upstream(&self) -> Option<&str> {
         None
     }
 

@@ -61,6 +61,9 @@ struct ToolsFile {
     audit: Option<toml::Value>,
     #[allow(dead_code)]
     telemetry: Option<toml::Value>,
+    // Other MCP servers: the server's (a toolbox serves its own tools).
+    #[allow(dead_code)]
+    upstreams: Option<toml::Value>,
 }
 
 /// Why [`Settings::from_toml`] refused a config text. The message names the key.

@@ -27,7 +27,7 @@ use crate::workspace::Workspace;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ToolSpec {
-    /// `[A-Za-z0-9_]{1,64}`.
+    /// `[A-Za-z0-9_-]{1,64}`.
     pub name: &'static str,
     /// A short human-readable title.
     pub title: &'static str,

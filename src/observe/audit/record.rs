@@ -33,6 +33,8 @@ pub(crate) struct Record<'a> {
     pub(crate) transport: &'a str,
     pub(crate) client: Option<&'a str>,
     pub(crate) tool: &'a str,
+    /// The upstream MCP server the tool is served from (`[[upstreams]]`), if any.
+    pub(crate) upstream: Option<&'a str>,
     pub(crate) args: &'a Map<String, Value>,
     pub(crate) outcome: Outcome,
     /// The error's kind and message, when not ok.

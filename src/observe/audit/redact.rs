@@ -5,23 +5,10 @@
 use serde_json::{Map, Value, json};
 
 use super::record::Record;
-use crate::secret::{Secret, hide_userinfo, userinfos};
+use crate::secret::{Secret, hide_userinfo, secret_name, userinfos};
 
 /// What replaces a redacted value.
 pub(crate) const REDACTED: &str = "[redacted]";
-
-/// Argument and field names whose values are secrets (matched case-insensitively as a part of
-/// the name: `api_key`, `githubToken`, `db_password` …).
-const SECRET_NAME_PARTS: &[&str] = &[
-    "token",
-    "key",
-    "secret",
-    "password",
-    "passwd",
-    "authorization",
-    "credential",
-    "cookie",
-];
 
 /// Arguments whose every value is redacted (keys kept): environment variables carry secrets.
 const ENV_ARGUMENTS: &[&str] = &["env"];
@@ -68,6 +55,9 @@ pub(super) fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
         "bytes_out": r.bytes_out,
     });
     if let Some(map) = object.as_object_mut() {
+        if let Some(upstream) = r.upstream {
+            map.insert("upstream".into(), json!(upstream));
+        }
         if let Some((kind, message)) = r.error {
             map.insert(
                 "error".into(),
@@ -92,12 +82,6 @@ pub(super) fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
     let mut line = object.to_string();
     line.push('\n');
     line
-}
-
-/// Whether an argument or field name looks like it holds a secret.
-fn secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    SECRET_NAME_PARTS.iter().any(|part| lower.contains(part))
 }
 
 /// The arguments with secrets replaced by [`REDACTED`]; every string removed is pushed to
@@ -217,6 +201,7 @@ mod tests {
                 session: "s",
                 transport: "stdio",
                 client: None,
+                upstream: None,
                 tool: "t",
                 args: &a,
                 outcome: Outcome::Error,
@@ -268,6 +253,7 @@ mod tests {
                 session: "s",
                 transport: "stdio",
                 client: None,
+                upstream: None,
                 tool: "t",
                 args: &a,
                 outcome: Outcome::Denied,
@@ -305,6 +291,7 @@ mod tests {
                 session: "s1",
                 transport: "stdio",
                 client: Some("client 1.0"),
+                upstream: None,
                 tool: "execute_command",
                 args: &a,
                 outcome: Outcome::Error,

@@ -149,6 +149,7 @@ struct Started {
     transport: &'static str,
     client: Option<String>,
     tool: String,
+    upstream: Option<String>,
     args: Map<String, Value>,
 }
 
@@ -169,6 +170,7 @@ impl Finished {
                 transport: call.transport,
                 client: call.client.as_deref(),
                 tool: &call.tool,
+                upstream: call.upstream.as_deref(),
                 args: &call.args,
                 outcome: ending.outcome,
                 error: ending
@@ -193,6 +195,7 @@ impl AuditLog {
         transport: &'static str,
         client: Option<String>,
         tool: &str,
+        upstream: Option<&str>,
         args: &Map<String, Value>,
     ) -> Pending {
         Pending {
@@ -202,6 +205,7 @@ impl AuditLog {
                 transport,
                 client,
                 tool: tool.to_owned(),
+                upstream: upstream.map(str::to_owned),
                 args: args.clone(),
             },
         }

@@ -67,6 +67,7 @@ mod span;
 mod traced;
 
 pub(crate) use exporter::{Exporter, export};
+pub(crate) use parent::traceparent;
 pub(crate) use settings::FileTelemetry;
 pub use settings::TelemetrySettings;
 pub(crate) use traced::Traced;

@@ -71,6 +71,24 @@ impl Extractor for Carrier<'_> {
     }
 }
 
+/// The `traceparent` an upstream call carries: the current request span's (when spans are
+/// exported, the upstream's span is its child), else the client's own (`client`, passed on as
+/// it came, so the upstream continues the client's trace when toolport exports none).
+pub(crate) fn traceparent(client: Option<&str>) -> Option<String> {
+    let context = opentelemetry::Context::current();
+    let span = context.span();
+    let current = span.span_context();
+    if current.is_valid() {
+        return Some(format!(
+            "00-{}-{}-{:02x}",
+            current.trace_id(),
+            current.span_id(),
+            current.trace_flags().to_u8()
+        ));
+    }
+    client.filter(|tp| well_formed(tp)).map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

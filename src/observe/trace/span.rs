@@ -57,11 +57,18 @@ pub(super) async fn answer<T>(
     if span.is_off() {
         return request.await;
     }
+    // The exported span is the current trace context while the request runs: a call to an
+    // upstream server passes it on (`traceparent`), so its span continues this trace.
+    let context = ending_context(&span);
     let mut ending = Ending {
         span,
         answered: false,
     };
-    let result = request.instrument(ending.span.log.clone()).await;
+    let instrumented = request.instrument(ending.span.log.clone());
+    let result = match context {
+        Some(context) => opentelemetry::trace::FutureExt::with_context(instrumented, context).await,
+        None => instrumented.await,
+    };
     ending.answered = true;
     match &result {
         Err(error) => ending.span.failed(&error.code.0.to_string()),
@@ -72,6 +79,13 @@ pub(super) async fn answer<T>(
         }
     }
     result
+}
+
+/// The exported span's context as the current one for the request's future.
+fn ending_context(span: &RequestSpan) -> Option<opentelemetry::Context> {
+    use opentelemetry::trace::TraceContextExt as _;
+    let otel = span.otel.as_ref()?;
+    Some(opentelemetry::Context::new().with_remote_span_context(otel.span_context().clone()))
 }
 
 /// No `error.type` in an answer (only `tools/call` answers can carry an error).

@@ -419,6 +419,16 @@ pub(crate) fn pick(value: &Value, keys: &[&str]) -> Value {
     Value::Object(picked)
 }
 
+/// The names of the tools a server lists, in order.
+pub(crate) async fn tool_names(client: &Client) -> Vec<String> {
+    within(client.list_all_tools())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
 /// Send a `tools/call` without waiting for its answer: the handle cancels it.
 pub(crate) async fn start_call(
     client: &Client,
@@ -442,10 +452,19 @@ pub(crate) async fn start_long_command(
     client: &Client,
     pidfile: &Path,
 ) -> rmcp::service::RequestHandle<RoleClient> {
+    start_long_command_of(client, "execute_command", pidfile).await
+}
+
+/// [`start_long_command`] through `tool` (an upstream's execute_command).
+pub(crate) async fn start_long_command_of(
+    client: &Client,
+    tool: &'static str,
+    pidfile: &Path,
+) -> rmcp::service::RequestHandle<RoleClient> {
     let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
     let handle = start_call(
         client,
-        "execute_command",
+        tool,
         serde_json::json!({"command": "sh", "args": ["-c", script]}),
     )
     .await;

@@ -240,7 +240,7 @@ fn one_line(message: &str) -> String {
 fn check(tool: FileTool, dir: &Path, limits: Limits, file: &Path) -> Result<ToolManifest, String> {
     if !is_valid_tool_name(&tool.name) {
         return Err(format!(
-            "name {:?} is not allowed: use 1 to {MAX_TOOL_NAME_LEN} letters, digits or '_'",
+            "name {:?} is not allowed: use 1 to {MAX_TOOL_NAME_LEN} letters, digits, '_' or '-'",
             tool.name
         ));
     }
@@ -623,10 +623,10 @@ timeout = 10
 
     #[test]
     fn semantic_errors_name_the_tool_and_field() {
-        let bad_name = GOOD.replace("word_count", "word-count");
+        let bad_name = GOOD.replace("word_count", "word.count");
         let err = error(&bad_name);
         assert!(
-            err.starts_with("/plugins/x.toml:2: tools[0] (word-count): name"),
+            err.starts_with("/plugins/x.toml:2: tools[0] (word.count): name"),
             "{err}"
         );
 

@@ -9,8 +9,9 @@
 //!
 //! [`Catalog`] is discovery plus registration: built-in tools first (a plugin cannot shadow
 //! one), then plugin tools, directories in the configured order and files in name order, the
-//! first tool of a name winning (each skipped duplicate is a warning naming both files); then
-//! the operator's tool selection. A manifest that does not load is skipped with one error line;
+//! first tool of a name winning (each skipped duplicate is a warning naming both files), then
+//! the tools of the upstream MCP servers that are ready ([`crate::upstreams`], named by their
+//! prefix modes around the names already taken); then the operator's tool selection. A manifest that does not load is skipped with one error line;
 //! the others load.
 
 use std::collections::HashMap;
@@ -21,6 +22,7 @@ use crate::registry::ToolRegistry;
 use crate::tool::AiTool;
 use crate::tools::exec::Executor;
 use crate::tools::{Builtins, SelectionError, ToolSelection};
+use crate::upstreams::Upstreams;
 
 mod manifest;
 pub mod reload;
@@ -56,6 +58,8 @@ pub struct Catalog {
     /// The directories that could not be read when the served set was built (at first: all
     /// of them, so a folder missing from the start never blocks a reload).
     missing: std::sync::Mutex<Vec<PathBuf>>,
+    /// The upstream MCP servers whose ready tools join the set.
+    upstreams: Option<Arc<Upstreams>>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -87,7 +91,8 @@ pub struct Discovery {
 pub struct Built {
     pub registry: ToolRegistry,
     pub discovery: Discovery,
-    /// Plugin tools skipped because an earlier tool (built-in or plugin) has the name.
+    /// Plugin tools skipped because an earlier tool (built-in or plugin) has the name, and
+    /// upstream tools skipped (a name taken, a schema that does not compile).
     pub duplicates: Vec<String>,
 }
 
@@ -127,7 +132,20 @@ impl Catalog {
             dirs,
             selection,
             limits: manifest::Limits { timeout_max },
+            upstreams: None,
         })
+    }
+
+    /// Serve the ready tools of `upstreams` too (after the built-in and plugin tools).
+    #[must_use]
+    pub fn with_upstreams(mut self, upstreams: Arc<Upstreams>) -> Self {
+        self.upstreams = Some(upstreams);
+        self
+    }
+
+    /// The upstream MCP servers, when the set includes theirs.
+    pub fn upstreams(&self) -> Option<&Arc<Upstreams>> {
+        self.upstreams.as_ref()
     }
 
     /// Whether `built` may replace the served set: not when a directory that was read for
@@ -217,11 +235,14 @@ impl Catalog {
     /// name wins), then the operator's selection. Problems are in the result
     /// ([`Built::log`] logs them). With `strict` (at start), a tool name in the selection
     /// that nothing has is an error (a typo in `--disable-tool` must not leave a tool on),
-    /// unless a manifest failed to load: the name may be one of its tools, so a warning.
+    /// unless a manifest failed to load or an upstream is configured: the name may be one of
+    /// their tools, so a warning.
     pub fn build(&self, strict: bool) -> Result<Built, SelectionError> {
         let mut discovery = self.discover();
         let (all, duplicates) = self.register(&mut discovery)?;
-        let clean = discovery.errors.is_empty() && discovery.unreadable.is_empty();
+        let clean = discovery.errors.is_empty()
+            && discovery.unreadable.is_empty()
+            && self.upstreams.as_ref().is_none_or(|u| u.is_empty());
         let registry = self.selection.apply(&all, strict && clean)?;
         Ok(Built {
             registry,
@@ -270,6 +291,9 @@ impl Catalog {
             }
         }
         found.errors.extend(refused);
+        if let Some(upstreams) = &self.upstreams {
+            duplicates.extend(upstreams.register(&mut all));
+        }
         Ok((all, duplicates))
     }
 }

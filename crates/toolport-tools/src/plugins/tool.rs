@@ -200,6 +200,7 @@ impl PluginTool {
             structured: value.is_object().then_some(value),
             text,
             images: Vec::new(),
+            mcp_content: None,
         })
     }
 }

@@ -167,6 +167,14 @@ impl Scope {
     pub(crate) fn env(&self) -> (String, String) {
         (SCOPE_VAR.to_owned(), self.name.clone())
     }
+
+    /// Whether a process marked `marker` is this command's: the scope itself, or a scope of
+    /// a toolport the command runs (an upstream MCP server that is toolport, a nested
+    /// `toolport call`), whose own scopes are nested in this one ([`prefix_of`]).
+    fn owns(&self, marker: &[u8]) -> bool {
+        let name = self.name.as_bytes();
+        marker == name || (marker.starts_with(name) && marker.get(name.len()) == Some(&NESTED))
+    }
 }
 
 /// Spawn a command's leader with `spawn` and register it, under the lock a sweep holds, so no
@@ -245,7 +253,7 @@ pub(crate) fn sweep(scope: &Scope, group: Option<Pid>) {
                 }
                 match scope_of(pid) {
                     Found::Zombie => reap(pid),
-                    Found::Scope(s) if s == scope.name => killed.push(pid),
+                    Found::Scope(s) if scope.owns(s.as_bytes()) => killed.push(pid),
                     Found::None if nobody_else => killed.push(pid),
                     Found::Scope(_) | Found::None | Found::Gone => {}
                 }
@@ -308,7 +316,7 @@ fn sweep_scanning(scope: &Scope, group: Option<Pid>) {
     kill_rounds(
         group,
         || {
-            let found = scoped_processes(Some(since), |s| s == scope.name.as_bytes());
+            let found = scoped_processes(Some(since), |s| scope.owns(s));
             for pid in &found {
                 let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
             }
@@ -429,9 +437,18 @@ fn children() -> Vec<i32> {
     pids
 }
 
-/// The scope prefix of the server whose pid is `server` (the watchdog's view).
+/// What separates a command's scope from the scopes of a toolport it runs.
+const NESTED: u8 = b'/';
+
+/// The scope prefix of the server whose pid is `server` (the server's own, and its
+/// watchdog's, which inherits its environment): `<pid>:`, or inside a command of another
+/// toolport (this server is its upstream, say) `<that command's scope>/<pid>:`, so that
+/// toolport's sweeps and watchdog reach this server's commands too.
 pub(crate) fn prefix_of(server: u32) -> String {
-    format!("{server}:")
+    match std::env::var(SCOPE_VAR) {
+        Ok(outer) if !outer.is_empty() => format!("{outer}{}{server}:", char::from(NESTED)),
+        _ => format!("{server}:"),
+    }
 }
 
 /// Every process on the machine (readable by this user) whose scope starts with `prefix`:
@@ -455,4 +472,23 @@ pub(crate) fn processes_with_scope(prefix: &str) -> Vec<i32> {
         .filter(|pid| u32::try_from(*pid).ok() != Some(own))
         .filter(|pid| matches!(scope_of(*pid), Found::Scope(s) if s.starts_with(prefix)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_owns_itself_and_the_scopes_nested_in_it() {
+        let scope = Scope {
+            name: "100:3".into(),
+            created: SystemTime::now(),
+        };
+        assert!(scope.owns(b"100:3"));
+        assert!(scope.owns(b"100:3/200:1"), "a toolport it runs");
+        assert!(scope.owns(b"100:3/200:1/300:7"));
+        assert!(!scope.owns(b"100:31"), "another command of the same server");
+        assert!(!scope.owns(b"100:31/200:1"));
+        assert!(!scope.owns(b"100:"));
+    }
 }

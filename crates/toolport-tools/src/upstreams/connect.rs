@@ -1,0 +1,260 @@
+//! Reaching one upstream: a stdio command started with toolport's own process machinery (its
+//! own process group or Job Object, so its whole tree is killed when it is stopped, and by the
+//! watchdog when toolport dies however it dies), or a Streamable HTTP endpoint with its own
+//! credentials. Either way the result is an initialized MCP client session.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use super::client::UpstreamClient;
+use super::settings::{Endpoint, UpstreamSettings};
+use crate::tools::exec::{child_env, os};
+
+/// Lines of an upstream's stderr kept to explain why it failed (the rest goes to the debug
+/// log): a server that exits says why in its last lines.
+const STDERR_TAIL_LINES: usize = 5;
+/// How long the reason an upstream exited may take to arrive: its stderr is read by a task of
+/// its own, which may not have read the last lines when the exit is seen.
+const STDERR_DRAIN: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The longest stderr line kept: a server that writes a megabyte without a newline must not
+/// fill toolport's memory.
+const STDERR_LINE_BYTES: usize = 2048;
+
+/// An initialized session with an upstream, and its process when toolport started it.
+pub(crate) struct Connection {
+    pub(crate) service: RunningService<RoleClient, UpstreamClient>,
+    pub(crate) process: Option<Process>,
+}
+
+/// A started upstream's process tree and its last stderr lines.
+pub(crate) struct Process {
+    child: Child,
+    tree: os::Tree,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The task reading stderr, until it is waited for.
+    reader: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Process {
+    /// Stop it: TERM to its group (or the Job Object's end), a grace, then KILL; reaped.
+    pub(crate) async fn stop(mut self) {
+        self.tree.terminate(&mut self.child).await;
+        self.tree.finish().await;
+    }
+
+    /// Its last lines on stderr, joined, for an error message: once it has exited, after
+    /// its stderr has been read to the end (bounded by [`STDERR_DRAIN`]).
+    pub(crate) async fn stderr_tail(&mut self) -> Option<String> {
+        if matches!(self.child.try_wait(), Ok(Some(_)))
+            && let Some(reader) = self.reader.take()
+        {
+            let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
+        }
+        tail_of(&self.stderr)
+    }
+}
+
+fn tail_of(lines: &Mutex<VecDeque<String>>) -> Option<String> {
+    let lines = lines.lock().unwrap_or_else(PoisonError::into_inner);
+    (!lines.is_empty()).then(|| lines.iter().cloned().collect::<Vec<_>>().join(" | "))
+}
+
+/// Start or reach the upstream and initialize an MCP session with it. A stdio upstream's
+/// process is killed with its tree if this fails (or is dropped, as a start timeout does).
+pub(crate) async fn connect(
+    settings: &UpstreamSettings,
+    client: UpstreamClient,
+    default_cwd: &Path,
+) -> Result<Connection, String> {
+    match &settings.endpoint {
+        Endpoint::Command {
+            program,
+            args,
+            env,
+            env_pass,
+            cwd,
+        } => {
+            let mut process = spawn(
+                program,
+                args,
+                env,
+                env_pass,
+                cwd.as_deref(),
+                default_cwd,
+                &settings.name,
+            )?;
+            let (Some(stdout), Some(stdin)) =
+                (process.child.stdout.take(), process.child.stdin.take())
+            else {
+                process.stop().await;
+                return Err("its stdin and stdout could not be connected".into());
+            };
+            match client.serve((stdout, stdin)).await {
+                Ok(service) => Ok(Connection {
+                    service,
+                    process: Some(process),
+                }),
+                Err(error) => {
+                    // A server that failed the handshake by exiting says why as it goes.
+                    let exited = tokio::time::timeout(STDERR_DRAIN, process.child.wait()).await;
+                    let why = match exited {
+                        Ok(Ok(status)) => {
+                            format!("it exited ({status}) before completing the MCP handshake")
+                        }
+                        _ => format!("it did not complete the MCP handshake ({error})"),
+                    };
+                    let why = with_stderr(why, process.stderr_tail().await);
+                    process.stop().await;
+                    Err(why)
+                }
+            }
+        }
+        Endpoint::Http {
+            url,
+            token_env,
+            token_file,
+            headers,
+        } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(token) = read_token(token_env.as_deref(), token_file.as_deref())? {
+                config = config.auth_header(token);
+            }
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|e| format!("header {name:?}: {e}"))?;
+                let value = reqwest::header::HeaderValue::from_str(value)
+                    .map_err(|e| format!("header {name}: {e}"))?;
+                custom.insert(name, value);
+            }
+            let config = config.custom_headers(custom);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let service = client.serve(transport).await.map_err(|error| {
+                format!(
+                    "{} did not complete the MCP handshake ({error})",
+                    crate::secret::display_url(url)
+                )
+            })?;
+            Ok(Connection {
+                service,
+                process: None,
+            })
+        }
+    }
+}
+
+/// `why`, and the upstream's last stderr lines when it wrote any.
+pub(crate) fn with_stderr(why: String, stderr: Option<String>) -> String {
+    match stderr {
+        Some(lines) => format!("{why}; its last stderr lines: {lines}"),
+        None => why,
+    }
+}
+
+/// The bearer token of an HTTP upstream, read now (so a rotated file is picked up at the
+/// next connection): from the variable or the file, trimmed.
+fn read_token(env: Option<&str>, file: Option<&Path>) -> Result<Option<String>, String> {
+    let token = match (env, file) {
+        (Some(name), _) => Some(
+            std::env::var(name)
+                .map_err(|_| format!("its token variable {name} is not set (token_env)"))?,
+        ),
+        (None, Some(path)) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read its token file {} ({e})", path.display()))?,
+        ),
+        (None, None) => None,
+    };
+    match token.map(|t| t.trim().to_owned()) {
+        Some(token) if token.is_empty() => {
+            Err("its token (token_env or token_file) is empty".into())
+        }
+        other => Ok(other),
+    }
+}
+
+/// Start a stdio upstream: the minimal environment plus its own variables, in its own
+/// process tree, stdin and stdout piped for MCP, stderr read line by line into the debug log.
+fn spawn(
+    program: &str,
+    args: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    env_pass: &[String],
+    cwd: Option<&Path>,
+    default_cwd: &Path,
+    name: &str,
+) -> Result<Process, String> {
+    let env = child_env(env_pass, Some(env)).map_err(|e| e.to_string())?;
+    let cwd = cwd.unwrap_or(default_cwd);
+    let resolved = os::resolve_program(OsStr::new(program), &env, cwd)
+        .ok_or_else(|| format!("its command {program:?} was not found on PATH"))?;
+    let mut cmd = Command::new(resolved);
+    cmd.args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let (mut child, tree) = os::Tree::spawn(&mut cmd)
+        .map_err(|e| format!("its command {program:?} could not be started ({e})"))?;
+    let stderr = Arc::new(Mutex::new(VecDeque::new()));
+    let reader = child
+        .stderr
+        .take()
+        .map(|pipe| tokio::spawn(read_stderr(pipe, name.to_owned(), stderr.clone())));
+    Ok(Process {
+        child,
+        tree,
+        stderr,
+        reader,
+    })
+}
+
+/// Read an upstream's stderr until it closes: each line to the debug log, the last few kept.
+async fn read_stderr(
+    pipe: impl AsyncRead + Unpin,
+    name: String,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut reader = BufReader::new(pipe);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader)
+            .take(STDERR_LINE_BYTES as u64)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.len() == STDERR_LINE_BYTES && line.last() != Some(&b'\n') {
+            // The rest of an overlong line is skipped.
+            let mut rest = Vec::new();
+            let _ = reader.read_until(b'\n', &mut rest).await;
+        }
+        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+        if text.is_empty() {
+            continue;
+        }
+        tracing::debug!(upstream = %name, "stderr: {text}");
+        let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(text);
+    }
+}

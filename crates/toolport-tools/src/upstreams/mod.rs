@@ -1,0 +1,564 @@
+//! Upstreams: other MCP servers whose tools toolport serves beside its own, under one policy.
+//! Their tools are [`AiTool`](crate::AiTool)s in the same registry, so listing, the exports,
+//! the filters, input validation, confirmation, the audit log, metrics, traces and budgets
+//! apply to them unchanged.
+//!
+//! - [`settings`]: `[[upstreams]]` entries (a stdio command or a Streamable HTTP URL);
+//! - [`connect`]: starting or reaching one (a command in its own process tree, killed with it);
+//! - [`client`]: toolport as its client (progress, questions for the user, list changes);
+//! - [`naming`]: the names its tools are served by (prefix modes, collisions);
+//! - [`tool`]: one of its tools as an `AiTool`.
+//!
+//! Each upstream has a supervisor task of its own: it connects (bounded by `start_timeout`),
+//! lists the tools, serves them until the connection ends, re-lists them when the upstream
+//! says they changed, and after a failure or a crash starts it again with a growing delay.
+//! Nothing waits for an upstream: toolport answers `initialize` and `tools/list` with what is
+//! ready, and a tool set that changed (an upstream came, went or changed its tools) bumps
+//! [`Upstreams::changes`], which the reload loop turns into a new served set and
+//! `notifications/tools/list_changed`. A slow or dead upstream only ever delays its own calls.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::service::Peer;
+use serde::Serialize;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::registry::ToolRegistry;
+
+mod client;
+mod connect;
+mod naming;
+mod settings;
+mod tool;
+
+pub use settings::{Endpoint, FileUpstream, PrefixMode, UpstreamSettings};
+
+use client::{Routes, UpstreamClient};
+use connect::{Connection, connect, with_stderr};
+use naming::{Assigned, Offer};
+use tool::UpstreamTool;
+
+/// The delay before the first restart of an upstream that failed or exited.
+const BACKOFF_FIRST: Duration = Duration::from_millis(500);
+/// The longest delay between restarts (it doubles from [`BACKOFF_FIRST`]): a server that
+/// keeps failing is tried twice a minute, not in a loop.
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// A connection that stayed up this long was healthy: the next failure starts the delays
+/// from [`BACKOFF_FIRST`] again.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+
+/// What an upstream is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Being started (or reached) and initialized.
+    Starting,
+    /// Connected; its tools are served.
+    Ready,
+    /// It failed or exited; it is started again after a delay.
+    Retrying,
+    /// `enabled = false`.
+    Disabled,
+    /// Stopped (toolport is stopping, or the upstream was removed from the config).
+    Stopped,
+}
+
+/// One upstream as `toolport upstreams status` and the `toolport://upstreams` resource show
+/// it.
+#[derive(Debug, Clone, Serialize)]
+pub struct UpstreamStatus {
+    /// Its name (the prefix of its tools).
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: &'static str,
+    /// What it is doing.
+    pub state: State,
+    /// How many of its tools are offered (after `allow_tools` / `deny_tools`).
+    pub tools: usize,
+    /// How many times it was started again after a failure.
+    pub restarts: u32,
+    /// Why it is not ready (the last failure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When it is tried again (`"2s"`), while retrying.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_attempt_in: Option<String>,
+}
+
+/// One configured upstream and its live connection, shared by its supervisor and its tools.
+pub(crate) struct Link {
+    pub(crate) settings: UpstreamSettings,
+    pub(crate) routes: Arc<Routes>,
+    live: Mutex<Live>,
+    /// Fires to stop the supervisor (and with it the connection and the process).
+    stop: CancellationToken,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What changes as the upstream comes and goes.
+struct Live {
+    state: State,
+    peer: Option<Peer<RoleClient>>,
+    tools: Vec<rmcp::model::Tool>,
+    restarts: u32,
+    error: Option<String>,
+    retry_at: Option<Instant>,
+    /// Its first attempt has ended (ready, or failed).
+    tried: bool,
+}
+
+impl Link {
+    fn new(settings: UpstreamSettings) -> Arc<Self> {
+        let state = if settings.enabled {
+            State::Starting
+        } else {
+            State::Disabled
+        };
+        Arc::new(Self {
+            settings,
+            routes: Arc::default(),
+            live: Mutex::new(Live {
+                state,
+                peer: None,
+                tools: Vec::new(),
+                restarts: 0,
+                error: None,
+                retry_at: None,
+                tried: false,
+            }),
+            stop: CancellationToken::new(),
+            task: Mutex::new(None),
+        })
+    }
+
+    fn live(&self) -> MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The live connection, when there is one.
+    pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.live().peer.clone()
+    }
+
+    /// Why there is no connection, for a call's error.
+    pub(crate) fn why_down(&self) -> String {
+        let live = self.live();
+        match (live.state, &live.error) {
+            (State::Starting, _) => "it is starting".into(),
+            (_, Some(error)) => error.clone(),
+            (State::Stopped, None) => "it was stopped".into(),
+            (_, None) => "it is not ready".into(),
+        }
+    }
+
+    /// Its tools that are served (allowed and not denied), when it is ready.
+    fn offered(&self) -> Option<Vec<rmcp::model::Tool>> {
+        let live = self.live();
+        (live.state == State::Ready).then(|| {
+            live.tools
+                .iter()
+                .filter(|t| self.settings.serves(&t.name))
+                .cloned()
+                .collect()
+        })
+    }
+
+    fn status(&self) -> UpstreamStatus {
+        let live = self.live();
+        UpstreamStatus {
+            name: self.settings.name.clone(),
+            transport: self.settings.transport(),
+            state: live.state,
+            tools: live
+                .tools
+                .iter()
+                .filter(|t| self.settings.serves(&t.name))
+                .count(),
+            restarts: live.restarts,
+            error: live.error.clone().filter(|_| live.state != State::Ready),
+            next_attempt_in: live
+                .retry_at
+                .filter(|_| live.state == State::Retrying)
+                .map(|at| {
+                    crate::settings::human(round_ms(at.saturating_duration_since(Instant::now())))
+                }),
+        }
+    }
+}
+
+/// A duration to the millisecond, for display.
+fn round_ms(duration: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The configured upstreams and their supervisors.
+pub struct Upstreams {
+    links: Mutex<Vec<Arc<Link>>>,
+    /// A stdio upstream's working directory unless it names one: the first root.
+    default_cwd: PathBuf,
+    /// Bumped whenever the tools on offer may have changed.
+    version: Arc<watch::Sender<u64>>,
+}
+
+impl std::fmt::Debug for Upstreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstreams")
+            .field("count", &self.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Upstreams::configure`] changed, by name.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reconfigured {
+    /// Started for the first time.
+    pub added: Vec<String>,
+    /// Stopped and forgotten.
+    pub removed: Vec<String>,
+    /// Stopped and started again with new settings.
+    pub restarted: Vec<String>,
+}
+
+impl Upstreams {
+    /// No upstreams yet; stdio ones start in `default_cwd` unless they name a folder.
+    pub fn new(default_cwd: PathBuf) -> Arc<Self> {
+        Arc::new(Self {
+            links: Mutex::new(Vec::new()),
+            default_cwd,
+            version: Arc::new(watch::channel(0).0),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Arc<Link>>> {
+        self.links.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Serve these upstreams from now on: start the new ones (in the background, on the
+    /// current runtime), stop the removed ones, restart the changed ones; leave the others
+    /// running as they are.
+    pub fn configure(&self, wanted: Vec<UpstreamSettings>) -> Reconfigured {
+        let mut changes = Reconfigured::default();
+        let mut links = self.lock();
+        let mut next = Vec::with_capacity(wanted.len());
+        for settings in wanted {
+            match links.iter().find(|l| l.settings.name == settings.name) {
+                Some(link) if link.settings == settings => next.push(link.clone()),
+                found => {
+                    if found.is_some() {
+                        changes.restarted.push(settings.name.clone());
+                    } else {
+                        changes.added.push(settings.name.clone());
+                    }
+                    let link = Link::new(settings);
+                    self.start(&link);
+                    next.push(link);
+                }
+            }
+        }
+        for old in links.iter() {
+            if !next.iter().any(|l| Arc::ptr_eq(l, old)) {
+                if !changes.restarted.contains(&old.settings.name) {
+                    changes.removed.push(old.settings.name.clone());
+                }
+                old.stop.cancel();
+                old.live().peer = None;
+            }
+        }
+        *links = next;
+        drop(links);
+        self.bump();
+        changes
+    }
+
+    /// Start `link`'s supervisor, unless it is disabled.
+    fn start(&self, link: &Arc<Link>) {
+        if !link.settings.enabled {
+            return;
+        }
+        let task = tokio::spawn(supervise(
+            link.clone(),
+            self.version.clone(),
+            self.default_cwd.clone(),
+        ));
+        *link.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
+    }
+
+    fn bump(&self) {
+        bump(&self.version);
+    }
+
+    /// A receiver that sees every change of the tools on offer.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.version.subscribe()
+    }
+
+    /// Whether no upstream is configured.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Every upstream's state, in configured order.
+    pub fn status(&self) -> Vec<UpstreamStatus> {
+        self.lock().iter().map(|link| link.status()).collect()
+    }
+
+    /// Resolves once every enabled upstream's first start has ended, ready or failed (each
+    /// is bounded by its `start_timeout`): for the one-shot commands, which list or call tools
+    /// once.
+    pub async fn settled(&self) {
+        let mut changes = self.changes();
+        loop {
+            let pending = self.lock().iter().any(|link| {
+                let live = link.live();
+                live.state != State::Disabled && live.state != State::Stopped && !live.tried
+            });
+            if !pending || changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Stop every upstream and wait until their processes are gone.
+    pub async fn shutdown(&self) {
+        let links: Vec<Arc<Link>> = self.lock().drain(..).collect();
+        let mut tasks = Vec::new();
+        for link in &links {
+            link.stop.cancel();
+            if let Some(task) = link
+                .task
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+            {
+                tasks.push(task);
+            }
+        }
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+
+    /// Register every ready upstream's served tools into `all` (which holds the built-in and
+    /// plugin tools), named by each upstream's prefix mode. Returns what was skipped and why.
+    pub(crate) fn register(&self, all: &mut ToolRegistry) -> Vec<String> {
+        let ready: Vec<(Arc<Link>, Vec<rmcp::model::Tool>)> = self
+            .lock()
+            .iter()
+            .filter_map(|link| link.offered().map(|tools| (link.clone(), tools)))
+            .collect();
+        let taken: HashSet<String> = all.names().into_iter().map(str::to_owned).collect();
+        let offers: Vec<Offer<'_>> = ready
+            .iter()
+            .map(|(link, tools)| Offer {
+                upstream: &link.settings.name,
+                prefix: link.settings.prefix,
+                tools: tools.iter().map(|t| t.name.as_ref()).collect(),
+            })
+            .collect();
+        let assigned = naming::assign(&taken, &offers);
+        let mut skipped = Vec::new();
+        for ((link, tools), names) in ready.iter().zip(assigned) {
+            for (tool, name) in tools.iter().zip(names) {
+                match name {
+                    Assigned::Served(name) => {
+                        let own = tool.name.to_string();
+                        let served = UpstreamTool::new(name, link.clone(), tool.clone());
+                        if let Err(error) = all.register(Arc::new(served)) {
+                            skipped.push(format!(
+                                "not serving tool {own:?} of upstream {}: {error}",
+                                link.settings.name
+                            ));
+                        }
+                    }
+                    Assigned::Skipped(why) => skipped.push(why),
+                }
+            }
+        }
+        skipped
+    }
+}
+
+fn bump(version: &watch::Sender<u64>) {
+    version.send_modify(|v| *v = v.wrapping_add(1));
+}
+
+/// How one attempt to serve an upstream ended.
+enum Ended {
+    /// Told to stop.
+    Stopped,
+    /// It failed to start or its connection ended: why, and how long it had been up.
+    Failed { why: String, up: Duration },
+}
+
+/// One upstream's life: connect, serve, and after a failure start again with a growing
+/// delay, until told to stop.
+async fn supervise(link: Arc<Link>, version: Arc<watch::Sender<u64>>, cwd: PathBuf) {
+    let mut delay = BACKOFF_FIRST;
+    loop {
+        {
+            let mut live = link.live();
+            live.state = State::Starting;
+            live.retry_at = None;
+        }
+        bump(&version);
+        match attempt(&link, &version, &cwd).await {
+            Ended::Stopped => break,
+            Ended::Failed { why, up } => {
+                if up >= STABLE_AFTER {
+                    delay = BACKOFF_FIRST;
+                }
+                tracing::warn!(
+                    upstream = %link.settings.name,
+                    retry_in = %crate::settings::human(delay),
+                    "upstream MCP server unavailable: {why}"
+                );
+                {
+                    let mut live = link.live();
+                    live.state = State::Retrying;
+                    live.peer = None;
+                    live.tools.clear();
+                    live.error = Some(why);
+                    live.retry_at = Some(Instant::now() + delay);
+                    live.tried = true;
+                }
+                bump(&version);
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = link.stop.cancelled() => break,
+                }
+                delay = (delay * 2).min(BACKOFF_MAX);
+                link.live().restarts += 1;
+            }
+        }
+    }
+    {
+        let mut live = link.live();
+        live.state = State::Stopped;
+        live.peer = None;
+        live.tools.clear();
+    }
+    bump(&version);
+}
+
+/// Connect once and serve until the connection ends or the supervisor is told to stop.
+async fn attempt(link: &Arc<Link>, version: &watch::Sender<u64>, cwd: &std::path::Path) -> Ended {
+    let settings = &link.settings;
+    let tools_changed = Arc::new(Notify::new());
+    let client = UpstreamClient {
+        name: Arc::from(settings.name.as_str()),
+        routes: link.routes.clone(),
+        tools_changed: tools_changed.clone(),
+    };
+    let start = async {
+        let connection = connect(settings, client, cwd).await?;
+        let tools = match connection.service.peer().list_all_tools().await {
+            Ok(tools) => tools,
+            Err(error) => {
+                let why = format!("it did not list its tools ({error})");
+                stop_connection(connection).await;
+                return Err(why);
+            }
+        };
+        Ok((connection, tools))
+    };
+    let started = tokio::select! {
+        started = tokio::time::timeout(settings.start_timeout, start) => started,
+        () = link.stop.cancelled() => return Ended::Stopped,
+    };
+    let (connection, tools) = match started {
+        Ok(Ok(started)) => started,
+        Ok(Err(why)) => {
+            return Ended::Failed {
+                why,
+                up: Duration::ZERO,
+            };
+        }
+        Err(_) => {
+            return Ended::Failed {
+                why: format!(
+                    "it did not start and list its tools within {} (its `start_timeout`)",
+                    crate::settings::human(settings.start_timeout)
+                ),
+                up: Duration::ZERO,
+            };
+        }
+    };
+    let up_since = Instant::now();
+    let Connection { service, process } = connection;
+    let peer = service.peer().clone();
+    tracing::info!(upstream = %settings.name, tools = tools.len(), "upstream MCP server ready");
+    {
+        let mut live = link.live();
+        live.state = State::Ready;
+        live.peer = Some(peer.clone());
+        live.tools = tools;
+        live.error = None;
+        live.tried = true;
+    }
+    bump(version);
+    let stop_service = service.cancellation_token();
+    let waiting = service.waiting();
+    tokio::pin!(waiting);
+    let stopped = loop {
+        tokio::select! {
+            quit = &mut waiting => {
+                tracing::debug!(upstream = %settings.name, ?quit, "upstream connection ended");
+                break false;
+            }
+            () = tools_changed.notified() => {
+                match tokio::time::timeout(settings.start_timeout, peer.list_all_tools()).await {
+                    Ok(Ok(tools)) => {
+                        tracing::info!(upstream = %settings.name, tools = tools.len(), "upstream tools changed");
+                        link.live().tools = tools;
+                        bump(version);
+                    }
+                    Ok(Err(error)) => tracing::warn!(upstream = %settings.name, %error, "could not list the upstream's changed tools; keeping the ones listed before"),
+                    Err(_) => tracing::warn!(upstream = %settings.name, "listing the upstream's changed tools timed out; keeping the ones listed before"),
+                }
+            }
+            () = link.stop.cancelled() => {
+                stop_service.cancel();
+                let _ = waiting.await;
+                break true;
+            }
+        }
+    };
+    {
+        let mut live = link.live();
+        live.peer = None;
+        live.tools.clear();
+        live.error = Some("its connection ended; it is being restarted".into());
+    }
+    bump(version);
+    let mut tail = None;
+    if let Some(mut process) = process {
+        tail = process.stderr_tail().await;
+        process.stop().await;
+    }
+    if stopped {
+        return Ended::Stopped;
+    }
+    Ended::Failed {
+        why: with_stderr(
+            "its connection ended (the server exited or closed it)".into(),
+            tail,
+        ),
+        up: up_since.elapsed(),
+    }
+}
+
+/// Close a connection that will not be used, and stop its process.
+async fn stop_connection(connection: Connection) {
+    let Connection { service, process } = connection;
+    let _ = service.cancel().await;
+    if let Some(process) = process {
+        process.stop().await;
+    }
+}

@@ -1,0 +1,601 @@
+//! `[[upstreams]]`: the other MCP servers whose tools toolport serves beside its own. Each
+//! entry is a stdio command (program, arguments, only the environment it is given) or a
+//! Streamable HTTP URL (with credentials of its own from a variable or a file, never the
+//! client's), plus what of it is served and how: the prefix mode, allow and deny lists, tags
+//! and category, confirmation, and time limits.
+//!
+//! Secrets are never printed: an HTTP upstream's token is read when it connects (from
+//! `token_env` or `token_file`, both printed as the names they are), and an `env` value under a
+//! secret-looking name is left out of `toolport config` with a note (`env_pass` names a
+//! variable of toolport's own environment instead, which carries it without writing it down).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::secret::secret_name;
+use crate::settings::{DurationValue, Note, SettingError, duration_setting, serialize_duration};
+
+/// The longest upstream name: the prefix `name__` leaves room for the tool's own name in the
+/// 64 characters a tool name may have.
+const MAX_NAME_CHARS: usize = 32;
+
+/// A call's default time limit on an upstream: long enough for a slow API or a browser step.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The call time limits allowed: long calls belong in a job, not a call.
+const TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(3600);
+
+/// How long an upstream may take to start and answer `initialize` and `tools/list` before it
+/// counts as failed (then it is retried with backoff): `npx` and `uvx` starting from their
+/// caches take a few seconds.
+const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The start time limits allowed.
+const START_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(600);
+
+/// When an upstream's tools are listed under `name__tool`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrefixMode {
+    /// Always `name__tool` (the default: names never collide, and say where a tool comes from).
+    #[default]
+    Always,
+    /// The tool's own name, unless another tool has it; then `name__tool`.
+    Conditional,
+    /// The tool's own name; a tool whose name is taken is not served (a warning says so).
+    Never,
+}
+
+/// One `[[upstreams]]` entry as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileUpstream {
+    name: Option<String>,
+    enabled: Option<bool>,
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, String>>,
+    env_pass: Option<Vec<String>>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    token_env: Option<String>,
+    token_file: Option<PathBuf>,
+    headers: Option<BTreeMap<String, String>>,
+    prefix: Option<PrefixMode>,
+    allow_tools: Option<Vec<String>>,
+    deny_tools: Option<Vec<String>>,
+    confirm: Option<bool>,
+    confirm_tools: Option<Vec<String>>,
+    tags: Option<Vec<String>>,
+    category: Option<String>,
+    timeout: Option<DurationValue>,
+    start_timeout: Option<DurationValue>,
+}
+
+/// How an upstream is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A program speaking MCP on its stdin and stdout.
+    Command {
+        /// The program (looked up on `PATH`).
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// The variables it gets beyond the minimal environment.
+        env: BTreeMap<String, String>,
+        /// Variables copied from toolport's own environment by name (secrets stay out of the
+        /// config file).
+        env_pass: Vec<String>,
+        /// Its working directory (default: the first root).
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint (`http://127.0.0.1:3001/mcp`).
+        url: url::Url,
+        /// The variable holding its bearer token.
+        token_env: Option<String>,
+        /// The file holding its bearer token.
+        token_file: Option<PathBuf>,
+        /// Extra request headers (not secrets: they are printed).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One upstream, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamSettings {
+    /// `[A-Za-z0-9_-]`, unique: the prefix of its tools and its name in logs and the audit.
+    pub name: String,
+    /// `false`: configured but not started.
+    pub enabled: bool,
+    /// How it is reached.
+    pub endpoint: Endpoint,
+    /// When its tools get the `name__` prefix.
+    pub prefix: PrefixMode,
+    /// Only these of its tools (by their own names); `None`: all.
+    pub allow_tools: Option<Vec<String>>,
+    /// Never these (wins over `allow_tools`).
+    pub deny_tools: Vec<String>,
+    /// Every call asks the user first.
+    pub confirm: bool,
+    /// These tools (by their own names) ask the user first.
+    pub confirm_tools: Vec<String>,
+    /// Tags its tools carry (for `[tools] tags` and the filters).
+    pub tags: Vec<String>,
+    /// The category its tools carry (default `upstream`).
+    pub category: String,
+    /// A call's time limit.
+    pub timeout: Duration,
+    /// How long starting it may take.
+    pub start_timeout: Duration,
+}
+
+/// The category an upstream's tools have unless it names one.
+pub(crate) const DEFAULT_CATEGORY: &str = "upstream";
+
+impl UpstreamSettings {
+    /// Whether `tool` (its own name) is served: allowed and not denied.
+    pub(crate) fn serves(&self, tool: &str) -> bool {
+        self.allow_tools
+            .as_ref()
+            .is_none_or(|allow| allow.iter().any(|a| a == tool))
+            && !self.deny_tools.iter().any(|d| d == tool)
+    }
+
+    /// Whether a call of `tool` (its own name) asks the user first.
+    pub(crate) fn confirms(&self, tool: &str) -> bool {
+        self.confirm || self.confirm_tools.iter().any(|c| c == tool)
+    }
+
+    /// `stdio` or `http`, for the status and the log.
+    pub fn transport(&self) -> &'static str {
+        match self.endpoint {
+            Endpoint::Command { .. } => "stdio",
+            Endpoint::Http { .. } => "http",
+        }
+    }
+
+    /// Every upstream of the file, validated (`base` resolves relative paths: the config
+    /// file's folder).
+    pub fn load_all(file: Vec<FileUpstream>, base: &Path) -> Result<Vec<Self>, SettingError> {
+        let mut all: Vec<Self> = Vec::with_capacity(file.len());
+        for (index, entry) in file.into_iter().enumerate() {
+            let upstream = Self::load(entry, index, base)?;
+            if all.iter().any(|u| u.name == upstream.name) {
+                return Err(SettingError::new(
+                    format!("upstreams[{index}].name"),
+                    format!(
+                        "{:?} is the name of an earlier upstream; each needs its own (it is the prefix of its tools)",
+                        upstream.name
+                    ),
+                ));
+            }
+            all.push(upstream);
+        }
+        Ok(all)
+    }
+
+    fn load(file: FileUpstream, index: usize, base: &Path) -> Result<Self, SettingError> {
+        let key = |k: &str| format!("upstreams[{index}].{k}");
+        let name = file.name.unwrap_or_default();
+        if name.is_empty()
+            || name.chars().count() > MAX_NAME_CHARS
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            || name.contains("__")
+        {
+            return Err(SettingError::new(
+                key("name"),
+                format!(
+                    "{name:?} is not an upstream name: 1 to {MAX_NAME_CHARS} of A-Z a-z 0-9 _ -, without \"__\" (it becomes the prefix \"name__\" of its tools)"
+                ),
+            ));
+        }
+        let endpoint = match (file.command, file.url) {
+            (Some(program), None) => {
+                refuse_given(
+                    &key,
+                    [
+                        ("token_env", file.token_env.is_some()),
+                        ("token_file", file.token_file.is_some()),
+                        ("headers", file.headers.is_some()),
+                    ],
+                    "only an HTTP upstream (url) takes it; a command gets variables through env or env_pass",
+                )?;
+                if program.trim().is_empty() {
+                    return Err(SettingError::new(
+                        key("command"),
+                        "is empty; name the program to run",
+                    ));
+                }
+                let env = file.env.unwrap_or_default();
+                let env_pass = file.env_pass.unwrap_or_default();
+                for name in env.keys().chain(&env_pass) {
+                    check_variable(&key("env"), name)?;
+                }
+                Endpoint::Command {
+                    program,
+                    args: file.args.unwrap_or_default(),
+                    env,
+                    env_pass,
+                    cwd: file.cwd.map(|d| base.join(d)),
+                }
+            }
+            (None, Some(url)) => {
+                refuse_given(
+                    &key,
+                    [
+                        ("args", file.args.is_some()),
+                        ("env", file.env.is_some()),
+                        ("env_pass", file.env_pass.is_some()),
+                        ("cwd", file.cwd.is_some()),
+                    ],
+                    "only a command upstream takes it; an HTTP upstream (url) is reached, not started",
+                )?;
+                let parsed = url::Url::parse(&url)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+                let Some(parsed) = parsed else {
+                    return Err(SettingError::new(
+                        key("url"),
+                        format!(
+                            "{:?} is not an http(s) URL like \"http://127.0.0.1:3001/mcp\"",
+                            crate::secret::hide_userinfo(&url)
+                        ),
+                    ));
+                };
+                if !parsed.username().is_empty() || parsed.password().is_some() {
+                    return Err(SettingError::new(
+                        key("url"),
+                        "carries credentials; give the token with token_env or token_file instead (they are never printed)",
+                    ));
+                }
+                if file.token_env.is_some() && file.token_file.is_some() {
+                    return Err(SettingError::new(
+                        key("token_env"),
+                        "and token_file are two sources of one token; keep one",
+                    ));
+                }
+                let headers = file.headers.unwrap_or_default();
+                for header in headers.keys() {
+                    if header.eq_ignore_ascii_case("authorization") {
+                        return Err(SettingError::new(
+                            key("headers"),
+                            "Authorization is set from token_env or token_file (never written in the config file)",
+                        ));
+                    }
+                    if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                        return Err(SettingError::new(
+                            key("headers"),
+                            format!("{header:?} is not a header name"),
+                        ));
+                    }
+                }
+                Endpoint::Http {
+                    url: parsed,
+                    token_env: file.token_env,
+                    token_file: file.token_file.map(|f| base.join(f)),
+                    headers,
+                }
+            }
+            (Some(_), Some(_)) => {
+                return Err(SettingError::new(
+                    key("command"),
+                    "and url are both given; an upstream is either a command (stdio) or a url (Streamable HTTP)",
+                ));
+            }
+            (None, None) => {
+                return Err(SettingError::new(
+                    key("command"),
+                    "is missing: give command (a stdio server) or url (a Streamable HTTP server)",
+                ));
+            }
+        };
+        Ok(Self {
+            name,
+            enabled: file.enabled.unwrap_or(true),
+            endpoint,
+            prefix: file.prefix.unwrap_or_default(),
+            allow_tools: file.allow_tools,
+            deny_tools: file.deny_tools.unwrap_or_default(),
+            confirm: file.confirm.unwrap_or(false),
+            confirm_tools: file.confirm_tools.unwrap_or_default(),
+            tags: file.tags.unwrap_or_default(),
+            category: file.category.unwrap_or_else(|| DEFAULT_CATEGORY.to_owned()),
+            timeout: duration_setting(
+                key("timeout"),
+                file.timeout.as_ref(),
+                None,
+                DEFAULT_TIMEOUT,
+                TIMEOUT_RANGE,
+            )?,
+            start_timeout: duration_setting(
+                key("start_timeout"),
+                file.start_timeout.as_ref(),
+                None,
+                DEFAULT_START_TIMEOUT,
+                START_TIMEOUT_RANGE,
+            )?,
+        })
+    }
+
+    /// The values of its `env` that look like secrets (by name), for the audit log's scrubber.
+    pub fn secret_values(&self) -> Vec<String> {
+        match &self.endpoint {
+            Endpoint::Command { env, .. } => env
+                .iter()
+                .filter(|(name, _)| secret_name(name))
+                .map(|(_, value)| value.clone())
+                .collect(),
+            Endpoint::Http { .. } => Vec::new(),
+        }
+    }
+
+    /// What `toolport config` says instead of printing: each `env` value under a
+    /// secret-looking name.
+    pub fn notes(&self, index: usize) -> Vec<Note> {
+        match &self.endpoint {
+            Endpoint::Command { env, .. } => env
+                .keys()
+                .filter(|name| secret_name(name))
+                .map(|name| {
+                    Note::new(
+                        format!("upstreams[{index}].env.{name}"),
+                        "set in the config file (a secret: never printed; name it in env_pass and set it in toolport's environment for a printed config to carry it)",
+                    )
+                })
+                .collect(),
+            Endpoint::Http { .. } => Vec::new(),
+        }
+    }
+}
+
+/// An error naming the first of `keys` that was given (`true`): it does not belong to this
+/// kind of upstream, `why`.
+fn refuse_given<const N: usize>(
+    key: &impl Fn(&str) -> String,
+    keys: [(&str, bool); N],
+    why: &str,
+) -> Result<(), SettingError> {
+    match keys.iter().find(|(_, given)| *given) {
+        Some((name, _)) => Err(SettingError::new(key(name), why.to_owned())),
+        None => Ok(()),
+    }
+}
+
+/// A variable name an upstream may be given: letters, digits and `_`, not starting with a
+/// digit.
+fn check_variable(key: &str, name: &str) -> Result<(), SettingError> {
+    let valid = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if valid {
+        Ok(())
+    } else {
+        Err(SettingError::new(
+            key.to_owned(),
+            format!(
+                "{name:?} is not a variable name (letters, digits and _, not starting with a digit)"
+            ),
+        ))
+    }
+}
+
+/// An upstream as `toolport config` prints it: the keys the file takes, an `env` value under
+/// a secret-looking name left out (a note says so).
+impl Serialize for UpstreamSettings {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Printed<'a> {
+            name: &'a str,
+            enabled: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            command: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            args: Option<&'a [String]>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            env: Option<BTreeMap<&'a str, &'a str>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            env_pass: Option<&'a [String]>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cwd: Option<&'a Path>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            url: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            token_env: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            token_file: Option<&'a Path>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            headers: Option<&'a BTreeMap<String, String>>,
+            prefix: PrefixMode,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            allow_tools: Option<&'a [String]>,
+            deny_tools: &'a [String],
+            confirm: bool,
+            confirm_tools: &'a [String],
+            tags: &'a [String],
+            category: &'a str,
+            #[serde(serialize_with = "serialize_duration")]
+            timeout: Duration,
+            #[serde(serialize_with = "serialize_duration")]
+            start_timeout: Duration,
+        }
+        let mut printed = Printed {
+            name: &self.name,
+            enabled: self.enabled,
+            command: None,
+            args: None,
+            env: None,
+            env_pass: None,
+            cwd: None,
+            url: None,
+            token_env: None,
+            token_file: None,
+            headers: None,
+            prefix: self.prefix,
+            allow_tools: self.allow_tools.as_deref(),
+            deny_tools: &self.deny_tools,
+            confirm: self.confirm,
+            confirm_tools: &self.confirm_tools,
+            tags: &self.tags,
+            category: &self.category,
+            timeout: self.timeout,
+            start_timeout: self.start_timeout,
+        };
+        match &self.endpoint {
+            Endpoint::Command {
+                program,
+                args,
+                env,
+                env_pass,
+                cwd,
+            } => {
+                printed.command = Some(program);
+                printed.args = Some(args);
+                printed.env = Some(
+                    env.iter()
+                        .filter(|(name, _)| !secret_name(name))
+                        .map(|(k, v)| (k.as_str(), v.as_str()))
+                        .collect(),
+                );
+                printed.env_pass = Some(env_pass);
+                printed.cwd = cwd.as_deref();
+            }
+            Endpoint::Http {
+                url,
+                token_env,
+                token_file,
+                headers,
+            } => {
+                printed.url = Some(url.as_str());
+                printed.token_env = token_env.as_deref();
+                printed.token_file = token_file.as_deref();
+                printed.headers = Some(headers);
+            }
+        }
+        printed.serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Vec<UpstreamSettings>, String> {
+        #[derive(Deserialize)]
+        struct Root {
+            upstreams: Vec<FileUpstream>,
+        }
+        let root: Root = toml::from_str(text).map_err(|e| e.to_string())?;
+        UpstreamSettings::load_all(root.upstreams, Path::new("/etc/toolport"))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_entry_reads_with_its_defaults() {
+        let all = load(
+            r#"
+            [[upstreams]]
+            name = "everything"
+            command = "npx"
+            args = ["-y", "@modelcontextprotocol/server-everything"]
+            env = { LOG_LEVEL = "warn" }
+            allow_tools = ["echo", "add"]
+            deny_tools = ["add"]
+            timeout = "5s"
+
+            [[upstreams]]
+            name = "remote-1"
+            url = "http://127.0.0.1:3001/mcp"
+            token_file = "token"
+            prefix = "conditional"
+            confirm = true
+            "#,
+        )
+        .unwrap();
+        let everything = &all[0];
+        assert_eq!(everything.prefix, PrefixMode::Always);
+        assert!(everything.serves("echo"));
+        assert!(!everything.serves("add"), "deny wins over allow");
+        assert!(!everything.serves("printEnv"));
+        assert_eq!(everything.timeout, Duration::from_secs(5));
+        assert_eq!(everything.start_timeout, DEFAULT_START_TIMEOUT);
+        assert_eq!(everything.category, DEFAULT_CATEGORY);
+        assert!(!everything.confirms("echo"));
+        let remote = &all[1];
+        assert_eq!(remote.transport(), "http");
+        assert!(remote.confirms("anything"));
+        match &remote.endpoint {
+            Endpoint::Http { token_file, .. } => {
+                assert_eq!(
+                    token_file.as_deref(),
+                    Some(Path::new("/etc/toolport/token"))
+                );
+            }
+            Endpoint::Command { .. } => panic!("an HTTP upstream"),
+        }
+    }
+
+    #[test]
+    fn what_cannot_work_is_an_error_naming_the_key() {
+        for (text, key) in [
+            ("name = \"a b\"\ncommand = \"x\"", "upstreams[0].name"),
+            ("name = \"a__b\"\ncommand = \"x\"", "upstreams[0].name"),
+            ("command = \"x\"", "upstreams[0].name"),
+            ("name = \"a\"", "upstreams[0].command"),
+            (
+                "name = \"a\"\ncommand = \"x\"\nurl = \"http://h/\"",
+                "upstreams[0].command",
+            ),
+            ("name = \"a\"\nurl = \"ftp://h/\"", "upstreams[0].url"),
+            ("name = \"a\"\nurl = \"http://u:p@h/\"", "upstreams[0].url"),
+            (
+                "name = \"a\"\nurl = \"http://h/\"\nargs = []",
+                "upstreams[0].args",
+            ),
+            (
+                "name = \"a\"\ncommand = \"x\"\ntoken_env = \"T\"",
+                "upstreams[0].token_env",
+            ),
+            (
+                "name = \"a\"\ncommand = \"x\"\ntimeout = \"0s\"",
+                "upstreams[0].timeout",
+            ),
+            (
+                "name = \"a\"\ncommand = \"x\"\nenv = { \"A B\" = \"1\" }",
+                "upstreams[0].env",
+            ),
+            (
+                "name = \"a\"\nurl = \"http://h/\"\nheaders = { Authorization = \"x\" }",
+                "upstreams[0].headers",
+            ),
+        ] {
+            let error = load(&format!("[[upstreams]]\n{text}")).unwrap_err();
+            assert!(error.contains(key), "{text}: {error}");
+        }
+        let twice = load(
+            "[[upstreams]]\nname = \"a\"\ncommand = \"x\"\n[[upstreams]]\nname = \"a\"\ncommand = \"y\"",
+        );
+        assert!(twice.unwrap_err().contains("upstreams[1].name"));
+        let typo = load("[[upstreams]]\nname = \"a\"\ncommand = \"x\"\nprefx = \"never\"");
+        assert!(typo.unwrap_err().contains("prefx"));
+    }
+
+    #[test]
+    fn secrets_in_env_are_never_printed() {
+        let all = load(
+            "[[upstreams]]\nname = \"gh\"\ncommand = \"x\"\nenv = { GITHUB_TOKEN = \"ghp_s3cret\", LOG_LEVEL = \"warn\" }",
+        )
+        .unwrap();
+        let printed = toml::to_string(&all[0]).unwrap();
+        assert!(!printed.contains("ghp_s3cret"), "{printed}");
+        assert!(printed.contains("LOG_LEVEL"), "{printed}");
+        assert_eq!(all[0].notes(0).len(), 1);
+        assert_eq!(all[0].secret_values(), vec!["ghp_s3cret".to_owned()]);
+    }
+}

@@ -1,0 +1,229 @@
+//! One upstream tool as an [`AiTool`]: its definition as the upstream gave it (schemas,
+//! title, annotations) under the name toolport serves it by, the upstream's tags and category,
+//! and a call that goes to whichever connection to the upstream is live — with the call's
+//! progress, cancellation, trace context and time limit.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    ContentBlock, ResourceContents, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+
+use super::Link;
+use crate::schema::JsonObject;
+use crate::tool::{AiTool, Annotations, Image, ToolContext, ToolError, ToolOutput};
+use crate::workspace::Workspace;
+
+/// An upstream's tool, served under `served`.
+pub(crate) struct UpstreamTool {
+    pub(crate) served: String,
+    pub(crate) link: Arc<Link>,
+    pub(crate) tool: rmcp::model::Tool,
+    pub(crate) input_schema: Arc<JsonObject>,
+}
+
+impl UpstreamTool {
+    /// `tool` of `link`, served as `served`. An input schema without a type gets
+    /// `"type": "object"` (every tool's arguments are an object; some servers leave it out).
+    pub(crate) fn new(served: String, link: Arc<Link>, tool: rmcp::model::Tool) -> Self {
+        let mut input_schema = JsonObject::clone(&tool.input_schema);
+        input_schema
+            .entry("type")
+            .or_insert_with(|| serde_json::Value::String("object".into()));
+        Self {
+            served,
+            link,
+            tool,
+            input_schema: Arc::new(input_schema),
+        }
+    }
+
+    fn own_name(&self) -> &str {
+        &self.tool.name
+    }
+}
+
+#[async_trait]
+impl AiTool for UpstreamTool {
+    fn name(&self) -> &str {
+        &self.served
+    }
+
+    fn title(&self) -> Option<&str> {
+        self.tool
+            .title
+            .as_deref()
+            .or_else(|| self.tool.annotations.as_ref()?.title.as_deref())
+    }
+
+    fn description(&self) -> &str {
+        self.tool.description.as_deref().unwrap_or_default()
+    }
+
+    fn input_schema(&self) -> Arc<JsonObject> {
+        self.input_schema.clone()
+    }
+
+    fn output_schema(&self) -> Option<Arc<JsonObject>> {
+        self.tool.output_schema.clone()
+    }
+
+    fn category(&self) -> Option<&str> {
+        Some(&self.link.settings.category)
+    }
+
+    fn tags(&self) -> Vec<&str> {
+        self.link.settings.tags.iter().map(String::as_str).collect()
+    }
+
+    fn annotations(&self) -> Annotations {
+        let defaults = Annotations::default();
+        let Some(given) = &self.tool.annotations else {
+            return defaults;
+        };
+        Annotations {
+            read_only: given.read_only_hint.unwrap_or(defaults.read_only),
+            destructive: given.destructive_hint.unwrap_or(defaults.destructive),
+            idempotent: given.idempotent_hint.unwrap_or(defaults.idempotent),
+            open_world: given.open_world_hint.unwrap_or(defaults.open_world),
+        }
+    }
+
+    fn upstream(&self) -> Option<&str> {
+        Some(&self.link.settings.name)
+    }
+
+    fn confirmation(&self, args: &JsonObject, _workspace: &Workspace) -> Option<String> {
+        self.link.settings.confirms(self.own_name()).then(|| {
+            format!(
+                "call tool {} of the MCP server {:?} with {}",
+                self.own_name(),
+                self.link.settings.name,
+                serde_json::Value::Object(args.clone())
+            )
+        })
+    }
+
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let name = &self.link.settings.name;
+        let peer = self.link.peer().ok_or_else(|| {
+            ToolError::Unavailable(format!(
+                "the MCP server {name:?} is not connected ({}); toolport restarts it by itself, try again shortly",
+                self.link.why_down()
+            ))
+        })?;
+        let params = CallToolRequestParams::new(self.own_name().to_owned()).with_arguments(args);
+        let mut options = PeerRequestOptions::with_timeout(self.link.settings.timeout);
+        if let Some(meta) = ctx.traceparent.as_ref().and_then(|traceparent| {
+            serde_json::from_value(serde_json::json!({ "traceparent": traceparent })).ok()
+        }) {
+            options = options.with_meta(meta);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| lost(name, &e))?;
+        // Progress and questions for the user go to this call while it runs.
+        let _routed = self.link.routes.add(
+            handle.progress_token.clone(),
+            ctx.progress.clone(),
+            ctx.elicitor.clone(),
+        );
+        let id = handle.id.clone();
+        let answer = tokio::select! {
+            answer = handle.await_response() => answer,
+            () = ctx.cancel.cancelled() => {
+                // Tell the upstream to stop working on it (the answer, if any, is dropped).
+                let cancelled = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the client cancelled the call".into()),
+                );
+                let _ = peer.notify_cancelled(cancelled).await;
+                return Err(ToolError::Cancelled(format!("the call to {name:?} was cancelled; the server was told to stop it")));
+            }
+        };
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => {
+                if result.is_error == Some(true) {
+                    return Err(ToolError::ExecutionFailed(readable(&result.content).0));
+                }
+                let (text, images) = readable(&result.content);
+                Ok(ToolOutput {
+                    structured: result.structured_content,
+                    text,
+                    images,
+                    mcp_content: Some(result.content),
+                })
+            }
+            Ok(other) => Err(ToolError::ExecutionFailed(format!(
+                "the MCP server {name:?} answered the call with something other than a tool result ({}); toolport cannot use it",
+                answer_kind(&other)
+            ))),
+            Err(ServiceError::Timeout { timeout }) => Err(ToolError::Timeout(format!(
+                "the MCP server {name:?} did not answer within {} (its `timeout`); it was told to stop the call",
+                crate::settings::human(timeout)
+            ))),
+            Err(ServiceError::McpError(error)) => Err(ToolError::ExecutionFailed(format!(
+                "the MCP server {name:?} refused the call: {}",
+                error.message
+            ))),
+            Err(error) => Err(lost(name, &error)),
+        }
+    }
+}
+
+/// The call failed because the connection did: what the model reads.
+fn lost(name: &str, error: &ServiceError) -> ToolError {
+    ToolError::Unavailable(format!(
+        "the connection to the MCP server {name:?} was lost during the call ({error}); the call may or may not have taken effect. toolport restarts the server by itself: try again shortly"
+    ))
+}
+
+/// A result's content as the other formats read it: its text blocks (and a line for each
+/// block that is neither text nor an image), and its images.
+fn readable(content: &[ContentBlock]) -> (String, Vec<Image>) {
+    let mut text = Vec::new();
+    let mut images = Vec::new();
+    for block in content {
+        match block {
+            ContentBlock::Text(t) => text.push(t.text.clone()),
+            ContentBlock::Image(image) => images.push(Image {
+                data: image.data.clone(),
+                mime_type: image.mime_type.clone(),
+            }),
+            ContentBlock::Resource(resource) => match &resource.resource {
+                ResourceContents::TextResourceContents {
+                    uri, text: body, ..
+                } => {
+                    text.push(format!("[resource {uri}]\n{body}"));
+                }
+                ResourceContents::BlobResourceContents { uri, mime_type, .. } => {
+                    text.push(format!(
+                        "[resource {uri} ({}), binary]",
+                        mime_type.as_deref().unwrap_or("no type")
+                    ));
+                }
+                _ => text.push("[a resource]".into()),
+            },
+            ContentBlock::ResourceLink(link) => {
+                text.push(format!("[resource link {} ({})]", link.uri, link.name));
+            }
+            ContentBlock::Audio(audio) => text.push(format!("[audio ({})]", audio.mime_type)),
+            _ => text.push("[content toolport cannot show]".into()),
+        }
+    }
+    (text.join("\n"), images)
+}
+
+/// What kind of answer an upstream gave instead of a tool result, for the error.
+fn answer_kind(result: &ServerResult) -> &'static str {
+    match result {
+        ServerResult::InputRequiredResult(_) => "a request for more input",
+        ServerResult::CreateTaskResult(_) => "a task",
+        _ => "another result",
+    }
+}

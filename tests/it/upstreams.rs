@@ -1,0 +1,482 @@
+//! Upstream MCP servers behind toolport, with toolport itself as the upstream (a real MCP
+//! server that is always built): one list, calls with progress and cancellation, the audit
+//! log naming the upstream, confirmation before a call reaches it, an upstream killed
+//! mid-call and restarted, one that never answers `initialize` or exits at once not delaying
+//! anything, the config reloaded, and no process left after toolport is killed.
+//!
+//! The official reference servers from npm and PyPI are checked end to end by `.ci/run`
+//! (`.ci/upstreams/`), which installs them pinned.
+
+use std::path::{Path, PathBuf};
+
+use rmcp::ServiceExt;
+use rmcp::model::ReadResourceRequestParams;
+use serde_json::{Value, json};
+
+use crate::common::process::{alive, children, eventually, pids};
+use crate::common::{
+    ALLOW_SHELLS, Client, TestClient, bin, call, command, config_file, connect_configured, err, ok,
+    spawn_server, start_long_command_of, tempdir, text, tool_names, within,
+};
+
+/// The `[[upstreams]]` entry of a toolport serving `root` (its own config: `inner_toml`,
+/// written beside it), under `name`, with `extra` lines.
+fn toolport_upstream(name: &str, root: &Path, inner_toml: &str, extra: &str) -> String {
+    audited_upstream(name, root, inner_toml, None, extra)
+}
+
+/// [`toolport_upstream`], the upstream auditing its calls to `audit` when given.
+fn audited_upstream(
+    name: &str,
+    root: &Path,
+    inner_toml: &str,
+    audit: Option<&Path>,
+    extra: &str,
+) -> String {
+    std::fs::create_dir_all(root).unwrap();
+    let inner_config = root.join(format!("{name}.toml"));
+    std::fs::write(&inner_config, inner_toml).unwrap();
+    let audit = audit
+        .map(|log| format!(", \"--audit-log\", '{}'", log.display()))
+        .unwrap_or_default();
+    format!(
+        "[[upstreams]]\nname = \"{name}\"\ncommand = '{}'\nargs = [\"--root\", '{}', \"--config\", '{}'{audit}]\nenv = {{ XDG_CONFIG_HOME = '{}' }}\n{extra}\n",
+        bin(),
+        root.display(),
+        inner_config.display(),
+        root.join(".no-config").display(),
+    )
+}
+
+/// Wait until the listing has `name` (upstreams start in the background).
+async fn until_listed(client: &Client, name: &str) {
+    let deadline = std::time::Instant::now() + crate::common::TIMEOUT;
+    loop {
+        if tool_names(client).await.iter().any(|n| n == name) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} never listed: {:?}",
+            tool_names(client).await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// The audit records of `log`.
+fn records(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `toolport://upstreams`, parsed.
+async fn upstream_status(client: &Client) -> Vec<Value> {
+    let read = within(client.read_resource(ReadResourceRequestParams::new("toolport://upstreams")))
+        .await
+        .unwrap();
+    let text = match &read.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("not text: {other:?}"),
+    };
+    serde_json::from_str::<Vec<Value>>(&text).unwrap()
+}
+
+/// The pid of the upstream toolport serving `root`, among `server`'s children.
+fn upstream_pid(server: u32, root: &Path) -> Option<i32> {
+    let root = root.display().to_string();
+    children(server as i32).into_iter().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).split('\0').any(|a| a == root))
+            .unwrap_or(false)
+    })
+}
+
+/// A server for `root` with `toml`, auditing to `root/audit.log`, and its pid.
+async fn audited_server(root: &Path, toml: &str, client: TestClient) -> (u32, Client, PathBuf) {
+    let config = config_file(root, toml);
+    let log = root.join("audit.log");
+    let transport = spawn_server(command(
+        root,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--audit-log",
+            log.to_str().unwrap(),
+        ],
+    ));
+    let pid = transport.id().unwrap();
+    let client = within(client.serve(transport)).await.unwrap();
+    (pid, client, log)
+}
+
+#[tokio::test]
+async fn two_upstreams_share_one_list_and_every_call_is_audited_with_its_upstream() {
+    let (_d, root) = tempdir();
+    let (one, two) = (root.join("one"), root.join("two"));
+    let toml = [
+        toolport_upstream("one", &one, "", "allow_tools = [\"read_file\", \"write_file\"]\ndeny_tools = [\"write_file\"]\ntags = [\"mirror\"]"),
+        toolport_upstream("two", &two, "", "prefix = \"conditional\"\nallow_tools = [\"list_directory\"]"),
+    ]
+    .concat();
+    std::fs::write(one.join("a.txt"), "from one\n").unwrap();
+    std::fs::write(two.join("b.txt"), "from two\n").unwrap();
+    let (_pid, client, log) = audited_server(&root, &toml, TestClient::default()).await;
+    until_listed(&client, "one__read_file").await;
+    until_listed(&client, "two__list_directory").await;
+    let listed = tool_names(&client).await;
+    // toolport's own tools first, then each upstream's, prefixed; deny wins over allow, and
+    // a conditional name that a built-in has is prefixed.
+    assert!(listed.iter().any(|n| n == "read_file"));
+    assert!(!listed.iter().any(|n| n == "one__write_file"), "{listed:?}");
+    assert!(
+        !listed.iter().any(|n| n.starts_with("one__list")),
+        "{listed:?}"
+    );
+    let tools = within(client.list_all_tools()).await.unwrap();
+    let mirrored = tools.iter().find(|t| t.name == "one__read_file").unwrap();
+    assert_eq!(
+        mirrored.input_schema.get("required"),
+        Some(&json!(["path"])),
+        "the upstream's schema as it gave it"
+    );
+    assert!(mirrored.output_schema.is_some());
+
+    let read = ok(&call(&client, "one__read_file", json!({"path": "a.txt"})).await);
+    assert_eq!(read["content"], "from one\n");
+    let listing = call(&client, "two__list_directory", json!({"path": "."})).await;
+    assert!(text(&listing).contains("b.txt"), "{}", text(&listing));
+    ok(&call(&client, "read_file", json!({"path": "one/a.txt"})).await);
+    // Arguments are checked against the upstream's schema before anything is sent.
+    let bad = err(&call(&client, "one__read_file", json!({"paht": "a.txt"})).await);
+    assert!(bad.contains("path"), "{bad}");
+
+    eventually("four audit records", || records(&log).len() >= 4).await;
+    let by_tool: Vec<(String, Option<String>)> = records(&log)
+        .iter()
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap().to_owned(),
+                r["upstream"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_tool,
+        [
+            ("one__read_file".into(), Some("one".into())),
+            ("two__list_directory".into(), Some("two".into())),
+            ("read_file".into(), None),
+            ("one__read_file".into(), Some("one".into())),
+        ]
+    );
+    // The upstream's tag applies to its tools (the filters and `[tools] tags` see it).
+    let status = upstream_status(&client).await;
+    assert_eq!(status[0]["state"], "ready");
+    assert_eq!(status[0]["tools"], 1);
+}
+
+#[tokio::test]
+async fn an_upstream_that_hangs_or_exits_never_delays_toolport_or_another_upstream() {
+    let (_d, root) = tempdir();
+    let fine = root.join("fine");
+    let toml = format!(
+        "[[upstreams]]\nname = \"hangs\"\ncommand = \"sleep\"\nargs = [\"600\"]\nstart_timeout = \"10m\"\n\n\
+         [[upstreams]]\nname = \"exits\"\ncommand = \"sh\"\nargs = [\"-c\", \"echo no database here >&2; exit 3\"]\n\n{}",
+        toolport_upstream("fine", &fine, "", "allow_tools = [\"path_info\"]")
+    );
+    let test_client = TestClient::default();
+    let mut changed = test_client.list_changed();
+    // `initialize` and `tools/list` are answered at once, with toolport's own tools (the
+    // test's time limit is far below the hanging upstream's start_timeout).
+    let client = connect_configured(&root, &toml, test_client).await;
+    ok(&call(&client, "path_info", json!({"path": "."})).await);
+    // The working upstream's tools arrive, announced.
+    within(changed.recv()).await.unwrap();
+    until_listed(&client, "fine__path_info").await;
+    ok(&call(&client, "fine__path_info", json!({"path": "."})).await);
+    let status = upstream_status(&client).await;
+    let by_name = |name: &str| status.iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(by_name("hangs")["state"], "starting");
+    let exits = by_name("exits");
+    assert!(
+        matches!(exits["state"].as_str(), Some("retrying" | "starting")),
+        "{exits}"
+    );
+    // It is retried, and says why it fails (its stderr).
+    let deadline = std::time::Instant::now() + crate::common::TIMEOUT;
+    loop {
+        let status = upstream_status(&client).await;
+        let exits = status.iter().find(|s| s["name"] == "exits").unwrap();
+        let error = exits["error"].as_str().unwrap_or_default();
+        if exits["restarts"].as_u64() >= Some(1) && error.contains("no database here") {
+            assert!(error.contains("exited"), "{error}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{exits}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_upstream_killed_mid_call_fails_that_call_and_comes_back() {
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    let toml = toolport_upstream("inner", &inner, ALLOW_SHELLS, "");
+    let (server, client, _log) = audited_server(&root, &toml, TestClient::default()).await;
+    until_listed(&client, "inner__execute_command").await;
+    // A call in flight on the upstream: its command is running.
+    let pidfile = inner.join("pid");
+    let handle = start_long_command_of(&client, "inner__execute_command", &pidfile).await;
+    let before = upstream_pid(server, &inner).expect("the upstream runs");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(before),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let answer = within(handle.await_response()).await.unwrap();
+    let rmcp::model::ServerResult::CallToolResult(result) = answer else {
+        panic!("not a tool result: {answer:?}");
+    };
+    let message = err(&result);
+    assert!(message.contains("was lost during the call"), "{message}");
+    // Restarted by itself: a new process, and its tools work again.
+    eventually("the upstream is restarted", || {
+        upstream_pid(server, &inner).is_some_and(|pid| pid != before)
+    })
+    .await;
+    until_listed(&client, "inner__path_info").await;
+    let mut attempts = 0;
+    loop {
+        let result = call(&client, "inner__path_info", json!({"path": "."})).await;
+        if result.is_error != Some(true) {
+            break;
+        }
+        attempts += 1;
+        assert!(attempts < 100, "{}", text(&result));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let status = upstream_status(&client).await;
+    assert_eq!(status[0]["restarts"], 1, "{status:?}");
+}
+
+#[tokio::test]
+async fn progress_and_cancellation_pass_through_both_ways() {
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    let inner_log = root.join("inner-audit.log");
+    let toml = audited_upstream("inner", &inner, ALLOW_SHELLS, Some(&inner_log), "");
+    let test_client = TestClient::default();
+    let mut progress = test_client.progress();
+    let client = connect_configured(&root, &toml, test_client).await;
+    until_listed(&client, "inner__execute_command").await;
+    let out = ok(&call(
+        &client,
+        "inner__execute_command",
+        json!({"command": "sh", "args": ["-c", "echo step one; sleep 1.5; echo step two"]}),
+    )
+    .await);
+    assert_eq!(out["return_code"], 0);
+    let first = within(progress.recv()).await.unwrap();
+    assert_eq!(first.message.as_deref(), Some("step one"), "{first:?}");
+
+    let pidfile = inner.join("pid");
+    let handle = start_long_command_of(&client, "inner__execute_command", &pidfile).await;
+    let pid = pids(&pidfile)[0];
+    within(handle.cancel(Some("test".into()))).await.unwrap();
+    eventually("the upstream's command is killed", || !alive(pid)).await;
+    eventually("the upstream recorded the cancellation", || {
+        records(&inner_log)
+            .iter()
+            .any(|r| r["outcome"] == "cancelled")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_call_the_user_declines_never_reaches_the_upstream() {
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    let inner_log = root.join("inner-audit.log");
+    let toml = audited_upstream(
+        "inner",
+        &inner,
+        "",
+        Some(&inner_log),
+        "confirm_tools = [\"path_info\"]",
+    );
+    let client = connect_configured(&root, &toml, TestClient::confirming(false)).await;
+    until_listed(&client, "inner__path_info").await;
+    let refused = err(&call(&client, "inner__path_info", json!({"path": "."})).await);
+    assert!(refused.contains("declined"), "{refused}");
+    // A tool without confirmation reaches it: its audit log has that call only.
+    ok(&call(&client, "inner__list_directory", json!({"path": "."})).await);
+    eventually("the upstream recorded the allowed call", || {
+        !records(&inner_log).is_empty()
+    })
+    .await;
+    let tools: Vec<Value> = records(&inner_log)
+        .iter()
+        .map(|r| r["tool"].clone())
+        .collect();
+    assert_eq!(tools, [json!("list_directory")]);
+}
+
+#[tokio::test]
+async fn an_upstreams_question_for_the_user_reaches_the_client() {
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    // The upstream asks before every `sh` command (its own policy).
+    let toml = toolport_upstream("inner", &inner, "[exec]\nconfirm_rules = [\"touch\"]\n", "");
+    let test_client = TestClient::confirming(true);
+    let asked = test_client.asked.clone();
+    let client = connect_configured(&root, &toml, test_client).await;
+    until_listed(&client, "inner__execute_command").await;
+    let out = ok(&call(
+        &client,
+        "inner__execute_command",
+        json!({"command": "touch", "args": ["made"]}),
+    )
+    .await);
+    assert_eq!(out["return_code"], 0);
+    assert!(inner.join("made").exists());
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("touch"), "{asked:?}");
+}
+
+#[tokio::test]
+async fn editing_the_config_starts_and_stops_only_what_changed() {
+    let (_d, root) = tempdir();
+    let (one, two) = (root.join("one"), root.join("two"));
+    let first = toolport_upstream("one", &one, "", "allow_tools = [\"path_info\"]");
+    let test_client = TestClient::default();
+    let config = config_file(&root, &first);
+    let transport = spawn_server(command(&root, &["--config", config.to_str().unwrap()]));
+    let server = transport.id().unwrap();
+    let client = within(test_client.serve(transport)).await.unwrap();
+    until_listed(&client, "one__path_info").await;
+    let one_pid = upstream_pid(server, &one).unwrap();
+    // Add an upstream: written whole (as an editor saves), then picked up by the file watch.
+    let both = format!(
+        "{first}{}",
+        toolport_upstream("two", &two, "", "allow_tools = [\"path_info\"]")
+    );
+    std::fs::write(&config, both).unwrap();
+    until_listed(&client, "two__path_info").await;
+    assert_eq!(
+        upstream_pid(server, &one),
+        Some(one_pid),
+        "one was left alone"
+    );
+    // Remove the first: its tools go, its process goes.
+    std::fs::write(
+        &config,
+        toolport_upstream("two", &two, "", "allow_tools = [\"path_info\"]"),
+    )
+    .unwrap();
+    eventually("one's process is stopped", || !alive(one_pid)).await;
+    let deadline = std::time::Instant::now() + crate::common::TIMEOUT;
+    while tool_names(&client)
+        .await
+        .iter()
+        .any(|n| n == "one__path_info")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "one's tools stay listed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // A config that does not load keeps the upstreams as they are.
+    std::fs::write(&config, "[[upstreams]]\nname = \"broken\"\n").unwrap();
+    ok(&call(&client, "two__path_info", json!({"path": "."})).await);
+}
+
+#[tokio::test]
+async fn no_upstream_process_survives_toolport_killed_with_sigkill() {
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    let toml = format!(
+        "{}[[upstreams]]\nname = \"hangs\"\ncommand = \"sleep\"\nargs = [\"600\"]\nstart_timeout = \"10m\"\n",
+        toolport_upstream("inner", &inner, ALLOW_SHELLS, "")
+    );
+    let config = config_file(&root, &toml);
+    let mut cmd = command(&root, &["--config", config.to_str().unwrap()]);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let transport = spawn_server(cmd);
+    let server = transport.id().unwrap();
+    let client = within(TestClient::default().serve(transport))
+        .await
+        .unwrap();
+    until_listed(&client, "inner__execute_command").await;
+    // A command of the upstream's own, too.
+    let pidfile = inner.join("pid");
+    let _handle = start_long_command_of(&client, "inner__execute_command", &pidfile).await;
+    let mut doomed: Vec<i32> = children(server as i32);
+    doomed.extend(pids(&pidfile));
+    assert!(
+        doomed.len() >= 4,
+        "watchdog, two upstreams, a command: {doomed:?}"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    eventually("every upstream process is gone", || {
+        doomed.iter().all(|&pid| !alive(pid))
+    })
+    .await;
+    drop(client);
+}
+
+#[tokio::test]
+async fn the_cli_lists_and_calls_upstream_tools_and_reports_their_status() {
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    let toml = format!(
+        "{}[[upstreams]]\nname = \"exits\"\ncommand = \"sh\"\nargs = [\"-c\", \"echo gone >&2\"]\n",
+        toolport_upstream("inner", &inner, "", "allow_tools = [\"path_info\"]")
+    );
+    let config = config_file(&root, &toml);
+    let config = config.to_str().unwrap();
+    let output = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(["--root", root.to_str().unwrap(), "--config", config])
+            .args(args)
+            .env("XDG_CONFIG_HOME", root.join(".no-config"))
+            .current_dir(&root);
+        cmd.output().unwrap()
+    };
+    let listed = output(&["tools", "--format", "openai"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "inner__path_info"),
+        "{listed}"
+    );
+    let called = output(&["call", "inner__path_info", "--args", "{\"path\": \".\"}"]);
+    assert!(
+        called.status.success(),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+    let status = output(&["upstreams", "status", "--json"]);
+    assert_eq!(status.status.code(), Some(1), "an upstream failed");
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status[0]["state"], "ready");
+    assert_eq!(status[1]["state"], "retrying");
+    assert!(
+        status[1]["error"].as_str().unwrap().contains("gone"),
+        "{status}"
+    );
+}
