@@ -12,6 +12,7 @@ exits non-zero with a clear message when the result is not what toolport must an
   e2e_check.py exec         OUT.json EXPECTED_FILE    execute_command `cat FILE` exited 0 with the exact text (in the text block and structuredContent.stdout)
   e2e_check.py tools-list-plugins OUT.json            tools/list has the built-ins and the example plugin tools
   e2e_check.py plugin-text  OUT.json TEXT             a text plugin tool succeeded and its text contains TEXT
+  e2e_check.py call-text    OUT.json TEXT             the same for any tool (an upstream server's)
   e2e_check.py plugin-json  OUT.json                  system_info succeeded with structuredContent (uptime, memory)
   e2e_check.py metrics-resource OUT.json              resources/read toolport://metrics gave JSON samples
   e2e_check.py structured   OUT.json KEY JSON         a call succeeded and structuredContent[KEY] == JSON
@@ -159,15 +160,15 @@ def tools_list_plugins(out: str) -> None:
     tools_list(out, REQUIRED_TOOLS + EXAMPLE_PLUGIN_TOOLS)
 
 
-def plugin_text(out: str, expected: str) -> None:
+def call_text(out: str, expected: str) -> None:
     result = load_result(out)
     if result.get("isError") is not False:
-        fail(f"the plugin tool returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
+        fail(f"the tool returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
     content = result.get("content")
     text = content[0].get("text") if isinstance(content, list) and content and isinstance(content[0], dict) else None
     if not isinstance(text, str) or expected not in text:
-        fail(f"the plugin tool's text does not contain {expected!r}: {json.dumps(result)[:500]}")
-    print(f"ok: plugin tool -> text containing {expected!r}")
+        fail(f"the tool's text does not contain {expected!r}: {json.dumps(result)[:500]}")
+    print(f"ok: tool call -> text containing {expected!r}")
 
 
 def plugin_json(out: str) -> None:
@@ -279,7 +280,8 @@ def main(argv: list[str]) -> None:
         "list-dir": (list_dir, 2),
         "tool-error": (tool_error, 1),
         "tools-list-plugins": (tools_list_plugins, 1),
-        "plugin-text": (plugin_text, 2),
+        "plugin-text": (call_text, 2),
+        "call-text": (call_text, 2),
         "plugin-json": (plugin_json, 1),
         "metrics-resource": (metrics_resource, 1),
         "structured": (structured, 3),

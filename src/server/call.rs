@@ -94,7 +94,7 @@ impl ToolportServer {
     ) -> Result<CallToolResponse, McpError> {
         self.count_stdio_session();
         // One snapshot for the whole call: a reload meanwhile does not change the tool.
-        let registry = self.shared.registry.load();
+        let registry = self.registry_with(&request.name).await;
         let facts: Arc<CallFacts> = Arc::default();
         let tool = registry.get(&request.name);
         let known = tool.is_some();
@@ -105,13 +105,49 @@ impl ToolportServer {
                 .await
         } else {
             // Answered before waiting for the client's roots.
-            Finished::unknown_tool(registry.unknown(&request.name).to_string())
+            let mut message = registry.unknown(&request.name).to_string();
+            if let Some(hint) = self.shared.upstreams.unknown_hint(&request.name) {
+                message = format!("{hint}. {message}");
+            }
+            Finished::unknown_tool(message)
         };
         match finished.record {
             Record::Ended { failure, bytes_out } => call.finish(failure, bytes_out),
             Record::Retried => call.skip(),
         }
         finished.answer
+    }
+
+    /// The served tools, once they hold `name` or nothing more is coming: a tool an upstream
+    /// is about to serve (it is starting, or has just connected) is waited for, bounded
+    /// ([`Upstreams::pending_for`](crate::upstreams::Upstreams::pending_for)).
+    async fn registry_with(&self, name: &str) -> Arc<ToolRegistry> {
+        let mut registry = self.shared.registry.load();
+        let Some(wait) = self.shared.upstreams.pending_for(name) else {
+            return registry;
+        };
+        if registry.get(name).is_some() {
+            return registry;
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        let (mut tools, mut upstreams) = (
+            self.shared.registry.changes(),
+            self.shared.upstreams.changes(),
+        );
+        loop {
+            let changed = tokio::select! {
+                changed = tools.changed() => changed,
+                changed = upstreams.changed() => changed,
+                () = tokio::time::sleep_until(deadline) => return registry,
+            };
+            if changed.is_err() {
+                return registry;
+            }
+            registry = self.shared.registry.load();
+            if registry.get(name).is_some() || self.shared.upstreams.pending_for(name).is_none() {
+                return registry;
+            }
+        }
     }
 
     /// The call's record (audit log, metrics) starts now.

@@ -51,6 +51,8 @@ mod payload;
 // Other MCP servers behind toolport (toolport itself as the upstream): one list, the audit,
 // confirmation, progress and cancellation, crashes and hangs, reload, no process left.
 mod upstreams;
+// The official reference MCP servers (npm, PyPI; pinned in .ci/upstreams) behind toolport.
+mod upstream_servers;
 // Plugin tools: manifests, templates, policy, registration, live reload, the examples.
 mod plugins;
 // Metrics: the toolport://metrics resource and /metrics move with calls.

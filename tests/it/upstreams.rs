@@ -180,6 +180,25 @@ async fn two_upstreams_share_one_list_and_every_call_is_audited_with_its_upstrea
 }
 
 #[tokio::test]
+async fn a_call_right_after_connecting_waits_for_the_upstream_that_is_starting() {
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    let toml = toolport_upstream("inner", &inner, "", "allow_tools = [\"path_info\"]");
+    let client = connect_configured(&root, &toml, TestClient::default()).await;
+    // No waiting for the listing: a one-shot client (the Inspector's command line) calls at once.
+    ok(&call(&client, "inner__path_info", json!({"path": "."})).await);
+    // A name no upstream can serve is answered at once, as unknown.
+    let unknown = within(
+        client.call_tool(
+            rmcp::model::CallToolRequestParams::new("nobody__path_info")
+                .with_arguments(serde_json::Map::new()),
+        ),
+    )
+    .await;
+    assert!(unknown.is_err(), "{unknown:?}");
+}
+
+#[tokio::test]
 async fn an_upstream_that_hangs_or_exits_never_delays_toolport_or_another_upstream() {
     let (_d, root) = tempdir();
     let fine = root.join("fine");

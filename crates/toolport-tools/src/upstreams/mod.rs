@@ -50,6 +50,10 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(500);
 /// The longest delay between restarts (it doubles from [`BACKOFF_FIRST`]): a server that
 /// keeps failing is tried twice a minute, not in a loop.
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How long a call waits for a tool of an upstream that has just connected to be listed (the
+/// served set is being rebuilt: tens of milliseconds).
+const RELIST_GRACE: Duration = Duration::from_secs(2);
+
 /// A connection that stayed up this long was healthy: the next failure starts the delays
 /// from [`BACKOFF_FIRST`] again.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
@@ -149,13 +153,7 @@ impl Link {
 
     /// Why there is no connection, for a call's error.
     pub(crate) fn why_down(&self) -> String {
-        let live = self.live();
-        match (live.state, &live.error) {
-            (State::Starting, _) => "it is starting".into(),
-            (_, Some(error)) => error.clone(),
-            (State::Stopped, None) => "it was stopped".into(),
-            (_, None) => "it is not ready".into(),
-        }
+        self.live().why_down()
     }
 
     /// Its tools that are served (allowed and not denied), when it is ready.
@@ -189,6 +187,19 @@ impl Link {
                 .map(|at| {
                     crate::settings::human(round_ms(at.saturating_duration_since(Instant::now())))
                 }),
+        }
+    }
+}
+
+impl Live {
+    /// Why there is no connection.
+    fn why_down(&self) -> String {
+        match (self.state, &self.error) {
+            (State::Starting, _) => "it is starting".into(),
+            (State::Disabled, _) => "it is disabled (enabled = false)".into(),
+            (_, Some(error)) => error.clone(),
+            (State::Stopped, None) => "it was stopped".into(),
+            (_, None) => "it is not ready".into(),
         }
     }
 }
@@ -302,6 +313,67 @@ impl Upstreams {
     /// Whether no upstream is configured.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
+    }
+
+    /// For a call of a tool that is not served: when `name` has the prefix of an upstream that
+    /// is not ready, that this is why (its tools come back when it does); when that upstream
+    /// has just connected and has the tool, that it is being listed.
+    pub fn unknown_hint(&self, name: &str) -> Option<String> {
+        let links = self.lock();
+        let link = links.iter().find(|link| {
+            name.strip_prefix(link.settings.name.as_str())
+                .is_some_and(|rest| rest.starts_with(naming::SEPARATOR))
+        })?;
+        let upstream = &link.settings.name;
+        let live = link.live();
+        if live.state != State::Ready {
+            return Some(format!(
+                "{name:?} looks like a tool of the MCP server {upstream:?}, which is not connected: {}. Its tools are listed again when it is back (toolport restarts it by itself)",
+                live.why_down()
+            ));
+        }
+        live.tools
+            .iter()
+            .any(|t| link.settings.serves(&t.name) && naming::prefixed(upstream, &t.name) == name)
+            .then(|| {
+                format!(
+                    "the MCP server {upstream:?} has just connected and its tools are being listed again; call {name:?} again in a moment"
+                )
+            })
+    }
+
+    /// How long a call of `name`, a tool not served (yet), may wait for it: an upstream that
+    /// may serve it (its prefix, or a mode without one) is in its first start (up to its
+    /// `start_timeout`), or has just connected and offers it (its listing is being rebuilt).
+    /// `None`: nothing is coming; the call is answered at once. So a client that calls right
+    /// after connecting (a one-shot command line, a script) reaches a tool that is on its way.
+    pub fn pending_for(&self, name: &str) -> Option<Duration> {
+        self.lock()
+            .iter()
+            .filter_map(|link| {
+                let upstream = &link.settings.name;
+                let prefixed = name
+                    .strip_prefix(upstream.as_str())
+                    .is_some_and(|rest| rest.starts_with(naming::SEPARATOR));
+                if !prefixed && link.settings.prefix == PrefixMode::Always {
+                    return None;
+                }
+                let live = link.live();
+                match live.state {
+                    State::Starting if !live.tried => Some(link.settings.start_timeout),
+                    State::Ready
+                        if live.tools.iter().any(|t| {
+                            link.settings.serves(&t.name)
+                                && (naming::prefixed(upstream, &t.name) == name
+                                    || naming::servable(&t.name) == name)
+                        }) =>
+                    {
+                        Some(RELIST_GRACE)
+                    }
+                    _ => None,
+                }
+            })
+            .max()
     }
 
     /// Every upstream's state, in configured order.
@@ -532,6 +604,7 @@ async fn attempt(link: &Arc<Link>, version: &watch::Sender<u64>, cwd: &std::path
     };
     {
         let mut live = link.live();
+        live.state = State::Retrying;
         live.peer = None;
         live.tools.clear();
         live.error = Some("its connection ended; it is being restarted".into());

@@ -1,0 +1,449 @@
+//! The official MCP reference servers behind toolport, servers nobody here wrote:
+//! `@modelcontextprotocol/server-everything` (over stdio and Streamable HTTP) and
+//! `@modelcontextprotocol/server-filesystem` from npm, and `mcp-server-fetch` from PyPI.
+//!
+//! They are pinned in `.ci/upstreams/` (package-lock.json, requirements.txt with hashes) and
+//! installed there by `.ci/run`, which sets `TOOLPORT_REQUIRE_UPSTREAM_SERVERS=1`: then a
+//! missing install fails these tests. Without that variable and without the install (a plain
+//! `cargo test` on a fresh checkout) each test says it did not run and passes; install them
+//! with `npm ci` in `.ci/upstreams` and `python3 -m venv .ci/upstreams/venv &&
+//! .ci/upstreams/venv/bin/pip install --no-deps --require-hashes -r
+//! .ci/upstreams/requirements.txt` (node >= 18 on PATH) to run them here.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::common::process::{alive, children, eventually};
+use crate::common::{
+    Client, TestClient, call, command, config_file, err, ok, spawn_server, start_call, tempdir,
+    text, tool_names, within,
+};
+
+/// Where the pinned servers are installed.
+struct Servers {
+    node: PathBuf,
+    everything: PathBuf,
+    filesystem: PathBuf,
+    fetch: PathBuf,
+}
+
+/// The installed servers, or `None` (the test does not run) when they are not installed and
+/// CI does not require them.
+fn servers() -> Option<Servers> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/upstreams");
+    let modules = dir.join("node_modules/@modelcontextprotocol");
+    let node = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("node"))
+            .find(|n| n.is_file())
+    });
+    let found = Servers {
+        node: node.unwrap_or_default(),
+        everything: modules.join("server-everything/dist/index.js"),
+        filesystem: modules.join("server-filesystem/dist/index.js"),
+        fetch: dir.join("venv/bin/mcp-server-fetch"),
+    };
+    let missing: Vec<String> = [
+        &found.node,
+        &found.everything,
+        &found.filesystem,
+        &found.fetch,
+    ]
+    .iter()
+    .filter(|p| !p.is_file())
+    .map(|p| p.display().to_string())
+    .collect();
+    if missing.is_empty() {
+        return Some(found);
+    }
+    assert!(
+        std::env::var_os("TOOLPORT_REQUIRE_UPSTREAM_SERVERS").is_none(),
+        "the pinned reference servers are not installed ({missing:?} missing): .ci/run installs them into .ci/upstreams"
+    );
+    eprintln!(
+        "not run: the reference MCP servers are not installed in .ci/upstreams (see this file's docs)"
+    );
+    None
+}
+
+/// One `[[upstreams]]` entry running `program` with `args`, plus `extra` lines.
+fn upstream(name: &str, program: &Path, args: &[&str], extra: &str) -> String {
+    let args: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    format!(
+        "[[upstreams]]\nname = \"{name}\"\ncommand = '{}'\nargs = [{}]\n{extra}\n",
+        program.display(),
+        args.join(", ")
+    )
+}
+
+/// The three stdio servers: everything (prefixed always), filesystem over `files`
+/// (conditional: only the names toolport has are prefixed) and fetch (never prefixed).
+fn reference_upstreams(s: &Servers, files: &Path, extra_fs: &str) -> String {
+    [
+        upstream(
+            "everything",
+            &s.node,
+            &[s.everything.to_str().unwrap(), "stdio"],
+            "",
+        ),
+        upstream(
+            "filesystem",
+            &s.node,
+            &[s.filesystem.to_str().unwrap(), files.to_str().unwrap()],
+            &format!("prefix = \"conditional\"\n{extra_fs}"),
+        ),
+        upstream(
+            "fetch",
+            &s.fetch,
+            &["--allow-private-ips"],
+            // Its first call imports a lot (cold .pyc, readabilipy's node): generous.
+            "prefix = \"never\"\ntimeout = \"60s\"",
+        ),
+    ]
+    .concat()
+}
+
+/// A server for `root` with `toml`, auditing to `root/audit.log`; its pid and the log.
+async fn start(root: &Path, toml: &str, client: TestClient) -> (u32, Client, PathBuf) {
+    let config = config_file(root, toml);
+    let log = root.join("audit.log");
+    let transport = spawn_server(command(
+        root,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--audit-log",
+            log.to_str().unwrap(),
+        ],
+    ));
+    let pid = transport.id().unwrap();
+    let client = within(client.serve(transport)).await.unwrap();
+    (pid, client, log)
+}
+
+/// Wait until every name in `wanted` is listed.
+async fn until_listed(client: &Client, wanted: &[&str]) -> Vec<String> {
+    let deadline = std::time::Instant::now() + crate::common::TIMEOUT;
+    loop {
+        let names = tool_names(client).await;
+        if wanted.iter().all(|w| names.iter().any(|n| n == w)) {
+            return names;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not all of {wanted:?} listed: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The audit records of `log`.
+fn records(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A one-page web site on loopback (any path a page, `/robots.txt` missing), for fetch.
+async fn site() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = vec![0; 4096];
+                let n = stream.read(&mut request).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&request[..n]);
+                let reply = if head.starts_with("GET /robots.txt") {
+                    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        .to_owned()
+                } else {
+                    let body = "<html><head><title>Upstream page</title></head><body><article><h1>Served by a fixture</h1><p>The official fetch server read this page through toolport.</p></article></body></html>";
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let _ = stream.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{address}/page")
+}
+
+#[tokio::test]
+async fn the_reference_servers_share_one_list_with_toolport_and_answer_through_it() {
+    let Some(s) = servers() else { return };
+    let (_d, root) = tempdir();
+    let files = root.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(files.join("a.txt"), "reference file\n").unwrap();
+    let toml = reference_upstreams(&s, &files, "");
+    let (_pid, client, log) = start(&root, &toml, TestClient::default()).await;
+    let names = until_listed(
+        &client,
+        &[
+            "everything__echo",
+            "everything__get-sum",
+            "filesystem__read_file",
+            "read_text_file",
+            "fetch",
+        ],
+    )
+    .await;
+    assert!(names.iter().any(|n| n == "read_file"), "toolport's own");
+    assert!(
+        !names.iter().any(|n| n == "filesystem__read_text_file"),
+        "conditional: a name nobody else has is not prefixed: {names:?}"
+    );
+
+    let echo = call(
+        &client,
+        "everything__echo",
+        json!({"message": "through toolport"}),
+    )
+    .await;
+    assert_eq!(text(&echo), "Echo: through toolport");
+    let sum = call(&client, "everything__get-sum", json!({"a": 2, "b": 3})).await;
+    assert!(text(&sum).contains('5'), "{}", text(&sum));
+    // Output schema and structuredContent pass through as the server gave them.
+    let tools = within(client.list_all_tools()).await.unwrap();
+    let structured_tool = tools
+        .iter()
+        .find(|t| t.name == "everything__get-structured-content")
+        .unwrap();
+    assert!(structured_tool.output_schema.is_some());
+    let weather = ok(&call(
+        &client,
+        "everything__get-structured-content",
+        json!({"location": "New York"}),
+    )
+    .await);
+    assert!(weather.get("temperature").is_some(), "{weather}");
+    let read = call(
+        &client,
+        "read_text_file",
+        json!({"path": files.join("a.txt")}),
+    )
+    .await;
+    assert!(text(&read).contains("reference file"), "{read:?}");
+    // The upstream's own refusal (outside its allowed folder) is a tool error.
+    let outside = err(&call(&client, "read_text_file", json!({"path": "/etc/hostname"})).await);
+    assert!(
+        outside.contains("denied") || outside.contains("outside"),
+        "{outside}"
+    );
+    let page = site().await;
+    let fetched = call(&client, "fetch", json!({"url": page})).await;
+    assert!(
+        text(&fetched).contains("read this page through toolport"),
+        "{fetched:?}"
+    );
+
+    eventually("six audit records", || records(&log).len() >= 6).await;
+    let upstreams: Vec<Value> = records(&log)
+        .iter()
+        .map(|r| r["upstream"].clone())
+        .collect();
+    assert_eq!(
+        upstreams,
+        [
+            "everything",
+            "everything",
+            "everything",
+            "filesystem",
+            "filesystem",
+            "fetch"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn progress_cancellation_and_a_crash_of_the_reference_server() {
+    let Some(s) = servers() else { return };
+    let (_d, root) = tempdir();
+    let toml = upstream(
+        "everything",
+        &s.node,
+        &[s.everything.to_str().unwrap(), "stdio"],
+        "",
+    );
+    let test_client = TestClient::default();
+    let mut progress = test_client.progress();
+    let (server, client, log) = start(&root, &toml, test_client).await;
+    until_listed(&client, &["everything__trigger-long-running-operation"]).await;
+    let done = call(
+        &client,
+        "everything__trigger-long-running-operation",
+        json!({"duration": 1, "steps": 4}),
+    )
+    .await;
+    assert!(text(&done).contains("completed"), "{done:?}");
+    let first = within(progress.recv()).await.unwrap();
+    assert_eq!(first.total, Some(4.0), "{first:?}");
+
+    // Cancelled by the client: toolport tells the upstream and records it.
+    let handle = start_call(
+        &client,
+        "everything__trigger-long-running-operation",
+        json!({"duration": 60, "steps": 60}),
+    )
+    .await;
+    within(progress.recv()).await.unwrap();
+    within(handle.cancel(Some("test".into()))).await.unwrap();
+    eventually("the cancellation is audited", || {
+        records(&log).iter().any(|r| r["outcome"] == "cancelled")
+    })
+    .await;
+
+    // Killed mid-call: that call fails clearly, the server is started again.
+    let handle = start_call(
+        &client,
+        "everything__trigger-long-running-operation",
+        json!({"duration": 60, "steps": 60}),
+    )
+    .await;
+    within(progress.recv()).await.unwrap();
+    let node = children(server as i32)
+        .into_iter()
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("server-everything"))
+        })
+        .expect("the everything server runs");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(node),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let rmcp::model::ServerResult::CallToolResult(result) =
+        within(handle.await_response()).await.unwrap()
+    else {
+        panic!("not a tool result");
+    };
+    assert!(err(&result).contains("was lost during the call"));
+    // Until it is back its tools are not listed (a call says why), or a call fails saying so.
+    let params = rmcp::model::CallToolRequestParams::new("everything__echo")
+        .with_arguments(json!({"message": "back"}).as_object().cloned().unwrap());
+    let deadline = std::time::Instant::now() + crate::common::TIMEOUT;
+    loop {
+        match within(client.call_tool(params.clone())).await {
+            Ok(echo) if text(&echo) == "Echo: back" => break,
+            // Listed a moment longer than it runs: a tool error says so.
+            Ok(down) => assert!(err(&down).contains("is not connected"), "{down:?}"),
+            Err(error) => assert!(
+                ["which is not connected", "being listed again"]
+                    .iter()
+                    .any(|why| error.to_string().contains(why)),
+                "{error}"
+            ),
+        }
+        assert!(std::time::Instant::now() < deadline, "never back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_reference_server_over_streamable_http() {
+    let Some(s) = servers() else { return };
+    let (_d, root) = tempdir();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut everything = tokio::process::Command::new(&s.node);
+    everything
+        .arg(&s.everything)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let _everything = everything.spawn().unwrap();
+    let toml = format!(
+        "[[upstreams]]\nname = \"remote\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nallow_tools = [\"echo\"]\nstart_timeout = \"5s\"\n"
+    );
+    let (_pid, client, log) = start(&root, &toml, TestClient::default()).await;
+    // The server may still be starting: toolport retries until it answers.
+    until_listed(&client, &["remote__echo"]).await;
+    let echo = call(&client, "remote__echo", json!({"message": "over HTTP"})).await;
+    assert_eq!(text(&echo), "Echo: over HTTP");
+    eventually("the call is audited", || {
+        records(&log).iter().any(|r| r["upstream"] == "remote")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_declined_call_never_reaches_the_reference_server() {
+    let Some(s) = servers() else { return };
+    let (_d, root) = tempdir();
+    let files = root.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let toml = upstream(
+        "filesystem",
+        &s.node,
+        &[s.filesystem.to_str().unwrap(), files.to_str().unwrap()],
+        "confirm_tools = [\"write_file\"]\ndeny_tools = [\"move_file\"]",
+    );
+    let (_pid, client, _log) = start(&root, &toml, TestClient::confirming(false)).await;
+    let names = until_listed(&client, &["filesystem__write_file"]).await;
+    assert!(
+        !names.iter().any(|n| n == "filesystem__move_file"),
+        "denied"
+    );
+    let target = files.join("never.txt");
+    let refused = err(&call(
+        &client,
+        "filesystem__write_file",
+        json!({"path": target, "content": "x"}),
+    )
+    .await);
+    assert!(refused.contains("declined"), "{refused}");
+    assert!(!target.exists(), "the upstream never got the call");
+    // A tool without confirmation reaches it.
+    call(
+        &client,
+        "filesystem__create_directory",
+        json!({"path": files.join("made")}),
+    )
+    .await;
+    assert!(files.join("made").is_dir());
+}
+
+#[tokio::test]
+async fn no_reference_server_survives_toolport_killed_with_sigkill() {
+    let Some(s) = servers() else { return };
+    let (_d, root) = tempdir();
+    let files = root.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let toml = reference_upstreams(&s, &files, "");
+    let (server, client, _log) = start(&root, &toml, TestClient::default()).await;
+    until_listed(&client, &["everything__echo", "read_text_file", "fetch"]).await;
+    let mut doomed = Vec::new();
+    let mut next = children(server as i32);
+    while let Some(pid) = next.pop() {
+        next.extend(children(pid));
+        doomed.push(pid);
+    }
+    assert!(
+        doomed.len() >= 4,
+        "the watchdog and three servers: {doomed:?}"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    eventually("every server process is gone", || {
+        doomed.iter().all(|&pid| !alive(pid))
+    })
+    .await;
+}
