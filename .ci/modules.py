@@ -12,7 +12,7 @@ The crate root (lib.rs) and main.rs compose everything and are not checked.
 
 Runs over both crates: the `toolport-tools` library (crates/toolport-tools/src), where the
 layering rule also holds — the tool model and the workspace never reach up into the tools,
-the plugins or the helper processes — and the `toolport` binary (src/), whose modules reach
+the plugins, the upstreams or the helper processes — and the `toolport` binary (src/), whose modules reach
 the library's only through the crate boundary (which Cargo itself keeps one-way).
 
 Exits 1 naming every cycle and violation found; prints a one-line summary otherwise.
@@ -28,7 +28,7 @@ CRATES = [
     (REPO / "crates" / "toolport-tools" / "src",
      {"schema", "settings", "secret", "instructions", "tool", "definition", "typed",
       "registry", "workspace", "background"},
-     {"hidden", "tools", "plugins", "toolbox"}),
+     {"hidden", "tools", "plugins", "toolbox", "upstreams"}),
     (REPO / "src", set(), set()),
 ]
 

@@ -275,7 +275,12 @@ fn upstreams_status(shared: &Shared, config: &Config, json: bool) -> ExitCode {
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
                 s.tools,
-                s.error.as_deref().unwrap_or("")
+                match (&s.error, &s.stderr) {
+                    (Some(error), Some(stderr)) =>
+                        format!("{error}; its last stderr lines: {stderr}"),
+                    (Some(error), None) => error.clone(),
+                    (None, _) => String::new(),
+                }
             )
         }));
         lines.join("\n")

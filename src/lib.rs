@@ -67,7 +67,10 @@ pub fn build(config: &Config) -> Result<Shared, Error> {
 pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>), Error> {
     let workspace = workspace::Workspace::new(&config.roots, &config.workspace.secret_patterns)?;
     // Started by the commands that use them (`cli::start_upstreams`), once commands can run.
-    let upstreams = upstreams::Upstreams::new(config.roots.first().cloned().unwrap_or_default());
+    let upstreams = upstreams::Upstreams::new(
+        config.roots.first().cloned().unwrap_or_default(),
+        config.fs.read_only(),
+    );
     let catalog = plugins::Catalog::new(
         tools::builtin_tools(config.builtin_settings())?,
         config.plugins.dirs_to_read(&config.roots),
@@ -75,7 +78,9 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         config.exec.timeout_max,
     )?
     .with_upstreams(upstreams.clone());
-    let built = catalog.build(true)?;
+    // Strict about unknown names in the tool selection, unless upstreams are configured: a
+    // name may be one of their tools, which are not there before they start.
+    let built = catalog.build(config.upstreams.is_empty())?;
     built.log();
     // At start nothing is served yet: whatever could be read is the reference for reloads.
     let _ = catalog.accept(&built);
@@ -99,7 +104,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         for name in shared.budgets.unknown_tools(&served) {
             tracing::warn!(
                 tool = name,
-                "[limits.tools.{name}] names a tool that is not served (a typo, or a plugin tool not loaded yet); its limits apply if such a tool appears"
+                "[limits.tools.{name}] names a tool that is not served (a typo, or a plugin or upstream tool not loaded yet); its limits apply if such a tool appears"
             );
         }
     }

@@ -74,8 +74,15 @@ impl ToolportServer {
         }
         let json = match uri {
             metrics::RESOURCE_URI => self.shared.metrics.render_json(),
-            UPSTREAMS_URI => serde_json::to_value(self.shared.upstreams.status())
-                .map_err(|e| McpError::internal_error(e.to_string(), None))?,
+            UPSTREAMS_URI => serde_json::to_value(
+                self.shared
+                    .upstreams
+                    .status()
+                    .into_iter()
+                    .map(crate::upstreams::UpstreamStatus::for_clients)
+                    .collect::<Vec<_>>(),
+            )
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?,
             _ => {
                 return Err(McpError::resource_not_found(
                     format!(

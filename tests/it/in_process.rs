@@ -88,7 +88,7 @@ fn serve(
         jobs: Default::default(),
         payload: Default::default(),
         result_cap: Default::default(),
-        upstreams: toolport_tools::upstreams::Upstreams::new(root.clone()),
+        upstreams: toolport_tools::upstreams::Upstreams::new(root.clone(), false),
     });
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);

@@ -32,7 +32,7 @@ const FILE_LIMIT_KEYS: &[&str] = &[
 ];
 
 /// A toolport config file as a toolbox reads it: the tool sections; the server's own
-/// (`[http]`, `[audit]`, `[telemetry]`, `log_level`) are accepted and left alone, so one file
+/// (`[http]`, `[audit]`, `[telemetry]`, `[[upstreams]]`, `log_level`) are accepted and left alone, so one file
 /// serves both. Unknown keys are errors, as in the server.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,8 +1,9 @@
 //! toolport as the client of one upstream: what it declares (elicitation, so an upstream may
 //! ask the user through toolport), and where what the upstream sends goes — progress to the
-//! call it belongs to (by its progress token), a question for the user to the client of the
-//! one call in flight, `tools/list_changed` to the upstream's supervisor, log messages to
-//! toolport's log.
+//! call it belongs to (by its progress token), a question for the user to the one call in
+//! flight (which asks its own client from its own task: the request that question belongs to
+//! is that call's, so over HTTP it goes out on that call's stream), `tools/list_changed` to
+//! the upstream's supervisor, log messages to toolport's log.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,9 +15,15 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::tool::{Elicitor, ProgressSink};
+use crate::tool::ProgressSink;
+
+/// A question for the user an upstream sent during a call, and where its answer goes.
+pub(crate) struct Question {
+    pub(crate) request: ElicitRequestParams,
+    pub(crate) answer: oneshot::Sender<Result<ElicitResult, String>>,
+}
 
 /// The calls in flight on one upstream: where each one's progress and questions go.
 #[derive(Default)]
@@ -27,7 +34,8 @@ pub(crate) struct Routes {
 /// Where one call's progress and questions go.
 struct Route {
     progress: Arc<dyn ProgressSink>,
-    elicitor: Option<Arc<dyn Elicitor>>,
+    /// The call's own task, which asks its client; `None` when its client cannot answer.
+    questions: Option<mpsc::Sender<Question>>,
 }
 
 /// A call's place in [`Routes`], given up when dropped (the call ended, however).
@@ -52,10 +60,15 @@ impl Routes {
         self: &Arc<Self>,
         token: ProgressToken,
         progress: Arc<dyn ProgressSink>,
-        elicitor: Option<Arc<dyn Elicitor>>,
+        questions: Option<mpsc::Sender<Question>>,
     ) -> Routed {
-        self.lock()
-            .insert(token.clone(), Route { progress, elicitor });
+        self.lock().insert(
+            token.clone(),
+            Route {
+                progress,
+                questions,
+            },
+        );
         Routed {
             routes: self.clone(),
             token,
@@ -69,12 +82,12 @@ impl Routes {
     /// Who answers a question now: the client of the one call in flight. An elicitation
     /// request does not say which request it is about, so with several calls in flight
     /// nobody can be picked safely.
-    fn elicitor(&self) -> Result<Arc<dyn Elicitor>, String> {
+    fn asker(&self) -> Result<mpsc::Sender<Question>, String> {
         let calls = self.lock();
         let mut routes = calls.values();
         match (routes.next(), routes.next()) {
             (None, _) => Err("no call of toolport's is in flight on this server".into()),
-            (Some(route), None) => route.elicitor.clone().ok_or_else(|| {
+            (Some(route), None) => route.questions.clone().ok_or_else(|| {
                 "the client of the call cannot answer questions during a call (it declared no elicitation support, or speaks a protocol version without server-to-client requests)".into()
             }),
             (Some(_), Some(_)) => Err(
@@ -142,7 +155,15 @@ impl ClientHandler for UpstreamClient {
                 None,
             )
         };
-        let elicitor = self.routes.elicitor().map_err(refused)?;
-        elicitor.elicit(request).await.map_err(refused)
+        let asker = self.routes.asker().map_err(refused)?;
+        let (answer, answered) = oneshot::channel();
+        asker
+            .send(Question { request, answer })
+            .await
+            .map_err(|_| refused("the call it belongs to has ended".into()))?;
+        answered
+            .await
+            .map_err(|_| refused("the call it belongs to has ended".into()))?
+            .map_err(refused)
     }
 }

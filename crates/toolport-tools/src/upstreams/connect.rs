@@ -13,7 +13,7 @@ use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use super::client::UpstreamClient;
@@ -30,6 +30,27 @@ const STDERR_DRAIN: std::time::Duration = std::time::Duration::from_millis(250);
 /// The longest stderr line kept: a server that writes a megabyte without a newline must not
 /// fill toolport's memory.
 const STDERR_LINE_BYTES: usize = 2048;
+
+/// Why an upstream could not be reached, and what it wrote on stderr last (kept apart: its
+/// stderr may hold anything, a connection string, a token, so it goes to toolport's log and
+/// `toolport upstreams status`, never to a client).
+#[derive(Debug, Default)]
+pub(crate) struct Failure {
+    pub(crate) why: String,
+    pub(crate) stderr: Option<String>,
+}
+
+impl From<String> for Failure {
+    fn from(why: String) -> Self {
+        Self { why, stderr: None }
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(why: &str) -> Self {
+        why.to_owned().into()
+    }
+}
 
 /// An initialized session with an upstream, and its process when toolport started it.
 pub(crate) struct Connection {
@@ -76,7 +97,7 @@ pub(crate) async fn connect(
     settings: &UpstreamSettings,
     client: UpstreamClient,
     default_cwd: &Path,
-) -> Result<Connection, String> {
+) -> Result<Connection, Failure> {
     match &settings.endpoint {
         Endpoint::Command {
             program,
@@ -114,9 +135,9 @@ pub(crate) async fn connect(
                         }
                         _ => format!("it did not complete the MCP handshake ({error})"),
                     };
-                    let why = with_stderr(why, process.stderr_tail().await);
+                    let stderr = process.stderr_tail().await;
                     process.stop().await;
-                    Err(why)
+                    Err(Failure { why, stderr })
                 }
             }
         }
@@ -151,14 +172,6 @@ pub(crate) async fn connect(
                 process: None,
             })
         }
-    }
-}
-
-/// `why`, and the upstream's last stderr lines when it wrote any.
-pub(crate) fn with_stderr(why: String, stderr: Option<String>) -> String {
-    match stderr {
-        Some(lines) => format!("{why}; its last stderr lines: {lines}"),
-        None => why,
     }
 }
 
@@ -223,6 +236,15 @@ fn spawn(
     })
 }
 
+/// Read into `buf` up to a newline, at most [`STDERR_LINE_BYTES`]; `false` at the end.
+async fn read_piece(reader: &mut (impl AsyncBufRead + Unpin), buf: &mut Vec<u8>) -> bool {
+    buf.clear();
+    matches!(
+        reader.take(STDERR_LINE_BYTES as u64).read_until(b'\n', buf).await,
+        Ok(n) if n > 0
+    )
+}
+
 /// Read an upstream's stderr until it closes: each line to the debug log, the last few kept.
 async fn read_stderr(
     pipe: impl AsyncRead + Unpin,
@@ -232,19 +254,13 @@ async fn read_stderr(
     let mut reader = BufReader::new(pipe);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match (&mut reader)
-            .take(STDERR_LINE_BYTES as u64)
-            .read_until(b'\n', &mut line)
-            .await
-        {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+        if !read_piece(&mut reader, &mut line).await {
+            return;
         }
         if line.len() == STDERR_LINE_BYTES && line.last() != Some(&b'\n') {
-            // The rest of an overlong line is skipped.
-            let mut rest = Vec::new();
-            let _ = reader.read_until(b'\n', &mut rest).await;
+            // The rest of an overlong line is skipped, a bounded piece at a time.
+            let mut rest = Vec::with_capacity(STDERR_LINE_BYTES);
+            while read_piece(&mut reader, &mut rest).await && rest.last() != Some(&b'\n') {}
         }
         let text = String::from_utf8_lossy(&line).trim_end().to_owned();
         if text.is_empty() {
@@ -256,5 +272,39 @@ async fn read_stderr(
             tail.pop_front();
         }
         tail.push_back(text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stderr_keeps_the_last_lines_each_cut_to_its_bound() {
+        let mut input = vec![b'x'; STDERR_LINE_BYTES * 3];
+        input.extend_from_slice(b"\n");
+        for n in 0..STDERR_TAIL_LINES + 2 {
+            input.extend_from_slice(format!("line {n}\n").as_bytes());
+        }
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        read_stderr(&input[..], "test".into(), tail.clone()).await;
+        let kept: Vec<String> = tail.lock().unwrap().iter().cloned().collect();
+        let expected: Vec<String> = (2..STDERR_TAIL_LINES + 2)
+            .map(|n| format!("line {n}"))
+            .collect();
+        assert_eq!(kept, expected);
+
+        let long = vec![b'y'; STDERR_LINE_BYTES * 3];
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        read_stderr(
+            [&long[..], b"\nafter\n"].concat().as_slice(),
+            "test".into(),
+            tail.clone(),
+        )
+        .await;
+        let kept: Vec<String> = tail.lock().unwrap().iter().cloned().collect();
+        assert_eq!(kept.len(), 2, "the long line once (cut), then the next");
+        assert_eq!(kept[0].len(), STDERR_LINE_BYTES);
+        assert_eq!(kept[1], "after");
     }
 }

@@ -41,7 +41,7 @@ mod tool;
 pub use settings::{Endpoint, FileUpstream, PrefixMode, UpstreamSettings};
 
 use client::{Routes, UpstreamClient};
-use connect::{Connection, connect, with_stderr};
+use connect::{Connection, Failure, connect};
 use naming::{Assigned, Offer};
 use tool::UpstreamTool;
 
@@ -53,6 +53,13 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// How long a call waits for a tool of an upstream that has just connected to be listed (the
 /// served set is being rebuilt: tens of milliseconds).
 const RELIST_GRACE: Duration = Duration::from_secs(2);
+
+/// How often a ready upstream is pinged: a server that hangs, or an HTTP endpoint that went
+/// away (its client does not end the session on a failed request), is noticed and started
+/// again.
+const PING_INTERVAL: Duration = Duration::from_secs(30);
+/// How long a ping may take.
+const PING_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A connection that stayed up this long was healthy: the next failure starts the delays
 /// from [`BACKOFF_FIRST`] again.
@@ -91,9 +98,23 @@ pub struct UpstreamStatus {
     /// Why it is not ready (the last failure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Its last stderr lines when it failed (for the operator: left out of what clients see,
+    /// [`UpstreamStatus::for_clients`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
     /// When it is tried again (`"2s"`), while retrying.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_attempt_in: Option<String>,
+}
+
+impl UpstreamStatus {
+    /// What a client may see (the `toolport://upstreams` resource): without the upstream's
+    /// stderr, which may hold secrets.
+    #[must_use]
+    pub fn for_clients(mut self) -> Self {
+        self.stderr = None;
+        self
+    }
 }
 
 /// One configured upstream and its live connection, shared by its supervisor and its tools.
@@ -112,7 +133,11 @@ struct Live {
     peer: Option<Peer<RoleClient>>,
     tools: Vec<rmcp::model::Tool>,
     restarts: u32,
+    /// Why it is not ready (shown to clients: never its stderr).
     error: Option<String>,
+    /// Its last stderr lines when it failed: for the log and `toolport upstreams status`
+    /// only (a server's stderr may hold a connection string or a token).
+    stderr: Option<String>,
     retry_at: Option<Instant>,
     /// Its first attempt has ended (ready, or failed).
     tried: bool,
@@ -134,6 +159,7 @@ impl Link {
                 tools: Vec::new(),
                 restarts: 0,
                 error: None,
+                stderr: None,
                 retry_at: None,
                 tried: false,
             }),
@@ -181,6 +207,7 @@ impl Link {
                 .count(),
             restarts: live.restarts,
             error: live.error.clone().filter(|_| live.state != State::Ready),
+            stderr: live.stderr.clone().filter(|_| live.state != State::Ready),
             next_attempt_in: live
                 .retry_at
                 .filter(|_| live.state == State::Retrying)
@@ -212,6 +239,9 @@ fn round_ms(duration: Duration) -> Duration {
 /// The configured upstreams and their supervisors.
 pub struct Upstreams {
     links: Mutex<Vec<Arc<Link>>>,
+    /// The operator's `--read-only`: only tools that declare themselves read-only
+    /// (`readOnlyHint`) are served.
+    read_only: bool,
     /// A stdio upstream's working directory unless it names one: the first root.
     default_cwd: PathBuf,
     /// Bumped whenever the tools on offer may have changed.
@@ -238,10 +268,13 @@ pub struct Reconfigured {
 }
 
 impl Upstreams {
-    /// No upstreams yet; stdio ones start in `default_cwd` unless they name a folder.
-    pub fn new(default_cwd: PathBuf) -> Arc<Self> {
+    /// No upstreams yet; stdio ones start in `default_cwd` unless they name a folder. With
+    /// `read_only` (the operator's `--read-only`), only their tools that declare themselves
+    /// read-only are served.
+    pub fn new(default_cwd: PathBuf, read_only: bool) -> Arc<Self> {
         Arc::new(Self {
             links: Mutex::new(Vec::new()),
+            read_only,
             default_cwd,
             version: Arc::new(watch::channel(0).0),
         })
@@ -262,13 +295,22 @@ impl Upstreams {
             match links.iter().find(|l| l.settings.name == settings.name) {
                 Some(link) if link.settings == settings => next.push(link.clone()),
                 found => {
+                    // A changed entry's old supervisor is stopped (below) and waited for by
+                    // the new one.
+                    let predecessor = found.and_then(|old| {
+                        old.stop.cancel();
+                        old.task
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .take()
+                    });
                     if found.is_some() {
                         changes.restarted.push(settings.name.clone());
                     } else {
                         changes.added.push(settings.name.clone());
                     }
                     let link = Link::new(settings);
-                    self.start(&link);
+                    self.start(&link, predecessor);
                     next.push(link);
                 }
             }
@@ -288,8 +330,8 @@ impl Upstreams {
         changes
     }
 
-    /// Start `link`'s supervisor, unless it is disabled.
-    fn start(&self, link: &Arc<Link>) {
+    /// Start `link`'s supervisor, unless it is disabled, after `predecessor` has ended.
+    fn start(&self, link: &Arc<Link>, predecessor: Option<JoinHandle<()>>) {
         if !link.settings.enabled {
             return;
         }
@@ -297,6 +339,7 @@ impl Upstreams {
             link.clone(),
             self.version.clone(),
             self.default_cwd.clone(),
+            predecessor,
         ));
         *link.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
     }
@@ -424,6 +467,12 @@ impl Upstreams {
             .lock()
             .iter()
             .filter_map(|link| link.offered().map(|tools| (link.clone(), tools)))
+            .map(|(link, mut tools)| {
+                if self.read_only {
+                    tools.retain(declares_read_only);
+                }
+                (link, tools)
+            })
             .collect();
         let taken: HashSet<String> = all.names().into_iter().map(str::to_owned).collect();
         let offers: Vec<Offer<'_>> = ready
@@ -457,6 +506,16 @@ impl Upstreams {
     }
 }
 
+/// Whether an upstream tool says it does not modify its environment (`readOnlyHint`): under
+/// `--read-only` only such tools are served. A hint, as the server gives it; a tool without
+/// it counts as one that writes.
+fn declares_read_only(tool: &rmcp::model::Tool) -> bool {
+    tool.annotations
+        .as_ref()
+        .and_then(|a| a.read_only_hint)
+        .unwrap_or(false)
+}
+
 fn bump(version: &watch::Sender<u64>) {
     version.send_modify(|v| *v = v.wrapping_add(1));
 }
@@ -465,13 +524,24 @@ fn bump(version: &watch::Sender<u64>) {
 enum Ended {
     /// Told to stop.
     Stopped,
-    /// It failed to start or its connection ended: why, and how long it had been up.
-    Failed { why: String, up: Duration },
+    /// It failed to start or its connection ended: why (and its stderr), and how long it had
+    /// been up.
+    Failed { failure: Failure, up: Duration },
 }
 
 /// One upstream's life: connect, serve, and after a failure start again with a growing
-/// delay, until told to stop.
-async fn supervise(link: Arc<Link>, version: Arc<watch::Sender<u64>>, cwd: PathBuf) {
+/// delay, until told to stop. `predecessor` is the supervisor of the entry this one replaces
+/// (its settings changed): it is waited for first, so the two never run at once (a server
+/// holding a lock file, a database or a port would fail its first start).
+async fn supervise(
+    link: Arc<Link>,
+    version: Arc<watch::Sender<u64>>,
+    cwd: PathBuf,
+    predecessor: Option<JoinHandle<()>>,
+) {
+    if let Some(predecessor) = predecessor {
+        let _ = predecessor.await;
+    }
     let mut delay = BACKOFF_FIRST;
     loop {
         {
@@ -482,21 +552,24 @@ async fn supervise(link: Arc<Link>, version: Arc<watch::Sender<u64>>, cwd: PathB
         bump(&version);
         match attempt(&link, &version, &cwd).await {
             Ended::Stopped => break,
-            Ended::Failed { why, up } => {
+            Ended::Failed { failure, up } => {
                 if up >= STABLE_AFTER {
                     delay = BACKOFF_FIRST;
                 }
                 tracing::warn!(
                     upstream = %link.settings.name,
                     retry_in = %crate::settings::human(delay),
-                    "upstream MCP server unavailable: {why}"
+                    stderr = failure.stderr.as_deref().unwrap_or(""),
+                    "upstream MCP server unavailable: {}",
+                    failure.why
                 );
                 {
                     let mut live = link.live();
                     live.state = State::Retrying;
                     live.peer = None;
                     live.tools.clear();
-                    live.error = Some(why);
+                    live.error = Some(failure.why);
+                    live.stderr = failure.stderr;
                     live.retry_at = Some(Instant::now() + delay);
                     live.tried = true;
                 }
@@ -515,12 +588,19 @@ async fn supervise(link: Arc<Link>, version: Arc<watch::Sender<u64>>, cwd: PathB
         live.state = State::Stopped;
         live.peer = None;
         live.tools.clear();
+        live.error = None;
+        live.retry_at = None;
     }
     bump(&version);
 }
 
-/// Connect once and serve until the connection ends or the supervisor is told to stop.
-async fn attempt(link: &Arc<Link>, version: &watch::Sender<u64>, cwd: &std::path::Path) -> Ended {
+/// Connect once and serve until the connection ends, the upstream stops answering pings, or
+/// the supervisor is told to stop.
+async fn attempt(
+    link: &Arc<Link>,
+    version: &Arc<watch::Sender<u64>>,
+    cwd: &std::path::Path,
+) -> Ended {
     let settings = &link.settings;
     let tools_changed = Arc::new(Notify::new());
     let client = UpstreamClient {
@@ -535,7 +615,7 @@ async fn attempt(link: &Arc<Link>, version: &watch::Sender<u64>, cwd: &std::path
             Err(error) => {
                 let why = format!("it did not list its tools ({error})");
                 stop_connection(connection).await;
-                return Err(why);
+                return Err(Failure::from(why));
             }
         };
         Ok((connection, tools))
@@ -546,18 +626,19 @@ async fn attempt(link: &Arc<Link>, version: &watch::Sender<u64>, cwd: &std::path
     };
     let (connection, tools) = match started {
         Ok(Ok(started)) => started,
-        Ok(Err(why)) => {
+        Ok(Err(failure)) => {
             return Ended::Failed {
-                why,
+                failure,
                 up: Duration::ZERO,
             };
         }
         Err(_) => {
+            let why = format!(
+                "it did not start and list its tools within {} (its `start_timeout`)",
+                crate::settings::human(settings.start_timeout)
+            );
             return Ended::Failed {
-                why: format!(
-                    "it did not start and list its tools within {} (its `start_timeout`)",
-                    crate::settings::human(settings.start_timeout)
-                ),
+                failure: why.into(),
                 up: Duration::ZERO,
             };
         }
@@ -572,58 +653,118 @@ async fn attempt(link: &Arc<Link>, version: &watch::Sender<u64>, cwd: &std::path
         live.peer = Some(peer.clone());
         live.tools = tools;
         live.error = None;
+        live.stderr = None;
         live.tried = true;
     }
     bump(version);
-    let stop_service = service.cancellation_token();
+    let mut stop_service = Some(service.cancellation_token());
     let waiting = service.waiting();
     tokio::pin!(waiting);
-    let stopped = loop {
+    // The upstream's own tools/list_changed: listed again on a task of its own, so a server
+    // that stalls its listing never holds up a stop.
+    let mut relist: Option<JoinHandle<()>> = None;
+    let mut pings = tokio::time::interval_at(Instant::now() + PING_INTERVAL, PING_INTERVAL);
+    let ended = loop {
         tokio::select! {
             quit = &mut waiting => {
                 tracing::debug!(upstream = %settings.name, ?quit, "upstream connection ended");
-                break false;
+                break Some("its connection ended (the server exited or closed it)".to_owned());
             }
             () = tools_changed.notified() => {
-                match tokio::time::timeout(settings.start_timeout, peer.list_all_tools()).await {
-                    Ok(Ok(tools)) => {
-                        tracing::info!(upstream = %settings.name, tools = tools.len(), "upstream tools changed");
-                        link.live().tools = tools;
-                        bump(version);
+                if relist.as_ref().is_none_or(JoinHandle::is_finished) {
+                    relist = Some(tokio::spawn(list_again(link.clone(), peer.clone(), version.clone())));
+                }
+            }
+            _ = pings.tick() => {
+                // A server that stopped answering (hung, or an HTTP endpoint gone: the HTTP
+                // client does not end the session on a failed request) is started again.
+                if let Err(why) = ping(&peer).await {
+                    if let Some(token) = stop_service.take() {
+                        token.cancel();
                     }
-                    Ok(Err(error)) => tracing::warn!(upstream = %settings.name, %error, "could not list the upstream's changed tools; keeping the ones listed before"),
-                    Err(_) => tracing::warn!(upstream = %settings.name, "listing the upstream's changed tools timed out; keeping the ones listed before"),
+                    let _ = (&mut waiting).await;
+                    break Some(why);
                 }
             }
             () = link.stop.cancelled() => {
-                stop_service.cancel();
-                let _ = waiting.await;
-                break true;
+                if let Some(token) = stop_service.take() {
+                        token.cancel();
+                    }
+                let _ = (&mut waiting).await;
+                break None;
             }
         }
     };
+    if let Some(task) = relist {
+        task.abort();
+    }
     {
         let mut live = link.live();
-        live.state = State::Retrying;
+        live.state = if ended.is_some() {
+            State::Retrying
+        } else {
+            State::Stopped
+        };
         live.peer = None;
         live.tools.clear();
-        live.error = Some("its connection ended; it is being restarted".into());
+        live.error = ended
+            .as_ref()
+            .map(|_| "its connection ended; it is being restarted".to_owned());
     }
     bump(version);
-    let mut tail = None;
+    let mut stderr = None;
     if let Some(mut process) = process {
-        tail = process.stderr_tail().await;
+        stderr = process.stderr_tail().await;
         process.stop().await;
     }
-    if stopped {
-        return Ended::Stopped;
+    match ended {
+        None => Ended::Stopped,
+        Some(why) => Ended::Failed {
+            failure: Failure { why, stderr },
+            up: up_since.elapsed(),
+        },
     }
-    Ended::Failed {
-        why: with_stderr(
-            "its connection ended (the server exited or closed it)".into(),
-            tail,
-        ),
-        up: up_since.elapsed(),
+}
+
+/// Answer a `ping` within [`PING_TIMEOUT`], or say why not.
+async fn ping(peer: &Peer<RoleClient>) -> Result<(), String> {
+    let request = rmcp::model::ClientRequest::PingRequest(Default::default());
+    let answered = tokio::time::timeout(PING_TIMEOUT, async {
+        peer.send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+            .await?
+            .await_response()
+            .await
+    })
+    .await;
+    match answered {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(format!("it did not answer a ping ({error})")),
+        Err(_) => Err(format!(
+            "it did not answer a ping within {}",
+            crate::settings::human(PING_TIMEOUT)
+        )),
+    }
+}
+
+/// List the upstream's tools again (it said they changed) and offer the new list.
+async fn list_again(link: Arc<Link>, peer: Peer<RoleClient>, version: Arc<watch::Sender<u64>>) {
+    let name = &link.settings.name;
+    match tokio::time::timeout(link.settings.start_timeout, peer.list_all_tools()).await {
+        Ok(Ok(tools)) => {
+            tracing::info!(upstream = %name, tools = tools.len(), "upstream tools changed");
+            let mut live = link.live();
+            if live.state == State::Ready {
+                live.tools = tools;
+            }
+            drop(live);
+            bump(&version);
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(upstream = %name, %error, "could not list the upstream's changed tools; keeping the ones listed before");
+        }
+        Err(_) => {
+            tracing::warn!(upstream = %name, "listing the upstream's changed tools timed out; keeping the ones listed before");
+        }
     }
 }
 

@@ -5,9 +5,11 @@
 //! and category, confirmation, and time limits.
 //!
 //! Secrets are never printed: an HTTP upstream's token is read when it connects (from
-//! `token_env` or `token_file`, both printed as the names they are), and an `env` value under a
-//! secret-looking name is left out of `toolport config` with a note (`env_pass` names a
-//! variable of toolport's own environment instead, which carries it without writing it down).
+//! `token_env` or `token_file`, both printed as the names they are); an `env` value or a
+//! header under a secret-looking name is left out of `toolport config` with a note (`env_pass`
+//! names a variable of toolport's own environment instead, which carries it without writing it
+//! down); the userinfo of a URL in `args` or an `env` value (`postgresql://user:pass@host`) is
+//! printed as `***`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,8 +17,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::secret::secret_name;
+use crate::secret::{hide_userinfo, secret_name};
 use crate::settings::{DurationValue, Note, SettingError, duration_setting, serialize_duration};
+use crate::tools::exec::check_variable;
 
 /// The longest upstream name: the prefix `name__` leaves room for the tool's own name in the
 /// 64 characters a tool name may have.
@@ -216,7 +219,8 @@ impl UpstreamSettings {
                 let env = file.env.unwrap_or_default();
                 let env_pass = file.env_pass.unwrap_or_default();
                 for name in env.keys().chain(&env_pass) {
-                    check_variable(&key("env"), name)?;
+                    check_variable(name)
+                        .map_err(|e| SettingError::new(key("env"), e.to_string()))?;
                 }
                 Endpoint::Command {
                     program,
@@ -262,7 +266,15 @@ impl UpstreamSettings {
                     ));
                 }
                 let headers = file.headers.unwrap_or_default();
-                for header in headers.keys() {
+                for (header, value) in &headers {
+                    if reqwest::header::HeaderValue::from_str(value).is_err() {
+                        return Err(SettingError::new(
+                            key("headers"),
+                            format!(
+                                "the value of {header:?} is not a valid header value (visible ASCII)"
+                            ),
+                        ));
+                    }
                     if header.eq_ignore_ascii_case("authorization") {
                         return Err(SettingError::new(
                             key("headers"),
@@ -324,34 +336,46 @@ impl UpstreamSettings {
         })
     }
 
-    /// The values of its `env` that look like secrets (by name), for the audit log's scrubber.
-    pub fn secret_values(&self) -> Vec<String> {
+    /// Its `env` variables or headers (name, value) whose names look like secrets.
+    fn secret_entries(&self) -> (&'static str, Vec<(&String, &String)>) {
         match &self.endpoint {
-            Endpoint::Command { env, .. } => env
-                .iter()
-                .filter(|(name, _)| secret_name(name))
-                .map(|(_, value)| value.clone())
-                .collect(),
-            Endpoint::Http { .. } => Vec::new(),
+            Endpoint::Command { env, .. } => (
+                "env",
+                env.iter().filter(|(name, _)| secret_name(name)).collect(),
+            ),
+            Endpoint::Http { headers, .. } => (
+                "headers",
+                headers
+                    .iter()
+                    .filter(|(name, _)| secret_name(name))
+                    .collect(),
+            ),
         }
     }
 
-    /// What `toolport config` says instead of printing: each `env` value under a
+    /// The values of its `env` or headers that look like secrets (by name), for the audit
+    /// log's scrubber.
+    pub fn secret_values(&self) -> Vec<String> {
+        self.secret_entries()
+            .1
+            .into_iter()
+            .map(|(_, value)| value.clone())
+            .collect()
+    }
+
+    /// What `toolport config` says instead of printing: each `env` value or header under a
     /// secret-looking name.
     pub fn notes(&self, index: usize) -> Vec<Note> {
-        match &self.endpoint {
-            Endpoint::Command { env, .. } => env
-                .keys()
-                .filter(|name| secret_name(name))
-                .map(|name| {
-                    Note::new(
-                        format!("upstreams[{index}].env.{name}"),
-                        "set in the config file (a secret: never printed; name it in env_pass and set it in toolport's environment for a printed config to carry it)",
-                    )
-                })
-                .collect(),
-            Endpoint::Http { .. } => Vec::new(),
-        }
+        let (key, entries) = self.secret_entries();
+        entries
+            .into_iter()
+            .map(|(name, _)| {
+                Note::new(
+                    format!("upstreams[{index}].{key}.{name}"),
+                    "set in the config file (a secret: never printed; for a command, name it in env_pass and set it in toolport's environment for a printed config to carry it)",
+                )
+            })
+            .collect()
     }
 }
 
@@ -368,24 +392,6 @@ fn refuse_given<const N: usize>(
     }
 }
 
-/// A variable name an upstream may be given: letters, digits and `_`, not starting with a
-/// digit.
-fn check_variable(key: &str, name: &str) -> Result<(), SettingError> {
-    let valid = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if valid {
-        Ok(())
-    } else {
-        Err(SettingError::new(
-            key.to_owned(),
-            format!(
-                "{name:?} is not a variable name (letters, digits and _, not starting with a digit)"
-            ),
-        ))
-    }
-}
-
 /// An upstream as `toolport config` prints it: the keys the file takes, an `env` value under
 /// a secret-looking name left out (a note says so).
 impl Serialize for UpstreamSettings {
@@ -397,9 +403,9 @@ impl Serialize for UpstreamSettings {
             #[serde(skip_serializing_if = "Option::is_none")]
             command: Option<&'a str>,
             #[serde(skip_serializing_if = "Option::is_none")]
-            args: Option<&'a [String]>,
+            args: Option<Vec<String>>,
             #[serde(skip_serializing_if = "Option::is_none")]
-            env: Option<BTreeMap<&'a str, &'a str>>,
+            env: Option<BTreeMap<&'a str, String>>,
             #[serde(skip_serializing_if = "Option::is_none")]
             env_pass: Option<&'a [String]>,
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -411,7 +417,7 @@ impl Serialize for UpstreamSettings {
             #[serde(skip_serializing_if = "Option::is_none")]
             token_file: Option<&'a Path>,
             #[serde(skip_serializing_if = "Option::is_none")]
-            headers: Option<&'a BTreeMap<String, String>>,
+            headers: Option<BTreeMap<&'a str, &'a str>>,
             prefix: PrefixMode,
             #[serde(skip_serializing_if = "Option::is_none")]
             allow_tools: Option<&'a [String]>,
@@ -456,11 +462,11 @@ impl Serialize for UpstreamSettings {
                 cwd,
             } => {
                 printed.command = Some(program);
-                printed.args = Some(args);
+                printed.args = Some(args.iter().map(|a| hide_userinfo(a).into_owned()).collect());
                 printed.env = Some(
                     env.iter()
                         .filter(|(name, _)| !secret_name(name))
-                        .map(|(k, v)| (k.as_str(), v.as_str()))
+                        .map(|(k, v)| (k.as_str(), hide_userinfo(v).into_owned()))
                         .collect(),
                 );
                 printed.env_pass = Some(env_pass);
@@ -475,7 +481,13 @@ impl Serialize for UpstreamSettings {
                 printed.url = Some(url.as_str());
                 printed.token_env = token_env.as_deref();
                 printed.token_file = token_file.as_deref();
-                printed.headers = Some(headers);
+                printed.headers = Some(
+                    headers
+                        .iter()
+                        .filter(|(name, _)| !secret_name(name))
+                        .map(|(k, v)| (k.as_str(), v.as_str()))
+                        .collect(),
+                );
             }
         }
         printed.serialize(serializer)
@@ -571,6 +583,14 @@ mod tests {
                 "upstreams[0].env",
             ),
             (
+                "name = \"a\"\ncommand = \"x\"\nenv = { LD_PRELOAD = \"x.so\" }",
+                "upstreams[0].env",
+            ),
+            (
+                "name = \"a\"\nurl = \"http://h/\"\nheaders = { X = \"a\\nb\" }",
+                "upstreams[0].headers",
+            ),
+            (
                 "name = \"a\"\nurl = \"http://h/\"\nheaders = { Authorization = \"x\" }",
                 "upstreams[0].headers",
             ),
@@ -597,5 +617,17 @@ mod tests {
         assert!(printed.contains("LOG_LEVEL"), "{printed}");
         assert_eq!(all[0].notes(0).len(), 1);
         assert_eq!(all[0].secret_values(), vec!["ghp_s3cret".to_owned()]);
+        // A URL's credentials in an argument or a variable, a secret-looking header.
+        let all = load(
+            "[[upstreams]]\nname = \"pg\"\ncommand = \"x\"\nargs = [\"postgresql://app:pa55word@db/x\"]\nenv = { DATABASE_URL = \"postgres://u:hunter2@h/d\" }\n\
+             [[upstreams]]\nname = \"r\"\nurl = \"http://h/mcp\"\nheaders = { \"X-Api-Key\" = \"k3y-value\", \"X-Team\" = \"tools\" }",
+        )
+        .unwrap();
+        let printed = toml::to_string(&all[0]).unwrap() + &toml::to_string(&all[1]).unwrap();
+        for secret in ["pa55word", "hunter2", "k3y-value"] {
+            assert!(!printed.contains(secret), "{printed}");
+        }
+        assert!(printed.contains("X-Team"), "{printed}");
+        assert_eq!(all[1].secret_values(), vec!["k3y-value".to_owned()]);
     }
 }

@@ -11,8 +11,10 @@ use rmcp::model::{
     ContentBlock, ResourceContents, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
+use tokio::sync::mpsc;
 
 use super::Link;
+use super::client::Question;
 use crate::schema::JsonObject;
 use crate::tool::{AiTool, Annotations, Image, ToolContext, ToolError, ToolOutput};
 use crate::workspace::Workspace;
@@ -127,23 +129,43 @@ impl AiTool for UpstreamTool {
             .send_request_with_option(request, options)
             .await
             .map_err(|e| lost(name, &e))?;
-        // Progress and questions for the user go to this call while it runs.
+        // Progress and questions for the user go to this call while it runs. A question is
+        // asked from this task: it belongs to this call's request (over HTTP it goes out on
+        // that request's stream).
+        let (questions, mut asked) = match &ctx.elicitor {
+            Some(_) => {
+                let (tx, rx) = mpsc::channel::<Question>(1);
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
         let _routed = self.link.routes.add(
             handle.progress_token.clone(),
             ctx.progress.clone(),
-            ctx.elicitor.clone(),
+            questions,
         );
         let id = handle.id.clone();
-        let answer = tokio::select! {
-            answer = handle.await_response() => answer,
-            () = ctx.cancel.cancelled() => {
-                // Tell the upstream to stop working on it (the answer, if any, is dropped).
-                let cancelled = CancelledNotificationParam::new(
-                    Some(id),
-                    Some("the client cancelled the call".into()),
-                );
-                let _ = peer.notify_cancelled(cancelled).await;
-                return Err(ToolError::Cancelled(format!("the call to {name:?} was cancelled; the server was told to stop it")));
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut response => break answer,
+                Some(question) = next_question(&mut asked) => {
+                    let reply = match &ctx.elicitor {
+                        Some(elicitor) => elicitor.elicit(question.request).await,
+                        None => Err("the client cannot answer questions".into()),
+                    };
+                    let _ = question.answer.send(reply);
+                }
+                () = ctx.cancel.cancelled() => {
+                    // Tell the upstream to stop working on it (the answer, if any, is dropped).
+                    let cancelled = CancelledNotificationParam::new(
+                        Some(id),
+                        Some("the client cancelled the call".into()),
+                    );
+                    let _ = peer.notify_cancelled(cancelled).await;
+                    return Err(ToolError::Cancelled(format!("the call to {name:?} was cancelled; the server was told to stop it")));
+                }
             }
         };
         match answer {
@@ -173,6 +195,14 @@ impl AiTool for UpstreamTool {
             ))),
             Err(error) => Err(lost(name, &error)),
         }
+    }
+}
+
+/// The next question for the user, when the call takes them (else never).
+async fn next_question(asked: &mut Option<mpsc::Receiver<Question>>) -> Option<Question> {
+    match asked {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -65,24 +65,7 @@ pub fn child_env(
         env.insert((*name).into(), (*value).into());
     }
     for (name, value) in extra.into_iter().flatten() {
-        let valid = !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit());
-        if !valid {
-            return Err(ToolError::InvalidArguments(format!(
-                "env: {name:?} is not a valid variable name (letters, digits and _, not starting with a digit)"
-            )));
-        }
-        let upper = name.to_ascii_uppercase();
-        if DENIED_ENV_NAMES.contains(&upper.as_str())
-            || DENIED_ENV_PREFIXES.iter().any(|p| upper.starts_with(p))
-        {
-            return Err(ToolError::PermissionDenied(format!(
-                "env: setting {name} is not allowed (it changes how programs load or how shells start); refused names are {} and anything starting with {}",
-                DENIED_ENV_NAMES.join(", "),
-                DENIED_ENV_PREFIXES.join(", ")
-            )));
-        }
+        check_variable(name)?;
         if value.contains('\0') {
             return Err(ToolError::InvalidArguments(format!(
                 "env: the value of {name} contains a NUL byte"
@@ -91,6 +74,30 @@ pub fn child_env(
         env.insert(name.clone(), value.clone());
     }
     Ok(env.into_iter().collect())
+}
+
+/// Whether a call (or an upstream server's settings) may set the variable `name`: a valid
+/// name, and not one that changes how programs load or how shells start.
+pub(crate) fn check_variable(name: &str) -> Result<(), ToolError> {
+    let valid = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if !valid {
+        return Err(ToolError::InvalidArguments(format!(
+            "env: {name:?} is not a valid variable name (letters, digits and _, not starting with a digit)"
+        )));
+    }
+    let upper = name.to_ascii_uppercase();
+    if DENIED_ENV_NAMES.contains(&upper.as_str())
+        || DENIED_ENV_PREFIXES.iter().any(|p| upper.starts_with(p))
+    {
+        return Err(ToolError::PermissionDenied(format!(
+            "env: setting {name} is not allowed (it changes how programs load or how shells start); refused names are {} and anything starting with {}",
+            DENIED_ENV_NAMES.join(", "),
+            DENIED_ENV_PREFIXES.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// `PATH` without its empty and relative entries: they resolve against the command's working

@@ -48,6 +48,7 @@ pub mod sandbox;
 mod settings;
 mod tasks;
 
+pub(crate) use env::check_variable;
 pub use env::child_env;
 pub(crate) use job_tools::job_tools;
 pub use jobs::JobTable;

@@ -200,6 +200,12 @@ pub struct WriteSettings {
 }
 
 impl WriteSettings {
+    /// Whether no tool may write (`--read-only`, `[fs] write = "off"`): also what upstream
+    /// servers' tools are served (only those that declare themselves read-only).
+    pub fn read_only(&self) -> bool {
+        self.write == WriteMode::Off
+    }
+
     /// The file's `[fs]` section, with `--read-only` (or `TOOLPORT_READ_ONLY`) winning.
     pub fn load(file: FileFs, args: &FsArgs) -> Self {
         Self {
