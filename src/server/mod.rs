@@ -266,6 +266,8 @@ impl ServerHandler for ToolportServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.count_stdio_session();
+        // At once, unless an upstream that is starting asks listings to wait for it.
+        self.shared.upstreams.listing_ready().await;
         Ok(ListToolsResult::with_all_items(
             self.shared.registry.load().mcp_tools(),
         ))

@@ -83,6 +83,22 @@ impl Receiver {
         format!("http://{}", self.addr)
     }
 
+    /// One span of each of `names`, in that order, whatever order they arrive in (others
+    /// are skipped).
+    async fn spans_named(&mut self, names: &[&str]) -> Vec<Received> {
+        let mut found: Vec<Option<Received>> = names.iter().map(|_| None).collect();
+        while found.iter().any(Option::is_none) {
+            let received = within(self.spans.recv())
+                .await
+                .expect("the receiver stopped");
+            let received = received.unwrap_or_else(|error| panic!("{error}"));
+            if let Some(slot) = names.iter().position(|n| *n == received.span.name) {
+                found[slot].get_or_insert(received);
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
+
     /// The next span named `name` (others are skipped: the initialize span, list calls).
     async fn span_named(&mut self, name: &str) -> Received {
         within(async {
@@ -216,6 +232,58 @@ async fn a_call_with_a_traceparent_arrives_as_a_span_of_that_trace() {
                 "network.transport": "pipe",
             },
         })
+    );
+}
+
+#[tokio::test]
+async fn a_call_to_an_upstream_continues_the_trace_into_it() {
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    std::fs::write(inner.join("a.txt"), "hello\n").unwrap();
+    std::fs::write(inner.join("inner.toml"), "").unwrap();
+    let mut receiver = Receiver::start().await;
+    let endpoint = receiver.endpoint();
+    // The upstream, a toolport exporting its own spans as "inner".
+    let toml = format!(
+        "[[upstreams]]\nname = \"inner\"\ncommand = '{}'\nargs = [\"--root\", '{}', \"--config\", '{}']\nenv = {{ XDG_CONFIG_HOME = '{}', OTEL_EXPORTER_OTLP_ENDPOINT = '{endpoint}', OTEL_SERVICE_NAME = \"inner\" }}\nallow_tools = [\"read_file\"]\n",
+        bin(),
+        inner.display(),
+        inner.join("inner.toml").display(),
+        inner.join(".no-config").display(),
+    );
+    let config = config_file(&root, &toml);
+    let mut cmd = traced_command(
+        &root,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_SERVICE_NAME", "outer"),
+        ],
+    );
+    cmd.arg("--config").arg(&config);
+    let client = connect_command(cmd, TestClient::default()).await;
+    let mut params = read_file_in_trace("a.txt");
+    params.name = "inner__read_file".into();
+    ok(&within(client.call_tool(params)).await.unwrap());
+    // Closing stdin stops the server, which stops its upstream: both send what they queued.
+    within(client.cancel()).await.unwrap();
+
+    // The upstream stops (and exports) first: take both spans in whatever order they come.
+    let mut spans = receiver
+        .spans_named(&["tools/call inner__read_file", "tools/call read_file"])
+        .await;
+    let inner = spans.pop().unwrap();
+    let outer = spans.pop().unwrap();
+    assert_eq!(outer.service.as_deref(), Some("outer"));
+    assert_eq!(inner.service.as_deref(), Some("inner"));
+    // One trace: the client's, then toolport's span, then the upstream's under it.
+    assert_eq!(hex(&outer.span.trace_id), TRACE_ID);
+    assert_eq!(hex(&outer.span.parent_span_id), PARENT_SPAN_ID);
+    assert_eq!(hex(&inner.span.trace_id), TRACE_ID);
+    assert_eq!(
+        hex(&inner.span.parent_span_id),
+        hex(&outer.span.span_id),
+        "the upstream's span is a child of toolport's"
     );
 }
 

@@ -200,6 +200,22 @@ async fn a_call_right_after_connecting_waits_for_the_upstream_that_is_starting()
 }
 
 #[tokio::test]
+async fn list_wait_holds_a_listing_until_the_upstream_has_started() {
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    let toml = toolport_upstream(
+        "inner",
+        &inner,
+        "",
+        "allow_tools = [\"path_info\"]\nlist_wait = \"20s\"",
+    );
+    let client = connect_configured(&root, &toml, TestClient::default()).await;
+    // The very first listing (a one-shot client lists, then calls) already has its tools.
+    let listed = tool_names(&client).await;
+    assert!(listed.iter().any(|n| n == "inner__path_info"), "{listed:?}");
+}
+
+#[tokio::test]
 async fn an_upstream_that_hangs_or_exits_never_delays_toolport_or_another_upstream() {
     let (_d, root) = tempdir();
     let fine = root.join("fine");

@@ -79,6 +79,8 @@ impl Trigger {
 /// changed. Blocking (file I/O): call it from a blocking context.
 pub fn reload(catalog: &Catalog, live: &LiveRegistry) -> bool {
     let started = std::time::Instant::now();
+    // What the upstreams offer now goes into this build.
+    let offered = catalog.upstreams().map(|u| u.version());
     let built = match catalog.build(false) {
         Ok(built) => built,
         Err(error) => {
@@ -111,6 +113,9 @@ pub fn reload(catalog: &Catalog, live: &LiveRegistry) -> bool {
         .collect();
     let count = after.len();
     let changed = live.replace(built.registry);
+    if let (Some(upstreams), Some(version)) = (catalog.upstreams(), offered) {
+        upstreams.applied(version);
+    }
     tracing::info!(
         elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
         tools = count,

@@ -23,6 +23,10 @@ use crate::tools::exec::{child_env, os};
 /// Lines of an upstream's stderr kept to explain why it failed (the rest goes to the debug
 /// log): a server that exits says why in its last lines.
 const STDERR_TAIL_LINES: usize = 5;
+/// How long a stdio upstream whose stdin was closed may take to exit by itself before it is
+/// terminated.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How long the reason an upstream exited may take to arrive: its stderr is read by a task of
 /// its own, which may not have read the last lines when the exit is seen.
 const STDERR_DRAIN: std::time::Duration = std::time::Duration::from_millis(250);
@@ -68,9 +72,19 @@ pub(crate) struct Process {
 }
 
 impl Process {
-    /// Stop it: TERM to its group (or the Job Object's end), a grace, then KILL; reaped.
+    /// Stop it, once its stdin is closed (its session ended): as MCP's stdio shutdown asks,
+    /// it gets [`EXIT_GRACE`] to exit by itself (and finish what it does on the way out: flush
+    /// its traces, close its files), then TERM to its group (or the Job Object's end), a
+    /// grace, KILL; whatever it left behind is killed; reaped.
     pub(crate) async fn stop(mut self) {
-        self.tree.terminate(&mut self.child).await;
+        if tokio::time::timeout(EXIT_GRACE, self.child.wait())
+            .await
+            .is_ok()
+        {
+            self.tree.kill_rest();
+        } else {
+            self.tree.terminate(&mut self.child).await;
+        }
         self.tree.finish().await;
     }
 

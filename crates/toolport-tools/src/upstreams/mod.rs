@@ -246,6 +246,8 @@ pub struct Upstreams {
     default_cwd: PathBuf,
     /// Bumped whenever the tools on offer may have changed.
     version: Arc<watch::Sender<u64>>,
+    /// The last `version` the served set was built from ([`Upstreams::applied`]).
+    applied: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Upstreams {
@@ -277,6 +279,7 @@ impl Upstreams {
             read_only,
             default_cwd,
             version: Arc::new(watch::channel(0).0),
+            applied: watch::channel(0).0,
         })
     }
 
@@ -383,6 +386,53 @@ impl Upstreams {
                     "the MCP server {upstream:?} has just connected and its tools are being listed again; call {name:?} again in a moment"
                 )
             })
+    }
+
+    /// The current version of the tools on offer: what a rebuild of the served set started
+    /// now takes in (give it to [`Upstreams::applied`] when it is served).
+    pub fn version(&self) -> u64 {
+        *self.version.borrow()
+    }
+
+    /// The served set now holds what the upstreams offered at `version`.
+    pub fn applied(&self, version: u64) {
+        self.applied.send_if_modified(|current| {
+            let newer = version > *current;
+            if newer {
+                *current = version;
+            }
+            newer
+        });
+    }
+
+    /// For a `tools/list`: wait until every upstream in its first start with a `list_wait`
+    /// has started or failed and the served set holds its tools — at most the longest such
+    /// `list_wait` (none: at once).
+    pub async fn listing_ready(&self) {
+        let wait = self
+            .lock()
+            .iter()
+            .filter(|link| {
+                let live = link.live();
+                live.state == State::Starting && !live.tried
+            })
+            .map(|link| link.settings.list_wait)
+            .max()
+            .unwrap_or_default();
+        if wait.is_zero() {
+            return;
+        }
+        let _ = tokio::time::timeout(wait, async {
+            self.settled().await;
+            let target = self.version();
+            let mut applied = self.applied.subscribe();
+            while *applied.borrow_and_update() < target {
+                if applied.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
     }
 
     /// How long a call of `name`, a tool not served (yet), may wait for it: an upstream that

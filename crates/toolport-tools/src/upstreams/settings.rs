@@ -39,6 +39,10 @@ const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
 const START_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
     Duration::from_millis(100)..=Duration::from_secs(600);
 
+/// The `list_wait` allowed: a listing held longer than a minute is a client's timeout.
+const LIST_WAIT_RANGE: std::ops::RangeInclusive<Duration> =
+    Duration::ZERO..=Duration::from_secs(60);
+
 /// When an upstream's tools are listed under `name__tool`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -76,6 +80,7 @@ pub struct FileUpstream {
     category: Option<String>,
     timeout: Option<DurationValue>,
     start_timeout: Option<DurationValue>,
+    list_wait: Option<DurationValue>,
 }
 
 /// How an upstream is reached.
@@ -135,6 +140,9 @@ pub struct UpstreamSettings {
     pub timeout: Duration,
     /// How long starting it may take.
     pub start_timeout: Duration,
+    /// How long a `tools/list` that comes while it is in its first start waits for it (0: not
+    /// at all, the default: toolport answers at once with what is ready).
+    pub list_wait: Duration,
 }
 
 /// The category an upstream's tools have unless it names one.
@@ -326,6 +334,13 @@ impl UpstreamSettings {
                 DEFAULT_TIMEOUT,
                 TIMEOUT_RANGE,
             )?,
+            list_wait: duration_setting(
+                key("list_wait"),
+                file.list_wait.as_ref(),
+                None,
+                Duration::ZERO,
+                LIST_WAIT_RANGE,
+            )?,
             start_timeout: duration_setting(
                 key("start_timeout"),
                 file.start_timeout.as_ref(),
@@ -430,6 +445,8 @@ impl Serialize for UpstreamSettings {
             timeout: Duration,
             #[serde(serialize_with = "serialize_duration")]
             start_timeout: Duration,
+            #[serde(serialize_with = "serialize_duration")]
+            list_wait: Duration,
         }
         let mut printed = Printed {
             name: &self.name,
@@ -452,6 +469,7 @@ impl Serialize for UpstreamSettings {
             category: &self.category,
             timeout: self.timeout,
             start_timeout: self.start_timeout,
+            list_wait: self.list_wait,
         };
         match &self.endpoint {
             Endpoint::Command {
