@@ -14,7 +14,10 @@
 //!   pinned in `.ci/upstreams` (`npm ci` there; node on PATH). Skipped with the reason when it
 //!   is not installed.
 //! - `toolport`: `path_info` of another toolport (always built), so the figure does not
-//!   depend on node.
+//!   depend on node;
+//! - `toolport-exec`: `execute_command` of `true` on another toolport: a call that does some
+//!   work (a process started and reaped, about a millisecond), as real upstream tools do (an
+//!   API request, a query), where the proxy's fixed cost is a share of the call.
 //!
 //! Each round calls direct then proxied, then proxied then direct (so drift in the machine's
 //! load falls on both alike), [`ROUNDS`] rounds after [`WARMUP`] calls of each; the figures
@@ -74,6 +77,13 @@ fn main() {
         tool: "path_info",
         arguments: json!({"path": "a.txt"}),
     }];
+    pairs.push(Pair {
+        name: "toolport-exec",
+        program: toolport_bin(),
+        args: pairs[0].args.clone(),
+        tool: "execute_command",
+        arguments: json!({"command": "true"}),
+    });
     match everything() {
         Ok((node, script)) => pairs.insert(
             0,
@@ -94,9 +104,9 @@ fn main() {
     };
     println!("upstreams: {rounds} rounds (direct and proxied twice each), medians and p90 in µs");
     println!(
-        "| upstream | tool | direct p50 | proxied p50 | ratio p50 | direct p90 | proxied p90 |"
+        "| upstream | tool | direct p50 | proxied p50 | added p50 | ratio p50 | direct p90 | proxied p90 |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for pair in &pairs {
         measure(pair, &root, warmup, rounds);
     }
@@ -146,11 +156,12 @@ fn measure(pair: &Pair, root: &Path, warmup: usize, rounds: usize) {
     let us = |seconds: f64| seconds * 1e6;
     let (d50, p50) = (median(&direct_times), median(&proxied_times));
     println!(
-        "| {} | {} | {:.0} | {:.0} | {:.2}× | {:.0} | {:.0} |",
+        "| {} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {:.0} | {:.0} |",
         pair.name,
         pair.tool,
         us(d50),
         us(p50),
+        us(p50 - d50),
         p50 / d50,
         us(quantile(&direct_times, 0.9)),
         us(quantile(&proxied_times, 0.9)),

@@ -123,12 +123,12 @@ impl ToolportServer {
     /// ([`Upstreams::pending_for`](crate::upstreams::Upstreams::pending_for)).
     async fn registry_with(&self, name: &str) -> Arc<ToolRegistry> {
         let mut registry = self.shared.registry.load();
-        let Some(wait) = self.shared.upstreams.pending_for(name) else {
-            return registry;
-        };
         if registry.get(name).is_some() {
             return registry;
         }
+        let Some(wait) = self.shared.upstreams.pending_for(name) else {
+            return registry;
+        };
         let deadline = tokio::time::Instant::now() + wait;
         let (mut tools, mut upstreams) = (
             self.shared.registry.changes(),
