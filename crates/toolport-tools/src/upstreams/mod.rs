@@ -4,7 +4,7 @@
 //! apply to them unchanged.
 //!
 //! - [`settings`]: `[[upstreams]]` entries (a stdio command or a Streamable HTTP URL);
-//! - [`connect`]: starting or reaching one (a command in its own process tree, killed with it);
+//! - [`connect`](mod@connect): starting or reaching one (a command in its own process tree, killed with it);
 //! - [`client`]: toolport as its client (progress, questions for the user, list changes);
 //! - [`naming`]: the names its tools are served by (prefix modes, collisions);
 //! - [`tool`]: one of its tools as an `AiTool`.
