@@ -563,6 +563,16 @@ async fn the_cli_lists_and_calls_upstream_tools_and_reports_their_status() {
             .any(|t| t["function"]["name"] == "inner__path_info"),
         "{listed}"
     );
+    // The filters see the upstream's category (default `upstream`) and tags.
+    let filtered = output(&["tools", "--format", "mcp", "--category", "upstream"]);
+    let filtered: Value = serde_json::from_slice(&filtered.stdout).unwrap();
+    let names: Vec<&str> = filtered
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["inner__path_info"]);
     let called = output(&["call", "inner__path_info", "--args", "{\"path\": \".\"}"]);
     assert!(
         called.status.success(),
