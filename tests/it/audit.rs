@@ -9,19 +9,13 @@ use serde_json::{Value, json};
 use crate::common::process::eventually;
 use crate::common::*;
 
-/// The audit records written so far.
-fn records(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
-        .collect()
-}
-
 /// Wait until the log has `n` records (the writer is a background thread) and return them.
 async fn wait_for(log: &Path, n: usize) -> Vec<Value> {
-    eventually(&format!("{n} audit records"), || records(log).len() >= n).await;
-    records(log)
+    eventually(&format!("{n} audit records"), || {
+        audit_records(log).len() >= n
+    })
+    .await;
+    audit_records(log)
 }
 
 /// A server for `root` auditing to `root/audit.log`, with `toml` as its config.
@@ -316,7 +310,7 @@ async fn toolport_call_is_audited_and_written_before_it_exits() {
     .unwrap();
     assert!(output.status.success(), "{output:?}");
     // Read at once: the record must be on disk when the process has exited.
-    let all = records(&log);
+    let all = audit_records(&log);
     assert_eq!(all.len(), 1, "{all:?}");
     assert_eq!(
         pick(&all[0], &["tool", "transport", "outcome", "args"]),

@@ -28,14 +28,6 @@ async fn limited(root: &Path, toml: &str) -> Client {
     .await
 }
 
-fn audit_records(root: &Path) -> Vec<Value> {
-    std::fs::read_to_string(root.join("audit.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn the_session_budget_trips_at_its_value_and_is_audited_as_denied() {
     let (_d, root) = tempdir();
@@ -49,8 +41,11 @@ async fn the_session_budget_trips_at_its_value_and_is_audited_as_denied() {
         message.contains("budget of 3 tool calls") && message.contains("max_calls_per_session = 3"),
         "{message}"
     );
-    eventually("4 audit records", || audit_records(&root).len() >= 4).await;
-    let last = &audit_records(&root)[3];
+    eventually("4 audit records", || {
+        audit_records(&root.join("audit.log")).len() >= 4
+    })
+    .await;
+    let last = &audit_records(&root.join("audit.log"))[3];
     assert_eq!(last["outcome"], json!("denied"), "{last}");
     assert_eq!(last["error"]["kind"], json!("over_budget"));
     assert_eq!(last["tool"], json!("list_directory"));

@@ -13,15 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::process::{alive, children, eventually};
-use crate::common::{
-    Client, TestClient, call, command, config_file, err, ok, spawn_server, start_call, tempdir,
-    text, tool_names, within,
-};
+use crate::common::upstreams::{audited_server, child_with_arg, until_listed};
+use crate::common::{TestClient, audit_records, call, err, ok, start_call, tempdir, text, within};
 
 /// Where the pinned servers are installed.
 struct Servers {
@@ -107,49 +104,6 @@ fn reference_upstreams(s: &Servers, files: &Path, extra_fs: &str) -> String {
     .concat()
 }
 
-/// A server for `root` with `toml`, auditing to `root/audit.log`; its pid and the log.
-async fn start(root: &Path, toml: &str, client: TestClient) -> (u32, Client, PathBuf) {
-    let config = config_file(root, toml);
-    let log = root.join("audit.log");
-    let transport = spawn_server(command(
-        root,
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--audit-log",
-            log.to_str().unwrap(),
-        ],
-    ));
-    let pid = transport.id().unwrap();
-    let client = within(client.serve(transport)).await.unwrap();
-    (pid, client, log)
-}
-
-/// Wait until every name in `wanted` is listed.
-async fn until_listed(client: &Client, wanted: &[&str]) -> Vec<String> {
-    let deadline = std::time::Instant::now() + crate::common::TIMEOUT;
-    loop {
-        let names = tool_names(client).await;
-        if wanted.iter().all(|w| names.iter().any(|n| n == w)) {
-            return names;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not all of {wanted:?} listed: {names:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The audit records of `log`.
-fn records(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// A one-page web site on loopback (any path a page, `/robots.txt` missing), for fetch.
 async fn site() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -185,7 +139,7 @@ async fn the_reference_servers_share_one_list_with_toolport_and_answer_through_i
     std::fs::create_dir_all(&files).unwrap();
     std::fs::write(files.join("a.txt"), "reference file\n").unwrap();
     let toml = reference_upstreams(&s, &files, "");
-    let (_pid, client, log) = start(&root, &toml, TestClient::default()).await;
+    let (_pid, client, log) = audited_server(&root, &toml, TestClient::default()).await;
     let names = until_listed(
         &client,
         &[
@@ -246,8 +200,8 @@ async fn the_reference_servers_share_one_list_with_toolport_and_answer_through_i
         "{fetched:?}"
     );
 
-    eventually("six audit records", || records(&log).len() >= 6).await;
-    let upstreams: Vec<Value> = records(&log)
+    eventually("six audit records", || audit_records(&log).len() >= 6).await;
+    let upstreams: Vec<Value> = audit_records(&log)
         .iter()
         .map(|r| r["upstream"].clone())
         .collect();
@@ -276,7 +230,7 @@ async fn progress_cancellation_and_a_crash_of_the_reference_server() {
     );
     let test_client = TestClient::default();
     let mut progress = test_client.progress();
-    let (server, client, log) = start(&root, &toml, test_client).await;
+    let (server, client, log) = audited_server(&root, &toml, test_client).await;
     until_listed(&client, &["everything__trigger-long-running-operation"]).await;
     let done = call(
         &client,
@@ -298,7 +252,9 @@ async fn progress_cancellation_and_a_crash_of_the_reference_server() {
     within(progress.recv()).await.unwrap();
     within(handle.cancel(Some("test".into()))).await.unwrap();
     eventually("the cancellation is audited", || {
-        records(&log).iter().any(|r| r["outcome"] == "cancelled")
+        audit_records(&log)
+            .iter()
+            .any(|r| r["outcome"] == "cancelled")
     })
     .await;
 
@@ -310,12 +266,7 @@ async fn progress_cancellation_and_a_crash_of_the_reference_server() {
     )
     .await;
     within(progress.recv()).await.unwrap();
-    let node = children(server as i32)
-        .into_iter()
-        .find(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("server-everything"))
-        })
+    let node = child_with_arg(server, |arg| arg.contains("server-everything"))
         .expect("the everything server runs");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(node),
@@ -370,13 +321,15 @@ async fn the_reference_server_over_streamable_http() {
     let toml = format!(
         "[[upstreams]]\nname = \"remote\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nallow_tools = [\"echo\"]\nstart_timeout = \"5s\"\n"
     );
-    let (_pid, client, log) = start(&root, &toml, TestClient::default()).await;
+    let (_pid, client, log) = audited_server(&root, &toml, TestClient::default()).await;
     // The server may still be starting: toolport retries until it answers.
     until_listed(&client, &["remote__echo"]).await;
     let echo = call(&client, "remote__echo", json!({"message": "over HTTP"})).await;
     assert_eq!(text(&echo), "Echo: over HTTP");
     eventually("the call is audited", || {
-        records(&log).iter().any(|r| r["upstream"] == "remote")
+        audit_records(&log)
+            .iter()
+            .any(|r| r["upstream"] == "remote")
     })
     .await;
 }
@@ -393,7 +346,7 @@ async fn a_declined_call_never_reaches_the_reference_server() {
         &[s.filesystem.to_str().unwrap(), files.to_str().unwrap()],
         "confirm_tools = [\"write_file\"]\ndeny_tools = [\"move_file\"]",
     );
-    let (_pid, client, _log) = start(&root, &toml, TestClient::confirming(false)).await;
+    let (_pid, client, _log) = audited_server(&root, &toml, TestClient::confirming(false)).await;
     let names = until_listed(&client, &["filesystem__write_file"]).await;
     assert!(
         !names.iter().any(|n| n == "filesystem__move_file"),
@@ -425,7 +378,7 @@ async fn no_reference_server_survives_toolport_killed_with_sigkill() {
     let files = root.join("files");
     std::fs::create_dir_all(&files).unwrap();
     let toml = reference_upstreams(&s, &files, "");
-    let (server, client, _log) = start(&root, &toml, TestClient::default()).await;
+    let (server, client, _log) = audited_server(&root, &toml, TestClient::default()).await;
     until_listed(&client, &["everything__echo", "read_text_file", "fetch"]).await;
     let mut doomed = Vec::new();
     let mut next = children(server as i32);

@@ -7,17 +7,18 @@
 //! The official reference servers from npm and PyPI are checked end to end by `.ci/run`
 //! (`.ci/upstreams/`), which installs them pinned.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rmcp::ServiceExt;
 use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};
 
 use crate::common::process::{alive, children, eventually, pids};
+use crate::common::upstreams::{audited_server, child_with_arg, until_listed};
 use crate::common::{
-    ALLOW_SHELLS, Client, TestClient, bin, call, command, config_file, connect_command,
-    connect_configured, err, ok, spawn_server, start_long_command_of, tempdir, text, tool_names,
-    within,
+    ALLOW_SHELLS, Client, TestClient, audit_records, bin, call, command, config_file,
+    connect_command, connect_configured, err, ok, spawn_server, start_long_command_of, tempdir,
+    text, tool_names, within,
 };
 
 /// The `[[upstreams]]` entry of a toolport serving `root` (its own config: `inner_toml`,
@@ -49,31 +50,6 @@ fn audited_upstream(
     )
 }
 
-/// Wait until the listing has `name` (upstreams start in the background).
-async fn until_listed(client: &Client, name: &str) {
-    let deadline = std::time::Instant::now() + crate::common::TIMEOUT;
-    loop {
-        if tool_names(client).await.iter().any(|n| n == name) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{name} never listed: {:?}",
-            tool_names(client).await
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-}
-
-/// The audit records of `log`.
-fn records(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// `toolport://upstreams`, parsed.
 async fn upstream_status(client: &Client) -> Vec<Value> {
     let read = within(client.read_resource(ReadResourceRequestParams::new("toolport://upstreams")))
@@ -89,29 +65,7 @@ async fn upstream_status(client: &Client) -> Vec<Value> {
 /// The pid of the upstream toolport serving `root`, among `server`'s children.
 fn upstream_pid(server: u32, root: &Path) -> Option<i32> {
     let root = root.display().to_string();
-    children(server as i32).into_iter().find(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|c| String::from_utf8_lossy(&c).split('\0').any(|a| a == root))
-            .unwrap_or(false)
-    })
-}
-
-/// A server for `root` with `toml`, auditing to `root/audit.log`, and its pid.
-async fn audited_server(root: &Path, toml: &str, client: TestClient) -> (u32, Client, PathBuf) {
-    let config = config_file(root, toml);
-    let log = root.join("audit.log");
-    let transport = spawn_server(command(
-        root,
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--audit-log",
-            log.to_str().unwrap(),
-        ],
-    ));
-    let pid = transport.id().unwrap();
-    let client = within(client.serve(transport)).await.unwrap();
-    (pid, client, log)
+    child_with_arg(server, |arg| arg == root)
 }
 
 #[tokio::test]
@@ -126,8 +80,8 @@ async fn two_upstreams_share_one_list_and_every_call_is_audited_with_its_upstrea
     std::fs::write(one.join("a.txt"), "from one\n").unwrap();
     std::fs::write(two.join("b.txt"), "from two\n").unwrap();
     let (_pid, client, log) = audited_server(&root, &toml, TestClient::default()).await;
-    until_listed(&client, "one__read_file").await;
-    until_listed(&client, "two__list_directory").await;
+    until_listed(&client, &["one__read_file"]).await;
+    until_listed(&client, &["two__list_directory"]).await;
     let listed = tool_names(&client).await;
     // toolport's own tools first, then each upstream's, prefixed; deny wins over allow, and
     // a conditional name that a built-in has is prefixed.
@@ -155,8 +109,8 @@ async fn two_upstreams_share_one_list_and_every_call_is_audited_with_its_upstrea
     let bad = err(&call(&client, "one__read_file", json!({"paht": "a.txt"})).await);
     assert!(bad.contains("path"), "{bad}");
 
-    eventually("four audit records", || records(&log).len() >= 4).await;
-    let by_tool: Vec<(String, Option<String>)> = records(&log)
+    eventually("four audit records", || audit_records(&log).len() >= 4).await;
+    let by_tool: Vec<(String, Option<String>)> = audit_records(&log)
         .iter()
         .map(|r| {
             (
@@ -232,7 +186,7 @@ async fn an_upstream_that_hangs_or_exits_never_delays_toolport_or_another_upstre
     ok(&call(&client, "path_info", json!({"path": "."})).await);
     // The working upstream's tools arrive, announced.
     within(changed.recv()).await.unwrap();
-    until_listed(&client, "fine__path_info").await;
+    until_listed(&client, &["fine__path_info"]).await;
     ok(&call(&client, "fine__path_info", json!({"path": "."})).await);
     let status = upstream_status(&client).await;
     let by_name = |name: &str| status.iter().find(|s| s["name"] == name).unwrap().clone();
@@ -264,7 +218,7 @@ async fn an_upstream_killed_mid_call_fails_that_call_and_comes_back() {
     let inner = root.join("inner");
     let toml = toolport_upstream("inner", &inner, ALLOW_SHELLS, "");
     let (server, client, _log) = audited_server(&root, &toml, TestClient::default()).await;
-    until_listed(&client, "inner__execute_command").await;
+    until_listed(&client, &["inner__execute_command"]).await;
     // A call in flight on the upstream: its command is running.
     let pidfile = inner.join("pid");
     let handle = start_long_command_of(&client, "inner__execute_command", &pidfile).await;
@@ -285,7 +239,7 @@ async fn an_upstream_killed_mid_call_fails_that_call_and_comes_back() {
         upstream_pid(server, &inner).is_some_and(|pid| pid != before)
     })
     .await;
-    until_listed(&client, "inner__path_info").await;
+    until_listed(&client, &["inner__path_info"]).await;
     let mut attempts = 0;
     loop {
         let result = call(&client, "inner__path_info", json!({"path": "."})).await;
@@ -309,7 +263,7 @@ async fn progress_and_cancellation_pass_through_both_ways() {
     let test_client = TestClient::default();
     let mut progress = test_client.progress();
     let client = connect_configured(&root, &toml, test_client).await;
-    until_listed(&client, "inner__execute_command").await;
+    until_listed(&client, &["inner__execute_command"]).await;
     let out = ok(&call(
         &client,
         "inner__execute_command",
@@ -326,7 +280,7 @@ async fn progress_and_cancellation_pass_through_both_ways() {
     within(handle.cancel(Some("test".into()))).await.unwrap();
     eventually("the upstream's command is killed", || !alive(pid)).await;
     eventually("the upstream recorded the cancellation", || {
-        records(&inner_log)
+        audit_records(&inner_log)
             .iter()
             .any(|r| r["outcome"] == "cancelled")
     })
@@ -346,16 +300,16 @@ async fn a_call_the_user_declines_never_reaches_the_upstream() {
         "confirm_tools = [\"path_info\"]",
     );
     let client = connect_configured(&root, &toml, TestClient::confirming(false)).await;
-    until_listed(&client, "inner__path_info").await;
+    until_listed(&client, &["inner__path_info"]).await;
     let refused = err(&call(&client, "inner__path_info", json!({"path": "."})).await);
     assert!(refused.contains("declined"), "{refused}");
     // A tool without confirmation reaches it: its audit log has that call only.
     ok(&call(&client, "inner__list_directory", json!({"path": "."})).await);
     eventually("the upstream recorded the allowed call", || {
-        !records(&inner_log).is_empty()
+        !audit_records(&inner_log).is_empty()
     })
     .await;
-    let tools: Vec<Value> = records(&inner_log)
+    let tools: Vec<Value> = audit_records(&inner_log)
         .iter()
         .map(|r| r["tool"].clone())
         .collect();
@@ -371,7 +325,7 @@ async fn an_upstreams_question_for_the_user_reaches_the_client() {
     let test_client = TestClient::confirming(true);
     let asked = test_client.asked.clone();
     let client = connect_configured(&root, &toml, test_client).await;
-    until_listed(&client, "inner__execute_command").await;
+    until_listed(&client, &["inner__execute_command"]).await;
     let out = ok(&call(
         &client,
         "inner__execute_command",
@@ -457,7 +411,7 @@ async fn editing_the_config_starts_and_stops_only_what_changed() {
     let transport = spawn_server(command(&root, &["--config", config.to_str().unwrap()]));
     let server = transport.id().unwrap();
     let client = within(test_client.serve(transport)).await.unwrap();
-    until_listed(&client, "one__path_info").await;
+    until_listed(&client, &["one__path_info"]).await;
     let one_pid = upstream_pid(server, &one).unwrap();
     // Add an upstream: written whole (as an editor saves), then picked up by the file watch.
     let both = format!(
@@ -465,7 +419,7 @@ async fn editing_the_config_starts_and_stops_only_what_changed() {
         toolport_upstream("two", &two, "", "allow_tools = [\"path_info\"]")
     );
     std::fs::write(&config, both).unwrap();
-    until_listed(&client, "two__path_info").await;
+    until_listed(&client, &["two__path_info"]).await;
     assert_eq!(
         upstream_pid(server, &one),
         Some(one_pid),
@@ -513,7 +467,7 @@ async fn no_upstream_process_survives_toolport_killed_with_sigkill() {
     let client = within(TestClient::default().serve(transport))
         .await
         .unwrap();
-    until_listed(&client, "inner__execute_command").await;
+    until_listed(&client, &["inner__execute_command"]).await;
     // A command of the upstream's own, too.
     let pidfile = inner.join("pid");
     let _handle = start_long_command_of(&client, "inner__execute_command", &pidfile).await;

@@ -14,6 +14,7 @@ pub(crate) mod config;
 pub(crate) mod http;
 pub(crate) mod process;
 pub(crate) mod raw;
+pub(crate) mod upstreams;
 pub(crate) mod web_fixture;
 
 pub(crate) use config::{ALLOW_SHELLS, config_file};
@@ -417,6 +418,15 @@ pub(crate) fn pick(value: &Value, keys: &[&str]) -> Value {
         .filter_map(|&key| Some((key.to_owned(), object.get(key)?.clone())))
         .collect();
     Value::Object(picked)
+}
+
+/// The audit records written to `log` so far.
+pub(crate) fn audit_records(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
 }
 
 /// The names of the tools a server lists, in order.

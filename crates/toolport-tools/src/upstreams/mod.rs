@@ -120,6 +120,8 @@ impl UpstreamStatus {
 /// One configured upstream and its live connection, shared by its supervisor and its tools.
 pub(crate) struct Link {
     pub(crate) settings: UpstreamSettings,
+    /// The operator's `--read-only`: only tools that declare themselves read-only are served.
+    read_only: bool,
     pub(crate) routes: Arc<Routes>,
     live: Mutex<Live>,
     /// Fires to stop the supervisor (and with it the connection and the process).
@@ -144,7 +146,7 @@ struct Live {
 }
 
 impl Link {
-    fn new(settings: UpstreamSettings) -> Arc<Self> {
+    fn new(settings: UpstreamSettings, read_only: bool) -> Arc<Self> {
         let state = if settings.enabled {
             State::Starting
         } else {
@@ -152,6 +154,7 @@ impl Link {
         };
         Arc::new(Self {
             settings,
+            read_only,
             routes: Arc::default(),
             live: Mutex::new(Live {
                 state,
@@ -182,15 +185,32 @@ impl Link {
         self.live().why_down()
     }
 
-    /// Its tools that are served (allowed and not denied), when it is ready.
+    /// Of the tools it listed, those it serves: allowed and not denied, and under
+    /// `--read-only` only those that declare themselves read-only.
+    fn served<'a>(&'a self, live: &'a Live) -> impl Iterator<Item = &'a rmcp::model::Tool> {
+        live.tools
+            .iter()
+            .filter(|t| self.settings.serves(&t.name) && (!self.read_only || declares_read_only(t)))
+    }
+
+    /// Its served tools, when it is ready.
     fn offered(&self) -> Option<Vec<rmcp::model::Tool>> {
         let live = self.live();
-        (live.state == State::Ready).then(|| {
-            live.tools
-                .iter()
-                .filter(|t| self.settings.serves(&t.name))
-                .cloned()
-                .collect()
+        (live.state == State::Ready).then(|| self.served(&live).cloned().collect())
+    }
+
+    /// Whether `name` has this upstream's prefix (`name__…`).
+    fn prefixes(&self, name: &str) -> bool {
+        name.strip_prefix(self.settings.name.as_str())
+            .is_some_and(|rest| rest.starts_with(naming::SEPARATOR))
+    }
+
+    /// Whether one of its served tools could be served as `name` (prefixed, or under its own
+    /// name), going by what it listed last.
+    fn may_serve_as(&self, live: &Live, name: &str) -> bool {
+        let upstream = &self.settings.name;
+        self.served(live).any(|t| {
+            naming::prefixed(upstream, &t.name) == name || naming::servable(&t.name) == name
         })
     }
 
@@ -200,11 +220,7 @@ impl Link {
             name: self.settings.name.clone(),
             transport: self.settings.transport(),
             state: live.state,
-            tools: live
-                .tools
-                .iter()
-                .filter(|t| self.settings.serves(&t.name))
-                .count(),
+            tools: self.served(&live).count(),
             restarts: live.restarts,
             error: live.error.clone().filter(|_| live.state != State::Ready),
             stderr: live.stderr.clone().filter(|_| live.state != State::Ready),
@@ -219,6 +235,11 @@ impl Link {
 }
 
 impl Live {
+    /// Whether it is in its first start (neither ready nor failed yet).
+    fn first_start(&self) -> bool {
+        self.state == State::Starting && !self.tried
+    }
+
     /// Why there is no connection.
     fn why_down(&self) -> String {
         match (self.state, &self.error) {
@@ -312,7 +333,7 @@ impl Upstreams {
                     } else {
                         changes.added.push(settings.name.clone());
                     }
-                    let link = Link::new(settings);
+                    let link = Link::new(settings, self.read_only);
                     self.start(&link, predecessor);
                     next.push(link);
                 }
@@ -366,10 +387,7 @@ impl Upstreams {
     /// has just connected and has the tool, that it is being listed.
     pub fn unknown_hint(&self, name: &str) -> Option<String> {
         let links = self.lock();
-        let link = links.iter().find(|link| {
-            name.strip_prefix(link.settings.name.as_str())
-                .is_some_and(|rest| rest.starts_with(naming::SEPARATOR))
-        })?;
+        let link = links.iter().find(|link| link.prefixes(name))?;
         let upstream = &link.settings.name;
         let live = link.live();
         if live.state != State::Ready {
@@ -378,10 +396,7 @@ impl Upstreams {
                 live.why_down()
             ));
         }
-        live.tools
-            .iter()
-            .any(|t| link.settings.serves(&t.name) && naming::prefixed(upstream, &t.name) == name)
-            .then(|| {
+        link.may_serve_as(&live, name).then(|| {
                 format!(
                     "the MCP server {upstream:?} has just connected and its tools are being listed again; call {name:?} again in a moment"
                 )
@@ -412,10 +427,7 @@ impl Upstreams {
         let wait = self
             .lock()
             .iter()
-            .filter(|link| {
-                let live = link.live();
-                live.state == State::Starting && !live.tried
-            })
+            .filter(|link| link.live().first_start())
             .map(|link| link.settings.list_wait)
             .max()
             .unwrap_or_default();
@@ -444,26 +456,15 @@ impl Upstreams {
         self.lock()
             .iter()
             .filter_map(|link| {
-                let upstream = &link.settings.name;
-                let prefixed = name
-                    .strip_prefix(upstream.as_str())
-                    .is_some_and(|rest| rest.starts_with(naming::SEPARATOR));
-                if !prefixed && link.settings.prefix == PrefixMode::Always {
+                if !link.prefixes(name) && link.settings.prefix == PrefixMode::Always {
                     return None;
                 }
                 let live = link.live();
-                match live.state {
-                    State::Starting if !live.tried => Some(link.settings.start_timeout),
-                    State::Ready
-                        if live.tools.iter().any(|t| {
-                            link.settings.serves(&t.name)
-                                && (naming::prefixed(upstream, &t.name) == name
-                                    || naming::servable(&t.name) == name)
-                        }) =>
-                    {
-                        Some(RELIST_GRACE)
-                    }
-                    _ => None,
+                if live.first_start() {
+                    Some(link.settings.start_timeout)
+                } else {
+                    (live.state == State::Ready && link.may_serve_as(&live, name))
+                        .then_some(RELIST_GRACE)
                 }
             })
             .max()
@@ -480,10 +481,7 @@ impl Upstreams {
     pub async fn settled(&self) {
         let mut changes = self.changes();
         loop {
-            let pending = self.lock().iter().any(|link| {
-                let live = link.live();
-                live.state != State::Disabled && live.state != State::Stopped && !live.tried
-            });
+            let pending = self.lock().iter().any(|link| link.live().first_start());
             if !pending || changes.changed().await.is_err() {
                 return;
             }
@@ -517,12 +515,6 @@ impl Upstreams {
             .lock()
             .iter()
             .filter_map(|link| link.offered().map(|tools| (link.clone(), tools)))
-            .map(|(link, mut tools)| {
-                if self.read_only {
-                    tools.retain(declares_read_only);
-                }
-                (link, tools)
-            })
             .collect();
         let taken: HashSet<String> = all.names().into_iter().map(str::to_owned).collect();
         let offers: Vec<Offer<'_>> = ready
