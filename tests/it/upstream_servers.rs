@@ -97,8 +97,15 @@ fn reference_upstreams(s: &Servers, files: &Path, extra_fs: &str) -> String {
             "fetch",
             &s.fetch,
             &["--allow-private-ips"],
-            // Its first call imports a lot (cold .pyc, readabilipy's node): generous.
-            "prefix = \"never\"\ntimeout = \"60s\"",
+            // Its first call imports a lot (cold .pyc): generous. PATH is the venv alone:
+            // with `node` on PATH, readabilipy runs `npm install` (unpinned, from the
+            // registry) on the first fetch, which made that call take over 30 s on a cold
+            // CI machine; without it, the pure-Python extraction runs, offline and the same
+            // everywhere.
+            &format!(
+                "prefix = \"never\"\ntimeout = \"60s\"\nenv = {{ PATH = '{}' }}",
+                s.fetch.parent().unwrap().display()
+            ),
         ),
     ]
     .concat()
