@@ -16,7 +16,7 @@ use rmcp::{ErrorData as McpError, RoleServer};
 
 use super::confirm::{self, McpConfirmer, McpElicitor};
 use super::resources::job_links;
-use super::{ToolportServer, clients, progress, tasks, tool_result};
+use super::{ToolportServer, clients, error_result, progress, tasks, tool_result};
 use crate::observe::audit::Outcome;
 use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::registry::{ExecuteError, ToolRegistry};
@@ -211,10 +211,10 @@ impl ToolportServer {
         let args = request.arguments.clone().unwrap_or_default();
         let (mut result, failure) = match registry.execute(name, args, &ctx).await {
             Ok(output) => (tool_result(output), None),
-            Err(ExecuteError::Tool(error)) => (
-                CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
-                Some(Failure::tool(&error, facts)),
-            ),
+            Err(ExecuteError::Tool(error)) => {
+                let failure = Failure::tool(&error, facts);
+                (error_result(error), Some(failure))
+            }
             Err(unknown @ ExecuteError::UnknownTool { .. }) => {
                 return Finished::unknown_tool(unknown.to_string());
             }

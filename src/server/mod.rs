@@ -111,6 +111,19 @@ fn tool_result(output: ToolOutput) -> CallToolResult {
     result
 }
 
+/// A failed call as an `isError` result: the error's message for the model, or, for a
+/// result the tool reported whole (an upstream's own `isError` result), that result.
+fn error_result(error: crate::tool::ToolError) -> CallToolResult {
+    match error {
+        crate::tool::ToolError::Reported(output) => {
+            let mut result = tool_result(*output);
+            result.is_error = Some(true);
+            result
+        }
+        other => CallToolResult::error(vec![ContentBlock::text(other.to_string())]),
+    }
+}
+
 /// The handler for one MCP session.
 #[derive(Clone)]
 pub struct ToolportServer {

@@ -544,3 +544,86 @@ async fn the_cli_lists_and_calls_upstream_tools_and_reports_their_status() {
         "{status}"
     );
 }
+
+#[tokio::test]
+async fn an_upstreams_results_reach_every_client_whole_its_errors_too() {
+    use crate::common::upstreams::{PIXEL_PNG, shaped_server};
+    use crate::common::{default_form, named};
+    use rmcp::model::ContentBlock;
+
+    let url = shaped_server().await;
+    let (_d, root) = tempdir();
+    let toml = format!("[[upstreams]]\nname = \"shaped\"\nurl = \"{url}\"\nprefix = \"never\"\n");
+    // A client nobody catalogued (both forms), one that reads the text alone (Claude
+    // Desktop) and one that reads `structuredContent` alone (Claude Code).
+    for (client_name, text_carries_json) in
+        [("mcp", true), ("claude-ai", true), ("claude-code", false)]
+    {
+        // The form by the client's name, as a user's server picks it (not the tests' fixed
+        // `both`).
+        let config = config_file(&root, &toml);
+        let log = root.join("audit.log");
+        let client = connect_command(
+            default_form(
+                &root,
+                &[
+                    "--config",
+                    config.to_str().unwrap(),
+                    "--audit-log",
+                    log.to_str().unwrap(),
+                ],
+            ),
+            named(client_name),
+        )
+        .await;
+        until_listed(&client, &["refuse", "summarise"]).await;
+
+        // An `isError` result arrives as the server gave it: its text (no prefix of
+        // toolport's), its image, its structured value.
+        let refused = call(&client, "refuse", json!({})).await;
+        assert_eq!(refused.is_error, Some(true), "{client_name}: {refused:?}");
+        assert_eq!(
+            refused.structured_content,
+            Some(json!({"code": 429, "retry_after": 60})),
+            "{client_name}"
+        );
+        assert_eq!(text(&refused), "quota exceeded: try again in 60 s");
+        assert!(
+            matches!(&refused.content[1], ContentBlock::Image(i) if i.data == PIXEL_PNG),
+            "{client_name}: {refused:?}"
+        );
+
+        // A structured value its text block does not carry reaches a client that reads the
+        // text (as a JSON text block after the server's own); one that reads
+        // `structuredContent` alone gets the result as given.
+        let summarised = call(&client, "summarise", json!({})).await;
+        assert_eq!(ok(&summarised), json!({"rows": [1, 2, 3]}), "{client_name}");
+        let texts: Vec<&str> = summarised
+            .content
+            .iter()
+            .filter_map(|b| b.as_text().map(|t| t.text.as_str()))
+            .collect();
+        if text_carries_json {
+            assert_eq!(texts, ["3 rows", r#"{"rows":[1,2,3]}"#], "{client_name}");
+            // A refusal's structured value too.
+            assert!(
+                refused.content.iter().any(|b| b
+                    .as_text()
+                    .is_some_and(|t| t.text == r#"{"code":429,"retry_after":60}"#)),
+                "{client_name}: {refused:?}"
+            );
+        } else {
+            assert_eq!(texts, ["3 rows"], "{client_name}");
+            assert_eq!(refused.content.len(), 2, "{client_name}: {refused:?}");
+        }
+
+        // The audit says the refusal failed, and where.
+        eventually("two audit records", || audit_records(&log).len() >= 2).await;
+        let first = &audit_records(&log)[0];
+        assert_eq!(first["tool"], "refuse");
+        assert_eq!(first["upstream"], "shaped");
+        assert_eq!(first["outcome"], "error", "{first}");
+        std::fs::remove_file(&log).unwrap();
+        drop(client);
+    }
+}

@@ -95,7 +95,7 @@ impl ToolFilter {
 }
 
 /// Why [`ToolRegistry::execute`] did not produce an output.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ExecuteError {
     /// No tool has this name: a protocol error (JSON-RPC -32602 over MCP).
     #[error("unknown tool {name:?}; available tools: {available}")]

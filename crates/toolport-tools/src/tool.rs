@@ -124,7 +124,7 @@ pub enum Payload {
 
 /// Why a tool call failed. Each message is written for a model to act on: what was wrong and
 /// what is allowed. These become `isError: true` results, never JSON-RPC errors.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ToolError {
     /// The arguments are wrong (beyond what the schema can express, or the schema check itself).
     #[error("invalid arguments: {0}")]
@@ -147,6 +147,11 @@ pub enum ToolError {
     /// A dependency (e.g. a search provider) is unavailable right now.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// The tool ran and reported its failure as a whole result: another MCP server's
+    /// `isError` result, its content blocks and `structuredContent` kept, so an MCP client
+    /// gets it as that server gave it. The other formats read its text.
+    #[error("execution failed: {}", .0.text)]
+    Reported(Box<ToolOutput>),
 }
 
 impl ToolError {
@@ -156,7 +161,7 @@ impl ToolError {
             Self::InvalidArguments(_) => "invalid_arguments",
             Self::NotFound(_) => "not_found",
             Self::PermissionDenied(_) => "permission_denied",
-            Self::ExecutionFailed(_) => "execution_failed",
+            Self::ExecutionFailed(_) | Self::Reported(_) => "execution_failed",
             Self::Timeout(_) => "timeout",
             Self::Cancelled(_) => "cancelled",
             Self::Unavailable(_) => "unavailable",
@@ -174,6 +179,10 @@ impl ToolError {
             Self::Timeout(m) => Self::Timeout(reword(m)),
             Self::Cancelled(m) => Self::Cancelled(reword(m)),
             Self::Unavailable(m) => Self::Unavailable(reword(m)),
+            Self::Reported(mut output) => {
+                output.text = reword(std::mem::take(&mut output.text));
+                Self::Reported(output)
+            }
         }
     }
 }

@@ -62,3 +62,90 @@ pub(crate) fn child_with_arg(server: u32, matches: impl Fn(&str) -> bool) -> Opt
                 .is_ok_and(|c| String::from_utf8_lossy(&c).split('\0').any(&matches))
         })
 }
+
+/// An MCP server written for these tests, over Streamable HTTP on loopback, whose two tools
+/// answer with the result shapes the reference servers do not give on demand:
+/// - `refuse`: an `isError` result with a text block, an image block and `structuredContent`;
+/// - `summarise`: a result (with an output schema) whose only text block is a summary, not
+///   the JSON of its `structuredContent`.
+///
+/// Returns its URL; it serves until the test's runtime ends.
+pub(crate) async fn shaped_server() -> String {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+
+    let service = StreamableHttpService::new(
+        || Ok(Shaped),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().route_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{address}/mcp")
+}
+
+/// The handler of [`shaped_server`].
+#[derive(Clone)]
+struct Shaped;
+
+/// A one-pixel PNG, base64.
+pub(crate) const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+impl rmcp::ServerHandler for Shaped {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let object =
+            |value: serde_json::Value| std::sync::Arc::new(value.as_object().unwrap().clone());
+        let empty = object(serde_json::json!({"type": "object"}));
+        let mut summarise = rmcp::model::Tool::new("summarise", "Rows, summarised", empty.clone());
+        summarise.output_schema = Some(object(serde_json::json!({
+            "type": "object",
+            "properties": {"rows": {"type": "array", "items": {"type": "integer"}}},
+            "required": ["rows"]
+        })));
+        Ok(rmcp::model::ListToolsResult::with_all_items(vec![
+            rmcp::model::Tool::new("refuse", "Always refuses", empty),
+            summarise,
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        use rmcp::model::{CallToolResult, ContentBlock};
+        let result = match request.name.as_ref() {
+            "refuse" => {
+                let mut result = CallToolResult::error(vec![
+                    ContentBlock::text("quota exceeded: try again in 60 s"),
+                    ContentBlock::image(PIXEL_PNG, "image/png"),
+                ]);
+                result.structured_content =
+                    Some(serde_json::json!({"code": 429, "retry_after": 60}));
+                result
+            }
+            _ => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text("3 rows")]);
+                result.structured_content = Some(serde_json::json!({"rows": [1, 2, 3]}));
+                result
+            }
+        };
+        Ok(result.into())
+    }
+}

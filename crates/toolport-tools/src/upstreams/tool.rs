@@ -7,16 +7,17 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    ContentBlock, ResourceContents, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, ContentBlock, ResourceContents, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::Link;
 use super::client::Question;
 use crate::schema::JsonObject;
-use crate::tool::{AiTool, Annotations, Image, ToolContext, ToolError, ToolOutput};
+use crate::tool::{AiTool, Annotations, Image, Payload, ToolContext, ToolError, ToolOutput};
 use crate::workspace::Workspace;
 
 /// An upstream's tool, served under `served`.
@@ -170,16 +171,12 @@ impl AiTool for UpstreamTool {
         };
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
-                if result.is_error == Some(true) {
-                    return Err(ToolError::ExecutionFailed(readable(&result.content).0));
+                let failed = result.is_error == Some(true);
+                let output = output_of(result, ctx.payload);
+                if failed {
+                    return Err(ToolError::Reported(Box::new(output)));
                 }
-                let (text, images) = readable(&result.content);
-                Ok(ToolOutput {
-                    structured: result.structured_content,
-                    text,
-                    images,
-                    mcp_content: Some(result.content),
-                })
+                Ok(output)
             }
             Ok(other) => Err(ToolError::ExecutionFailed(format!(
                 "the MCP server {name:?} answered the call with something other than a tool result ({}); toolport cannot use it",
@@ -211,6 +208,46 @@ fn lost(name: &str, error: &ServiceError) -> ToolError {
     ToolError::Unavailable(format!(
         "the connection to the MCP server {name:?} was lost during the call ({error}); the call may or may not have taken effect. toolport restarts the server by itself: try again shortly"
     ))
+}
+
+/// An upstream's result as toolport serves it: its content blocks and `structuredContent` as
+/// the server gave them, under the payload rule ([`Payload`]) for the session's client, and
+/// the text and images the other formats read.
+fn output_of(result: CallToolResult, payload: Payload) -> ToolOutput {
+    let mut content = result.content;
+    if let Some(structured) = &result.structured_content {
+        ensure_text_carries(&mut content, structured, payload);
+    }
+    let (text, images) = readable(&content);
+    ToolOutput {
+        structured: result.structured_content,
+        text,
+        images,
+        mcp_content: Some(content),
+    }
+}
+
+/// The payload rule for a result that has `structuredContent`: a client whose model reads the
+/// text ([`Payload::Text`], and [`Payload::Both`] for a client nobody has catalogued) must find
+/// the structured value there too. The spec asks a server to repeat it as a text block, and
+/// most do; for one that does not (its text a summary, or no text at all), a text block with
+/// the value's JSON is added, or Claude Desktop, Zed and the like would never see it. A client
+/// that reads `structuredContent` alone gets the result as given.
+fn ensure_text_carries(content: &mut Vec<ContentBlock>, structured: &Value, payload: Payload) {
+    if payload == Payload::Structured {
+        return;
+    }
+    let carried = content.iter().any(|block| match block {
+        ContentBlock::Text(t) => {
+            let text = t.text.trim_start();
+            (text.starts_with('{') || text.starts_with('['))
+                && serde_json::from_str::<Value>(text).is_ok_and(|v| &v == structured)
+        }
+        _ => false,
+    });
+    if !carried {
+        content.push(ContentBlock::text(structured.to_string()));
+    }
 }
 
 /// A result's content as the other formats read it: its text blocks (and a line for each
@@ -255,5 +292,42 @@ fn answer_kind(result: &ServerResult) -> &'static str {
         ServerResult::InputRequiredResult(_) => "a request for more input",
         ServerResult::CreateTaskResult(_) => "a task",
         _ => "another result",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn texts(content: &[ContentBlock]) -> Vec<&str> {
+        content
+            .iter()
+            .filter_map(|b| b.as_text().map(|t| t.text.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn a_structured_value_the_text_does_not_carry_is_added_for_clients_that_read_text() {
+        let structured = json!({"rows": [1, 2]});
+        for payload in [Payload::Text, Payload::Both] {
+            let mut content = vec![ContentBlock::text("2 rows")];
+            ensure_text_carries(&mut content, &structured, payload);
+            assert_eq!(texts(&content), ["2 rows", r#"{"rows":[1,2]}"#]);
+        }
+        let mut content = vec![ContentBlock::text("2 rows")];
+        ensure_text_carries(&mut content, &structured, Payload::Structured);
+        assert_eq!(texts(&content), ["2 rows"]);
+    }
+
+    #[test]
+    fn a_server_that_repeats_its_value_as_text_is_left_alone() {
+        let structured = json!({"rows": [1, 2], "more": false});
+        // Any JSON form of the same value (pretty-printed, other key order) counts.
+        let pretty = "\n{\n  \"more\": false,\n  \"rows\": [1, 2]\n}";
+        let mut content = vec![ContentBlock::text("2 rows"), ContentBlock::text(pretty)];
+        ensure_text_carries(&mut content, &structured, Payload::Both);
+        assert_eq!(texts(&content), ["2 rows", pretty]);
     }
 }
