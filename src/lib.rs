@@ -98,6 +98,13 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
         result_cap: config.tools.result_cap,
         upstreams,
     };
+    // Before any upstream is configured: their secrets (env values, tokens as they are read,
+    // entries a reload adds) are scrubbed from the audit log like the web keys.
+    if let Some(audit) = shared.audit.clone() {
+        shared
+            .upstreams
+            .on_secret(move |secret| audit.add_secret(secret));
+    }
     {
         let registry = shared.registry.load();
         let served = registry.names();

@@ -306,17 +306,11 @@ impl Config {
         }
     }
 
-    /// The secrets the audit log scrubs wherever they appear: the web keys and the upstreams'
-    /// secret-looking `env` values.
+    /// The secrets the audit log scrubs wherever they appear from the start: the web keys.
+    /// (The upstreams tell theirs as they are configured and connect:
+    /// [`Upstreams::on_secret`](crate::upstreams::Upstreams::on_secret).)
     pub(crate) fn secrets(&self) -> Vec<crate::secret::Secret> {
-        let mut secrets = self.web.secrets();
-        secrets.extend(
-            self.upstreams
-                .iter()
-                .flat_map(UpstreamSettings::secret_values)
-                .map(crate::secret::Secret::new),
-        );
-        secrets
+        self.web.secrets()
     }
 
     /// How the server is reached: HTTP when `--http` gave an address, else stdio.

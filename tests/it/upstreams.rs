@@ -627,3 +627,41 @@ async fn an_upstreams_results_reach_every_client_whole_its_errors_too() {
         drop(client);
     }
 }
+
+#[tokio::test]
+async fn an_upstreams_secrets_never_reach_the_audit_log_even_when_a_reload_adds_it() {
+    use crate::common::upstreams::shaped_server;
+
+    const TOKEN: &str = "bearer-token-read-from-a-file-0123";
+    const KEY: &str = "api-key-of-an-upstream-a-reload-added-4567";
+    let url = shaped_server().await;
+    let (_d, root) = tempdir();
+    let token_file = root.join("shaped.token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let shaped = format!(
+        "[[upstreams]]\nname = \"shaped\"\nurl = \"{url}\"\ntoken_file = '{}'\n",
+        token_file.display()
+    );
+    let (_pid, client, log) = audited_server(&root, &shaped, TestClient::default()).await;
+    until_listed(&client, &["shaped__refuse"]).await;
+    // The token (read by the connection, never in the config) in a model's arguments.
+    let refused = call(&client, "shaped__refuse", json!({"note": TOKEN})).await;
+    assert_eq!(refused.is_error, Some(true));
+
+    // A reload adds an upstream whose settings hold a key (a header under a secret name); the
+    // model then passes the key on.
+    let added = format!(
+        "[[upstreams]]\nname = \"again\"\nurl = \"{url}\"\nheaders = {{ X-Api-Key = \"{KEY}\" }}\n"
+    );
+    config_file(&root, &format!("{shaped}{added}"));
+    until_listed(&client, &["again__refuse"]).await;
+    call(&client, "again__refuse", json!({"path": KEY})).await;
+
+    eventually("two audit records", || audit_records(&log).len() >= 2).await;
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert!(!written.contains(TOKEN), "{written}");
+    assert!(!written.contains(KEY), "{written}");
+    let records = audit_records(&log);
+    assert_eq!(records[0]["args"]["note"], "[redacted]", "{written}");
+    assert_eq!(records[1]["args"]["path"], "[redacted]", "{written}");
+}

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, mpsc};
+use std::sync::{Arc, PoisonError, RwLock, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
@@ -87,11 +87,12 @@ impl AuditLog {
         }))
     }
 
-    /// Also redact `secret` from now on (the HTTP token, once the transport knows it).
+    /// Also redact `secret` from now on (the HTTP token, once the transport knows it; an
+    /// upstream's, as it is configured or read). One already known is not added again.
     pub(crate) fn add_secret(&self, secret: Secret) {
-        match self.secrets.write() {
-            Ok(mut secrets) => secrets.push(secret),
-            Err(poisoned) => poisoned.into_inner().push(secret),
+        let mut secrets = self.secrets.write().unwrap_or_else(PoisonError::into_inner);
+        if !secrets.contains(&secret) {
+            secrets.push(secret);
         }
     }
 

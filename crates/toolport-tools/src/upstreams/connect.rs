@@ -107,10 +107,12 @@ fn tail_of(lines: &Mutex<VecDeque<String>>) -> Option<String> {
 
 /// Start or reach the upstream and initialize an MCP session with it. A stdio upstream's
 /// process is killed with its tree if this fails (or is dropped, as a start timeout does).
+/// An HTTP upstream's token is shown to `secret` as it is read (the audit log scrubs it).
 pub(crate) async fn connect(
     settings: &UpstreamSettings,
     client: UpstreamClient,
     default_cwd: &Path,
+    secret: &(dyn Fn(&str) + Sync),
 ) -> Result<Connection, Failure> {
     match &settings.endpoint {
         Endpoint::Command {
@@ -163,6 +165,7 @@ pub(crate) async fn connect(
         } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             if let Some(token) = read_token(token_env.as_deref(), token_file.as_deref())? {
+                secret(&token);
                 config = config.auth_header(token);
             }
             let mut custom = HashMap::new();

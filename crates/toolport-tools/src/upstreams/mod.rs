@@ -31,6 +31,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::registry::ToolRegistry;
+use crate::secret::Secret;
 
 mod client;
 mod connect;
@@ -127,6 +128,8 @@ pub(crate) struct Link {
     /// Fires to stop the supervisor (and with it the connection and the process).
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// Told the token each connection reads.
+    secrets: SecretWatch,
 }
 
 /// What changes as the upstream comes and goes.
@@ -146,7 +149,7 @@ struct Live {
 }
 
 impl Link {
-    fn new(settings: UpstreamSettings, read_only: bool) -> Arc<Self> {
+    fn new(settings: UpstreamSettings, read_only: bool, secrets: SecretWatch) -> Arc<Self> {
         let state = if settings.enabled {
             State::Starting
         } else {
@@ -167,6 +170,7 @@ impl Link {
                 tried: false,
             }),
             stop: CancellationToken::new(),
+            secrets,
             task: Mutex::new(None),
         })
     }
@@ -269,6 +273,25 @@ pub struct Upstreams {
     version: Arc<watch::Sender<u64>>,
     /// The last `version` the served set was built from ([`Upstreams::applied`]).
     applied: watch::Sender<u64>,
+    /// Who is told the upstreams' secrets ([`Upstreams::on_secret`]).
+    secrets: SecretWatch,
+}
+
+/// Where the secrets the upstreams hold are told ([`Upstreams::on_secret`]): each secret
+/// `env` value of an entry as it is configured, and each bearer token as a connection reads
+/// it (a rotated token file is read again at the next connection).
+#[derive(Clone, Default)]
+struct SecretWatch(Arc<std::sync::OnceLock<SecretSink>>);
+
+/// What [`Upstreams::on_secret`] is given.
+type SecretSink = Arc<dyn Fn(Secret) + Send + Sync>;
+
+impl SecretWatch {
+    fn tell(&self, value: &str) {
+        if let Some(sink) = self.0.get() {
+            sink(Secret::new(value));
+        }
+    }
 }
 
 impl std::fmt::Debug for Upstreams {
@@ -301,7 +324,23 @@ impl Upstreams {
             default_cwd,
             version: Arc::new(watch::channel(0).0),
             applied: watch::channel(0).0,
+            secrets: SecretWatch::default(),
         })
+    }
+
+    /// Tell `sink` every secret the upstreams hold, from now on: the secret-looking `env`
+    /// values and headers of each entry configured (those already configured at once), and
+    /// each HTTP upstream's bearer token as it is read. The server's audit log scrubs them
+    /// wherever they would appear. Only the first sink counts.
+    pub fn on_secret(&self, sink: impl Fn(Secret) + Send + Sync + 'static) {
+        if self.secrets.0.set(Arc::new(sink)).is_ok() {
+            for link in self.lock().iter() {
+                link.settings
+                    .secret_values()
+                    .iter()
+                    .for_each(|v| self.secrets.tell(v));
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Arc<Link>>> {
@@ -333,7 +372,10 @@ impl Upstreams {
                     } else {
                         changes.added.push(settings.name.clone());
                     }
-                    let link = Link::new(settings, self.read_only);
+                    for value in settings.secret_values() {
+                        self.secrets.tell(&value);
+                    }
+                    let link = Link::new(settings, self.read_only, self.secrets.clone());
                     self.start(&link, predecessor);
                     next.push(link);
                 }
@@ -651,7 +693,7 @@ async fn attempt(
         tools_changed: tools_changed.clone(),
     };
     let start = async {
-        let connection = connect(settings, client, cwd).await?;
+        let connection = connect(settings, client, cwd, &|token| link.secrets.tell(token)).await?;
         let tools = match connection.service.peer().list_all_tools().await {
             Ok(tools) => tools,
             Err(error) => {

@@ -368,13 +368,23 @@ impl UpstreamSettings {
         }
     }
 
-    /// The values of its `env` or headers that look like secrets (by name), for the audit
-    /// log's scrubber.
+    /// The values of its `env` or headers that look like secrets (by name), and of the
+    /// variables it passes on from toolport's environment (`env_pass`) under such names, for
+    /// the audit log's scrubber.
     pub fn secret_values(&self) -> Vec<String> {
+        let passed = match &self.endpoint {
+            Endpoint::Command { env_pass, .. } => env_pass
+                .iter()
+                .filter(|name| secret_name(name))
+                .filter_map(|name| std::env::var(name).ok())
+                .collect(),
+            Endpoint::Http { .. } => Vec::new(),
+        };
         self.secret_entries()
             .1
             .into_iter()
             .map(|(_, value)| value.clone())
+            .chain(passed)
             .collect()
     }
 
