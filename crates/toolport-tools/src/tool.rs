@@ -149,7 +149,8 @@ pub enum ToolError {
     Unavailable(String),
     /// The tool ran and reported its failure as a whole result: another MCP server's
     /// `isError` result, its content blocks and `structuredContent` kept, so an MCP client
-    /// gets it as that server gave it. The other formats read its text.
+    /// gets it as that server gave it. The other formats read its text (which is all a
+    /// message reworded inside this crate changes).
     #[error("execution failed: {}", .0.text)]
     Reported(Box<ToolOutput>),
 }

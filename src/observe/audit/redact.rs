@@ -17,6 +17,25 @@ const ENV_ARGUMENTS: &[&str] = &["env"];
 /// every record they occur in, and hide nothing.
 const MIN_SCRUBBED_CHARS: usize = 4;
 
+/// Most bytes of an error message a record keeps: toolport's own messages are far shorter,
+/// but an upstream server's error result (its every text block) has no bound of its own, and
+/// one record must not grow the log by megabytes.
+const MESSAGE_BYTES: usize = 8 * 1024;
+
+/// `message` cut to [`MESSAGE_BYTES`] (at a character boundary), saying how much was left out.
+fn bounded(mut message: String) -> String {
+    if message.len() > MESSAGE_BYTES {
+        let cut = (0..=MESSAGE_BYTES)
+            .rev()
+            .find(|&i| message.is_char_boundary(i))
+            .unwrap_or(0);
+        let left = message.len() - cut;
+        message.truncate(cut);
+        message.push_str(&format!(" … ({left} more bytes not recorded)"));
+    }
+    message
+}
+
 /// The record as one JSON line, redacted.
 pub(super) fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
     // Values removed from the arguments (by name, or as `env` values) are secrets for this
@@ -61,7 +80,7 @@ pub(super) fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
         if let Some((kind, message)) = r.error {
             map.insert(
                 "error".into(),
-                json!({"kind": kind, "message": scrub(message)}),
+                json!({"kind": kind, "message": bounded(scrub(message))}),
             );
         }
         if let Some(command) = r.command {
@@ -242,6 +261,19 @@ mod tests {
 
     /// A URL's userinfo is a secret wherever the URL is: hidden in the URL (`***@`), and its
     /// parts scrubbed where a command passes them on alone.
+    #[test]
+    fn a_long_message_is_cut_at_a_character_saying_how_much_is_left_out() {
+        let long = "é".repeat(MESSAGE_BYTES); // two bytes each
+        let kept = bounded(long.clone());
+        let (head, note) = kept.split_once(" … (").unwrap();
+        assert_eq!(head.len(), MESSAGE_BYTES);
+        assert_eq!(
+            note,
+            format!("{} more bytes not recorded)", long.len() - MESSAGE_BYTES)
+        );
+        assert_eq!(bounded("short".into()), "short");
+    }
+
     #[test]
     fn the_userinfo_of_urls_is_redacted() {
         let a = args(json!({

@@ -368,23 +368,40 @@ impl UpstreamSettings {
         }
     }
 
-    /// The values of its `env` or headers that look like secrets (by name), and of the
-    /// variables it passes on from toolport's environment (`env_pass`) under such names, for
-    /// the audit log's scrubber.
+    /// The secrets its settings hold, for the audit log's scrubber: the values of its `env`
+    /// or headers under secret-looking names, of the variables it passes on from toolport's
+    /// environment (`env_pass`) under such names, and the userinfo of a URL in any of its
+    /// arguments, `env` values or headers (`postgres://app:pa55@db/x`: `app:pa55` and the
+    /// password alone, which a model or an error may repeat without the URL).
     pub fn secret_values(&self) -> Vec<String> {
-        let passed = match &self.endpoint {
-            Endpoint::Command { env_pass, .. } => env_pass
-                .iter()
-                .filter(|name| secret_name(name))
-                .filter_map(|name| std::env::var(name).ok())
-                .collect(),
-            Endpoint::Http { .. } => Vec::new(),
+        let (passed, texts): (Vec<String>, Vec<&String>) = match &self.endpoint {
+            Endpoint::Command {
+                args,
+                env,
+                env_pass,
+                ..
+            } => (
+                env_pass
+                    .iter()
+                    .filter(|name| secret_name(name))
+                    .filter_map(|name| std::env::var(name).ok())
+                    .collect(),
+                args.iter().chain(env.values()).collect(),
+            ),
+            Endpoint::Http { headers, .. } => (Vec::new(), headers.values().collect()),
         };
+        let userinfo = texts.into_iter().flat_map(|text| {
+            crate::secret::userinfos(text).flat_map(|userinfo| {
+                let password = userinfo.split_once(':').map(|(_, p)| p.to_owned());
+                std::iter::once(userinfo.to_owned()).chain(password)
+            })
+        });
         self.secret_entries()
             .1
             .into_iter()
             .map(|(_, value)| value.clone())
             .chain(passed)
+            .chain(userinfo)
             .collect()
     }
 
@@ -657,5 +674,10 @@ mod tests {
         }
         assert!(printed.contains("X-Team"), "{printed}");
         assert_eq!(all[1].secret_values(), vec!["k3y-value".to_owned()]);
+        // The audit log's scrubber gets the credentials, and each password alone.
+        assert_eq!(
+            all[0].secret_values(),
+            ["app:pa55word", "pa55word", "u:hunter2", "hunter2"]
+        );
     }
 }

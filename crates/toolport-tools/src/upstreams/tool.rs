@@ -213,14 +213,26 @@ fn lost(name: &str, error: &ServiceError) -> ToolError {
 /// An upstream's result as toolport serves it: its content blocks and `structuredContent` as
 /// the server gave them, under the payload rule ([`Payload`]) for the session's client, and
 /// the text and images the other formats read.
+///
+/// An `isError` result is the one exception to "as given" for a client that reads
+/// `structuredContent` alone (Claude Code, Codex, VS Code): its model would see the error's
+/// structured value and never its message, so for that client the value moves into the text
+/// (as JSON after the server's own blocks) and the result goes without `structuredContent`.
 fn output_of(result: CallToolResult, payload: Payload) -> ToolOutput {
+    let failed = result.is_error == Some(true);
     let mut content = result.content;
-    if let Some(structured) = &result.structured_content {
-        ensure_text_carries(&mut content, structured, payload);
+    let mut structured = result.structured_content;
+    if let Some(value) = &structured {
+        let moved = failed && payload == Payload::Structured;
+        let form = if moved { Payload::Text } else { payload };
+        ensure_text_carries(&mut content, value, form);
+        if moved {
+            structured = None;
+        }
     }
     let (text, images) = readable(&content);
     ToolOutput {
-        structured: result.structured_content,
+        structured,
         text,
         images,
         mcp_content: Some(content),
