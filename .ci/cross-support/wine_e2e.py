@@ -23,7 +23,12 @@ stdout, as an MCP client that launches a server does:
   7. stdin closed: the server exits 0 within a timeout, and nothing it started is left;
   8. a second server starts a background job (`ping`) and is killed (SIGKILL of its Wine
      process: no code of it runs): the job's process is gone within a deadline (its
-     kill-on-close Job Object ends with the server's handles).
+     kill-on-close Job Object ends with the server's handles);
+  9. upstreams: a third server has toolport.exe itself as an `[[upstreams]]` entry (a stdio
+     MCP server it starts in a Job Object of its own): `inner__read_file` is listed and
+     answers with the exact text, through both servers; an `execute_command` of the inner
+     one starts a background `ping`; then the outer server is killed (SIGKILL): the inner
+     toolport.exe and its ping are gone within a deadline.
 
 Every line on stdout must be a JSON-RPC message (stdout is the protocol channel only). Every
 wait has a timeout. On failure it prints what failed, then the server's stderr, and exits 1.
@@ -62,6 +67,8 @@ OUTSIDE_TEXT = "outside-secret-7f3a\n"
 GONE_TIMEOUT = 30.0
 # The programs the killed command runs, as Wine's process list names them.
 COMMAND_IMAGES = ("cmd.exe", "ping.exe")
+# The upstream server (toolport.exe itself) and what it runs.
+UPSTREAM_IMAGES = ("toolport.exe", "ping.exe")
 
 
 class CheckFailed(Exception):
@@ -170,10 +177,11 @@ def ok(msg: str) -> None:
     print(f"ok: {msg}", flush=True)
 
 
-def leftovers(wine: str) -> list:
-    """The command images (cmd.exe, ping.exe) Wine's process list still shows. Wine 8's
-    tasklist is a stub that lists nothing; `winedbg --command "info proc"` lists every
-    process of the prefix (as 'name.exe', children indented under their parent)."""
+def leftovers(wine: str, images=COMMAND_IMAGES) -> list:
+    """The `images` (by default the commands': cmd.exe, ping.exe) Wine's process list still
+    shows. Wine 8's tasklist is a stub that lists nothing; `winedbg --command "info proc"`
+    lists every process of the prefix (as 'name.exe', children indented under their
+    parent)."""
     try:
         out = subprocess.run(
             [wine, "winedbg", "--command", "info proc"],
@@ -189,7 +197,7 @@ def leftovers(wine: str) -> list:
         raise CheckFailed(
             f"`winedbg --command 'info proc'` failed (exit {out.returncode}): {text[:400]} {out.stderr.decode(errors='replace')[:400]}"
         )
-    return [name for name in names if name in COMMAND_IMAGES]
+    return [name for name in names if name in images]
 
 
 def run_checks(server: Server, args, root: str, outside: str) -> None:
@@ -272,16 +280,20 @@ def run_checks(server: Server, args, root: str, outside: str) -> None:
     ok("stdin closed: toolport exited 0, nothing left running")
 
 
+def initialize(server: Server) -> None:
+    server.request(
+        "initialize",
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wine-e2e", "version": "1"}},
+        timeout=START_TIMEOUT,
+    )
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
 def check_server_killed(argv: list, work: str, wine: str) -> None:
     """A background job of a server killed with SIGKILL dies with it."""
     server = Server(argv, os.path.join(work, "toolport-killed.stderr"))
     try:
-        server.request(
-            "initialize",
-            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wine-e2e", "version": "1"}},
-            timeout=START_TIMEOUT,
-        )
-        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        initialize(server)
         got = server.call(
             "execute_command",
             {"command": "ping", "args": ["-n", "300", "127.0.0.1"], "background": True},
@@ -295,6 +307,42 @@ def check_server_killed(argv: list, work: str, wine: str) -> None:
             time.sleep(0.5)  # polling the process list: there is no event for another's death
         expect(not left, f"the killed server's job is still running after {GONE_TIMEOUT:.0f} s: {left}")
         ok("server killed (SIGKILL): its background job's process is gone (kill-on-close)")
+    finally:
+        server.stop()
+
+
+def check_upstream(argv: list, work: str, wine: str) -> None:
+    """toolport.exe serving another toolport.exe's tools, and killed with it."""
+    server = Server(argv, os.path.join(work, "toolport-upstream.stderr"))
+    try:
+        initialize(server)
+        # The upstream starts in the background (a Wine process start takes seconds):
+        # listed once it is ready.
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            names = [t.get("name") for t in server.request("tools/list", {}).get("tools", [])]
+            if "inner__read_file" in names:
+                break
+            expect(time.monotonic() < deadline, f"the upstream's tools were not listed within {START_TIMEOUT:.0f} s: {names}")
+            time.sleep(1)  # polling the listing: tools/list_changed is not awaited here
+        got = server.call("inner__read_file", {"path": "hello.txt"})
+        expect(not got.get("isError"), "inner__read_file hello.txt failed", got)
+        expect(HELLO_TEXT.strip() in text_of(got), "inner__read_file did not return the file's exact UTF-8 text", got)
+        ok("upstream: toolport.exe behind toolport.exe, inner__read_file answers with the exact text")
+        got = server.call(
+            "inner__execute_command",
+            {"command": "ping", "args": ["-n", "300", "127.0.0.1"], "background": True},
+        )
+        expect((got.get("structuredContent") or {}).get("job_id"), "the upstream's background job did not start", got)
+        running = leftovers(wine, UPSTREAM_IMAGES)
+        expect(running.count("toolport.exe") >= 2 and "ping.exe" in running, f"the upstream or its job is not running: {running}")
+        server.proc.kill()
+        server.proc.wait(timeout=EXIT_TIMEOUT)
+        deadline = time.monotonic() + GONE_TIMEOUT
+        while (left := leftovers(wine, UPSTREAM_IMAGES)) and time.monotonic() < deadline:
+            time.sleep(0.5)  # polling the process list: there is no event for another's death
+        expect(not left, f"the killed server's upstream is still running after {GONE_TIMEOUT:.0f} s: {left}")
+        ok("server killed (SIGKILL): its upstream toolport.exe and that one's job are gone")
     finally:
         server.stop()
 
@@ -319,12 +367,26 @@ def main() -> int:
         # `cmd /c …` is a shell command: allowed without confirmation (no user to ask here).
         f.write("[exec]\nallow_shells = true\n")
 
+    # The same server with itself as an upstream (serving the same root, no shells allowed).
+    inner_config = os.path.join(args.work, "inner.toml")
+    with open(inner_config, "w", encoding="utf-8") as f:
+        f.write("")
+    upstream_config = os.path.join(args.work, "upstream.toml")
+    with open(upstream_config, "w", encoding="utf-8") as f:
+        f.write(
+            "[[upstreams]]\nname = \"inner\"\n"
+            f"command = '{winpath(args.exe)}'\n"
+            f"args = ['--root', '{winpath(root)}', '--config', '{winpath(inner_config)}']\n"
+        )
+
     argv = [args.wine, args.exe, "--root", winpath(root), "--config", winpath(config)]
     print("+ " + " ".join(argv), flush=True)
     server = Server(argv, os.path.join(args.work, "toolport.stderr"))
     try:
         run_checks(server, args, root, outside)
         check_server_killed(argv, args.work, args.wine)
+        upstream_argv = [args.wine, args.exe, "--root", winpath(root), "--config", winpath(upstream_config)]
+        check_upstream(upstream_argv, args.work, args.wine)
     except CheckFailed as e:
         print(f"WINE E2E FAIL: {e}", file=sys.stderr)
         print("--- toolport's stderr (last 60 lines):", file=sys.stderr)
