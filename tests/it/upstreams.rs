@@ -668,3 +668,32 @@ async fn an_upstreams_secrets_never_reach_the_audit_log_even_when_a_reload_adds_
     assert_eq!(records[0]["args"]["note"], "[redacted]", "{written}");
     assert_eq!(records[1]["args"]["path"], "[redacted]", "{written}");
 }
+
+#[tokio::test]
+async fn a_server_that_hangs_at_start_is_stopped_at_its_start_timeout_its_stderr_kept() {
+    let (_d, root) = tempdir();
+    // What `npx` without `-y` does: asks on stderr, then waits for an answer forever.
+    let toml = "[[upstreams]]\nname = \"asks\"\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'Need to install the following packages: ok to proceed? (y)' >&2; exec sleep 600\"]\nstart_timeout = \"1s\"\n";
+    let config = config_file(&root, toml);
+    let status = std::process::Command::new(bin())
+        .args(["--root", root.to_str().unwrap(), "--config"])
+        .arg(&config)
+        .args(["upstreams", "status", "--json"])
+        .env("XDG_CONFIG_HOME", root.join(".no-config"))
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(1));
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let error = status[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("within 1s (its `start_timeout`)"),
+        "{status}"
+    );
+    assert!(
+        status[0]["stderr"]
+            .as_str()
+            .is_some_and(|s| s.contains("ok to proceed? (y)")),
+        "{status}"
+    );
+}

@@ -100,19 +100,32 @@ impl Process {
     }
 }
 
+/// Why an upstream is not ready when its `start_timeout` passed.
+pub(crate) fn start_timed_out(settings: &UpstreamSettings) -> String {
+    format!(
+        "it did not start and list its tools within {} (its `start_timeout`)",
+        crate::settings::human(settings.start_timeout)
+    )
+}
+
 fn tail_of(lines: &Mutex<VecDeque<String>>) -> Option<String> {
     let lines = lines.lock().unwrap_or_else(PoisonError::into_inner);
     (!lines.is_empty()).then(|| lines.iter().cloned().collect::<Vec<_>>().join(" | "))
 }
 
-/// Start or reach the upstream and initialize an MCP session with it. A stdio upstream's
-/// process is killed with its tree if this fails (or is dropped, as a start timeout does).
-/// An HTTP upstream's token is shown to `secret` as it is read (the audit log scrubs it).
+/// Start or reach the upstream and initialize an MCP session with it, by `deadline` (its
+/// `start_timeout`). A stdio upstream's process is stopped with its tree if this fails: a
+/// handshake that does not end by the deadline keeps the last lines the server wrote on
+/// stderr (a server waiting for a prompt or a login says so there), then the process is
+/// stopped as any is (stdin closed, TERM, KILL). If this future is dropped, the process is
+/// killed at once. An HTTP upstream's token is shown to `secret` as it is read (the audit
+/// log scrubs it).
 pub(crate) async fn connect(
     settings: &UpstreamSettings,
     client: UpstreamClient,
     default_cwd: &Path,
     secret: &(dyn Fn(&str) + Sync),
+    deadline: tokio::time::Instant,
 ) -> Result<Connection, Failure> {
     match &settings.endpoint {
         Endpoint::Command {
@@ -137,12 +150,20 @@ pub(crate) async fn connect(
                 process.stop().await;
                 return Err("its stdin and stdout could not be connected".into());
             };
-            match client.serve((stdout, stdin)).await {
-                Ok(service) => Ok(Connection {
+            match tokio::time::timeout_at(deadline, client.serve((stdout, stdin))).await {
+                Ok(Ok(service)) => Ok(Connection {
                     service,
                     process: Some(process),
                 }),
-                Err(error) => {
+                Err(_) => {
+                    let stderr = process.stderr_tail().await;
+                    process.stop().await;
+                    Err(Failure {
+                        why: start_timed_out(settings),
+                        stderr,
+                    })
+                }
+                Ok(Err(error)) => {
                     // A server that failed the handshake by exiting says why as it goes.
                     let exited = tokio::time::timeout(STDERR_DRAIN, process.child.wait()).await;
                     let why = match exited {
@@ -178,12 +199,15 @@ pub(crate) async fn connect(
             }
             let config = config.custom_headers(custom);
             let transport = StreamableHttpClientTransport::from_config(config);
-            let service = client.serve(transport).await.map_err(|error| {
-                format!(
-                    "{} did not complete the MCP handshake ({error})",
-                    crate::secret::display_url(url)
-                )
-            })?;
+            let service = tokio::time::timeout_at(deadline, client.serve(transport))
+                .await
+                .map_err(|_| start_timed_out(settings))?
+                .map_err(|error| {
+                    format!(
+                        "{} did not complete the MCP handshake ({error})",
+                        crate::secret::display_url(url)
+                    )
+                })?;
             Ok(Connection {
                 service,
                 process: None,

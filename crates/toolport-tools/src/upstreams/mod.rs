@@ -692,37 +692,35 @@ async fn attempt(
         routes: link.routes.clone(),
         tools_changed: tools_changed.clone(),
     };
+    // Started and listed within `start_timeout`; each step stops what it started when it
+    // fails, keeping the server's last stderr lines.
+    let deadline = Instant::now() + settings.start_timeout;
     let start = async {
-        let connection = connect(settings, client, cwd, &|token| link.secrets.tell(token)).await?;
-        let tools = match connection.service.peer().list_all_tools().await {
-            Ok(tools) => tools,
-            Err(error) => {
-                let why = format!("it did not list its tools ({error})");
-                stop_connection(connection).await;
-                return Err(Failure::from(why));
-            }
+        let secret = |token: &str| link.secrets.tell(token);
+        let mut connection = connect(settings, client, cwd, &secret, deadline).await?;
+        let listed =
+            tokio::time::timeout_at(deadline, connection.service.peer().list_all_tools()).await;
+        let why = match listed {
+            Ok(Ok(tools)) => return Ok((connection, tools)),
+            Ok(Err(error)) => format!("it did not list its tools ({error})"),
+            Err(_) => connect::start_timed_out(settings),
         };
-        Ok((connection, tools))
+        let stderr = match connection.process.as_mut() {
+            Some(process) => process.stderr_tail().await,
+            None => None,
+        };
+        stop_connection(connection).await;
+        Err(Failure { why, stderr })
     };
     let started = tokio::select! {
-        started = tokio::time::timeout(settings.start_timeout, start) => started,
+        started = start => started,
         () = link.stop.cancelled() => return Ended::Stopped,
     };
     let (connection, tools) = match started {
-        Ok(Ok(started)) => started,
-        Ok(Err(failure)) => {
+        Ok(started) => started,
+        Err(failure) => {
             return Ended::Failed {
                 failure,
-                up: Duration::ZERO,
-            };
-        }
-        Err(_) => {
-            let why = format!(
-                "it did not start and list its tools within {} (its `start_timeout`)",
-                crate::settings::human(settings.start_timeout)
-            );
-            return Ended::Failed {
-                failure: why.into(),
                 up: Duration::ZERO,
             };
         }
