@@ -556,9 +556,7 @@ async fn an_upstreams_results_reach_every_client_whole_its_errors_too() {
     let toml = format!("[[upstreams]]\nname = \"shaped\"\nurl = \"{url}\"\nprefix = \"never\"\n");
     // A client nobody catalogued (both forms), one that reads the text alone (Claude
     // Desktop) and one that reads `structuredContent` alone (Claude Code).
-    for (client_name, text_carries_json) in
-        [("mcp", true), ("claude-ai", true), ("claude-code", false)]
-    {
+    for (client_name, reads_text) in [("mcp", true), ("claude-ai", true), ("claude-code", false)] {
         // The form by the client's name, as a user's server picks it (not the tests' fixed
         // `both`).
         let config = config_file(&root, &toml);
@@ -579,25 +577,28 @@ async fn an_upstreams_results_reach_every_client_whole_its_errors_too() {
         until_listed(&client, &["refuse", "summarise"]).await;
 
         // An `isError` result arrives as the server gave it: its text (no prefix of
-        // toolport's), its image, its structured value (for a client that reads the
-        // structured value alone, moved into the text: else its model never sees the
-        // message).
+        // toolport's), its image, its structured value. For a client that reads the
+        // structured value alone, that value moves into the text (as JSON after the server's
+        // blocks), else its model never sees the message.
         let refused = call(&client, "refuse", json!({})).await;
         assert_eq!(refused.is_error, Some(true), "{client_name}: {refused:?}");
         let error_value = json!({"code": 429, "retry_after": 60});
-        let error_json = error_value.to_string();
-        assert_eq!(
-            refused.structured_content,
-            text_carries_json.then(|| error_value.clone()),
-            "{client_name}"
-        );
-        assert!(
-            refused
-                .content
-                .iter()
-                .any(|b| b.as_text().is_some_and(|t| t.text == error_json)),
-            "{client_name}: {refused:?}"
-        );
+        let blocks = refused.content.len();
+        if reads_text {
+            assert_eq!(
+                refused.structured_content,
+                Some(error_value),
+                "{client_name}"
+            );
+            assert_eq!(blocks, 2, "{client_name}: {refused:?}");
+        } else {
+            assert_eq!(refused.structured_content, None, "{client_name}");
+            assert_eq!(
+                refused.content[2].as_text().map(|t| t.text.clone()),
+                Some(error_value.to_string()),
+                "{client_name}: {refused:?}"
+            );
+        }
         assert_eq!(text(&refused), "quota exceeded: try again in 60 s");
         assert!(
             matches!(&refused.content[1], ContentBlock::Image(i) if i.data == PIXEL_PNG),
@@ -614,7 +615,7 @@ async fn an_upstreams_results_reach_every_client_whole_its_errors_too() {
             .iter()
             .filter_map(|b| b.as_text().map(|t| t.text.as_str()))
             .collect();
-        if text_carries_json {
+        if reads_text {
             assert_eq!(texts, ["3 rows", r#"{"rows":[1,2,3]}"#], "{client_name}");
         } else {
             assert_eq!(texts, ["3 rows"], "{client_name}");

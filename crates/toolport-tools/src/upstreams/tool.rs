@@ -223,11 +223,11 @@ fn output_of(result: CallToolResult, payload: Payload) -> ToolOutput {
     let mut content = result.content;
     let mut structured = result.structured_content;
     if let Some(value) = &structured {
-        let moved = failed && payload == Payload::Structured;
-        let form = if moved { Payload::Text } else { payload };
-        ensure_text_carries(&mut content, value, form);
-        if moved {
+        if failed && payload == Payload::Structured {
+            content.push(ContentBlock::text(value.to_string()));
             structured = None;
+        } else if payload != Payload::Structured && !text_carries(&content, value) {
+            content.push(ContentBlock::text(value.to_string()));
         }
     }
     let (text, images) = readable(&content);
@@ -241,25 +241,42 @@ fn output_of(result: CallToolResult, payload: Payload) -> ToolOutput {
 
 /// The payload rule for a result that has `structuredContent`: a client whose model reads the
 /// text ([`Payload::Text`], and [`Payload::Both`] for a client nobody has catalogued) must find
-/// the structured value there too. The spec asks a server to repeat it as a text block, and
-/// most do; for one that does not (its text a summary, or no text at all), a text block with
-/// the value's JSON is added, or Claude Desktop, Zed and the like would never see it. A client
-/// that reads `structuredContent` alone gets the result as given.
-fn ensure_text_carries(content: &mut Vec<ContentBlock>, structured: &Value, payload: Payload) {
-    if payload == Payload::Structured {
-        return;
-    }
-    let carried = content.iter().any(|block| match block {
-        ContentBlock::Text(t) => {
-            let text = t.text.trim_start();
-            (text.starts_with('{') || text.starts_with('['))
-                && serde_json::from_str::<Value>(text).is_ok_and(|v| &v == structured)
-        }
-        _ => false,
+/// the structured value there too, or Claude Desktop, Zed and the like would never see it. The
+/// spec asks a server to repeat the value as a JSON text block, and most do; others write it
+/// as prose or a listing (toolport itself does). So the text is taken to carry the value when a
+/// text block is its JSON (in any layout), or when the text blocks together are at least half
+/// as long as its compact JSON (the same data in another form: a second copy would only cost
+/// the client's context). Only text too short to hold it (a summary, `3 rows`, or none at all)
+/// gets the JSON added.
+fn text_carries(content: &[ContentBlock], structured: &Value) -> bool {
+    let texts = || content.iter().filter_map(|block| block.as_text());
+    let is_json = texts().any(|t| {
+        let text = t.text.trim_start();
+        (text.starts_with('{') || text.starts_with('['))
+            && serde_json::from_str::<Value>(text).is_ok_and(|v| &v == structured)
     });
-    if !carried {
-        content.push(ContentBlock::text(structured.to_string()));
+    if is_json {
+        return true;
     }
+    let text_len: usize = texts().map(|t| t.text.len()).sum();
+    text_len.saturating_mul(2) >= json_len(structured)
+}
+
+/// The length of `value`'s compact JSON, without writing it out.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// A result's content as the other formats read it: its text blocks (and a line for each
@@ -320,26 +337,74 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn a_structured_value_the_text_does_not_carry_is_added_for_clients_that_read_text() {
-        let structured = json!({"rows": [1, 2]});
-        for payload in [Payload::Text, Payload::Both] {
-            let mut content = vec![ContentBlock::text("2 rows")];
-            ensure_text_carries(&mut content, &structured, payload);
-            assert_eq!(texts(&content), ["2 rows", r#"{"rows":[1,2]}"#]);
-        }
-        let mut content = vec![ContentBlock::text("2 rows")];
-        ensure_text_carries(&mut content, &structured, Payload::Structured);
-        assert_eq!(texts(&content), ["2 rows"]);
+    fn result(texts: &[&str], structured: Value, error: bool) -> CallToolResult {
+        let content = texts.iter().map(|t| ContentBlock::text(*t)).collect();
+        let mut result = if error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        };
+        result.structured_content = Some(structured);
+        result
+    }
+
+    fn served(output: &ToolOutput) -> Vec<&str> {
+        texts(output.mcp_content.as_deref().unwrap())
     }
 
     #[test]
-    fn a_server_that_repeats_its_value_as_text_is_left_alone() {
-        let structured = json!({"rows": [1, 2], "more": false});
-        // Any JSON form of the same value (pretty-printed, other key order) counts.
+    fn a_structured_value_the_text_does_not_carry_is_added_for_clients_that_read_text() {
+        let value = json!({"rows": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]});
+        for payload in [Payload::Text, Payload::Both] {
+            let output = output_of(result(&["10 rows"], value.clone(), false), payload);
+            assert_eq!(served(&output), ["10 rows", &value.to_string()]);
+            assert_eq!(output.structured, Some(value.clone()));
+        }
+        let output = output_of(result(&["10 rows"], value, false), Payload::Structured);
+        assert_eq!(served(&output), ["10 rows"]);
+    }
+
+    #[test]
+    fn text_that_carries_the_value_as_json_or_in_another_form_is_left_alone() {
+        let value = json!({"rows": [1, 2], "more": false});
+        // Any JSON layout of the same value (pretty-printed, other key order).
         let pretty = "\n{\n  \"more\": false,\n  \"rows\": [1, 2]\n}";
-        let mut content = vec![ContentBlock::text("2 rows"), ContentBlock::text(pretty)];
-        ensure_text_carries(&mut content, &structured, Payload::Both);
-        assert_eq!(texts(&content), ["2 rows", pretty]);
+        let output = output_of(
+            result(&["2 rows", pretty], value.clone(), false),
+            Payload::Both,
+        );
+        assert_eq!(served(&output), ["2 rows", pretty]);
+        // The same data written out (as a toolport upstream renders a listing).
+        let listing = "rows: 1, 2 (no more)";
+        let output = output_of(result(&[listing], value, false), Payload::Text);
+        assert_eq!(served(&output), [listing]);
+    }
+
+    #[test]
+    fn an_errors_value_moves_into_the_text_for_clients_that_read_structured_content_alone() {
+        let value = json!({"code": 429});
+        let output = output_of(
+            result(&["quota exceeded"], value.clone(), true),
+            Payload::Structured,
+        );
+        assert_eq!(served(&output), ["quota exceeded", r#"{"code":429}"#]);
+        assert_eq!(output.structured, None);
+        let output = output_of(
+            result(&["quota exceeded"], value.clone(), true),
+            Payload::Both,
+        );
+        assert_eq!(served(&output), ["quota exceeded"]);
+        assert_eq!(output.structured, Some(value));
+    }
+
+    #[test]
+    fn json_len_is_the_compact_json_length() {
+        for value in [
+            json!(null),
+            json!({"a": [1, "é\n"], "b": {}}),
+            json!("x".repeat(100)),
+        ] {
+            assert_eq!(json_len(&value), value.to_string().len());
+        }
     }
 }
