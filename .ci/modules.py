@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 # (source folder, the bottom of the crate, what the bottom never imports)
 CRATES = [
     (REPO / "crates" / "toolport-tools" / "src",
-     {"schema", "settings", "secret", "instructions", "tool", "definition", "typed",
+     {"schema", "settings", "secret", "size", "instructions", "tool", "definition", "typed",
       "registry", "workspace", "background"},
      {"hidden", "tools", "plugins", "toolbox", "upstreams"}),
     (REPO / "src", set(), set()),

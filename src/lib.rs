@@ -25,7 +25,8 @@ pub mod transport;
 // The tool model, the workspace and the tools live in the `toolport-tools` library; the
 // server's modules reach them under the same names.
 pub(crate) use toolport_tools::{
-    background, definition, plugins, registry, secret, settings, tool, tools, upstreams, workspace,
+    background, definition, plugins, registry, secret, settings, size, tool, tools, upstreams,
+    workspace,
 };
 
 use std::sync::Arc;

@@ -60,6 +60,8 @@ pub mod secret;
 #[doc(hidden)]
 pub mod settings;
 #[doc(hidden)]
+pub mod size;
+#[doc(hidden)]
 pub mod tool;
 #[doc(hidden)]
 pub mod tools;
