@@ -143,14 +143,6 @@ class Server:
     def call(self, tool: str, arguments: dict, timeout: float = CALL_TIMEOUT) -> dict:
         return self.request("tools/call", {"name": tool, "arguments": arguments}, timeout)
 
-    def stderr_tail(self, lines: int = 60) -> str:
-        self.stderr_file.flush()
-        try:
-            with open(self.stderr_path, encoding="utf-8", errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError as e:
-            return f"(cannot read {self.stderr_path}: {e})"
-
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
@@ -327,8 +319,8 @@ def check_upstream(argv: list, work: str, wine: str) -> None:
             time.sleep(1)  # polling the listing: tools/list_changed is not awaited here
         got = server.call("inner__read_file", {"path": "hello.txt"})
         expect(not got.get("isError"), "inner__read_file hello.txt failed", got)
-        expect(HELLO_TEXT.strip() in text_of(got), "inner__read_file did not return the file's exact UTF-8 text", got)
-        ok("upstream: toolport.exe behind toolport.exe, inner__read_file answers with the exact text")
+        expect(HELLO_TEXT.strip() in text_of(got), "inner__read_file did not return the file's UTF-8 text intact", got)
+        ok("upstream: toolport.exe behind toolport.exe, inner__read_file answers with the file's text intact")
         got = server.call(
             "inner__execute_command",
             {"command": "ping", "args": ["-n", "300", "127.0.0.1"], "background": True},
@@ -389,8 +381,13 @@ def main() -> int:
         check_upstream(upstream_argv, args.work, args.wine)
     except CheckFailed as e:
         print(f"WINE E2E FAIL: {e}", file=sys.stderr)
-        print("--- toolport's stderr (last 60 lines):", file=sys.stderr)
-        print(server.stderr_tail(), file=sys.stderr)
+        # Each server's stderr (the first one's, then those of the later checks that ran).
+        for name in ("toolport.stderr", "toolport-killed.stderr", "toolport-upstream.stderr"):
+            path = os.path.join(args.work, name)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    tail = "".join(f.readlines()[-60:])
+                print(f"--- {name} (last 60 lines):\n{tail}", file=sys.stderr)
         return 1
     finally:
         server.stop()

@@ -577,28 +577,23 @@ async fn an_upstreams_results_reach_every_client_whole_its_errors_too() {
         until_listed(&client, &["refuse", "summarise"]).await;
 
         // An `isError` result arrives as the server gave it: its text (no prefix of
-        // toolport's), its image, its structured value. For a client that reads the
-        // structured value alone, that value moves into the text (as JSON after the server's
-        // blocks), else its model never sees the message.
+        // toolport's), its image, its structured value, whose JSON is added after them (too
+        // small for the text to be taken to carry it). For a client that reads the
+        // structured value alone, the value moves into the text: else its model never sees
+        // the message.
         let refused = call(&client, "refuse", json!({})).await;
         assert_eq!(refused.is_error, Some(true), "{client_name}: {refused:?}");
         let error_value = json!({"code": 429, "retry_after": 60});
-        let blocks = refused.content.len();
-        if reads_text {
-            assert_eq!(
-                refused.structured_content,
-                Some(error_value),
-                "{client_name}"
-            );
-            assert_eq!(blocks, 2, "{client_name}: {refused:?}");
-        } else {
-            assert_eq!(refused.structured_content, None, "{client_name}");
-            assert_eq!(
-                refused.content[2].as_text().map(|t| t.text.clone()),
-                Some(error_value.to_string()),
-                "{client_name}: {refused:?}"
-            );
-        }
+        assert_eq!(
+            refused.content[2].as_text().map(|t| t.text.clone()),
+            Some(error_value.to_string()),
+            "{client_name}: {refused:?}"
+        );
+        assert_eq!(
+            refused.structured_content,
+            reads_text.then_some(error_value),
+            "{client_name}"
+        );
         assert_eq!(text(&refused), "quota exceeded: try again in 60 s");
         assert!(
             matches!(&refused.content[1], ContentBlock::Image(i) if i.data == PIXEL_PNG),
@@ -673,8 +668,9 @@ async fn an_upstreams_secrets_never_reach_the_audit_log_even_when_a_reload_adds_
 #[tokio::test]
 async fn a_server_that_hangs_at_start_is_stopped_at_its_start_timeout_its_stderr_kept() {
     let (_d, root) = tempdir();
-    // What `npx` without `-y` does: asks on stderr, then waits for an answer forever.
-    let toml = "[[upstreams]]\nname = \"asks\"\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'Need to install the following packages: ok to proceed? (y)' >&2; exec sleep 600\"]\nstart_timeout = \"1s\"\n";
+    // A server that asks on stderr (no newline after the question) and waits for an answer
+    // that never comes.
+    let toml = "[[upstreams]]\nname = \"asks\"\ncommand = \"sh\"\nargs = [\"-c\", \"printf 'Sign in first. Ok to proceed? (y) ' >&2; exec sleep 600\"]\nstart_timeout = \"1s\"\n";
     let config = config_file(&root, toml);
     let status = std::process::Command::new(bin())
         .args(["--root", root.to_str().unwrap(), "--config"])
@@ -694,7 +690,7 @@ async fn a_server_that_hangs_at_start_is_stopped_at_its_start_timeout_its_stderr
     assert!(
         status[0]["stderr"]
             .as_str()
-            .is_some_and(|s| s.contains("ok to proceed? (y)")),
+            .is_some_and(|s| s.contains("Ok to proceed? (y)")),
         "{status}"
     );
 }

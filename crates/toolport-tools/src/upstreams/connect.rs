@@ -88,15 +88,18 @@ impl Process {
         self.tree.finish().await;
     }
 
-    /// Its last lines on stderr, joined, for an error message: once it has exited, after
-    /// its stderr has been read to the end (bounded by [`STDERR_DRAIN`]).
-    pub(crate) async fn stderr_tail(&mut self) -> Option<String> {
-        if matches!(self.child.try_wait(), Ok(Some(_)))
-            && let Some(reader) = self.reader.take()
-        {
+    /// [`Process::stop`] it, then its last lines on stderr, joined, for the log and
+    /// `upstreams status`: read to the end once it is gone (bounded by [`STDERR_DRAIN`]), so
+    /// they include a last line without a newline (a prompt waiting for an answer) and what
+    /// it wrote as it was stopped.
+    pub(crate) async fn stop_keeping_tail(mut self) -> Option<String> {
+        let reader = self.reader.take();
+        let tail = self.stderr.clone();
+        self.stop().await;
+        if let Some(reader) = reader {
             let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
         }
-        tail_of(&self.stderr)
+        tail_of(&tail)
     }
 }
 
@@ -155,14 +158,10 @@ pub(crate) async fn connect(
                     service,
                     process: Some(process),
                 }),
-                Err(_) => {
-                    let stderr = process.stderr_tail().await;
-                    process.stop().await;
-                    Err(Failure {
-                        why: start_timed_out(settings),
-                        stderr,
-                    })
-                }
+                Err(_) => Err(Failure {
+                    why: start_timed_out(settings),
+                    stderr: process.stop_keeping_tail().await,
+                }),
                 Ok(Err(error)) => {
                     // A server that failed the handshake by exiting says why as it goes.
                     let exited = tokio::time::timeout(STDERR_DRAIN, process.child.wait()).await;
@@ -172,9 +171,10 @@ pub(crate) async fn connect(
                         }
                         _ => format!("it did not complete the MCP handshake ({error})"),
                     };
-                    let stderr = process.stderr_tail().await;
-                    process.stop().await;
-                    Err(Failure { why, stderr })
+                    Err(Failure {
+                        why,
+                        stderr: process.stop_keeping_tail().await,
+                    })
                 }
             }
         }

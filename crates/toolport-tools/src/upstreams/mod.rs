@@ -518,8 +518,8 @@ impl Upstreams {
     }
 
     /// Resolves once every enabled upstream's first start has ended, ready or failed (each
-    /// is bounded by its `start_timeout`): for the one-shot commands, which list or call tools
-    /// once.
+    /// is bounded by its `start_timeout`, plus the few seconds a failed start takes to stop
+    /// its process): for the one-shot commands, which list or call tools once.
     pub async fn settled(&self) {
         let mut changes = self.changes();
         loop {
@@ -697,7 +697,7 @@ async fn attempt(
     let deadline = Instant::now() + settings.start_timeout;
     let start = async {
         let secret = |token: &str| link.secrets.tell(token);
-        let mut connection = connect(settings, client, cwd, &secret, deadline).await?;
+        let connection = connect(settings, client, cwd, &secret, deadline).await?;
         let listed =
             tokio::time::timeout_at(deadline, connection.service.peer().list_all_tools()).await;
         let why = match listed {
@@ -705,11 +705,7 @@ async fn attempt(
             Ok(Err(error)) => format!("it did not list its tools ({error})"),
             Err(_) => connect::start_timed_out(settings),
         };
-        let stderr = match connection.process.as_mut() {
-            Some(process) => process.stderr_tail().await,
-            None => None,
-        };
-        stop_connection(connection).await;
+        let stderr = stop_connection(connection).await;
         Err(Failure { why, stderr })
     };
     let started = tokio::select! {
@@ -794,11 +790,10 @@ async fn attempt(
             .map(|_| "its connection ended; it is being restarted".to_owned());
     }
     bump(version);
-    let mut stderr = None;
-    if let Some(mut process) = process {
-        stderr = process.stderr_tail().await;
-        process.stop().await;
-    }
+    let stderr = match process {
+        Some(process) => process.stop_keeping_tail().await,
+        None => None,
+    };
     match ended {
         None => Ended::Stopped,
         Some(why) => Ended::Failed {
@@ -850,11 +845,12 @@ async fn list_again(link: Arc<Link>, peer: Peer<RoleClient>, version: Arc<watch:
     }
 }
 
-/// Close a connection that will not be used, and stop its process.
-async fn stop_connection(connection: Connection) {
+/// Close a connection that will not be used, and stop its process: its last stderr lines.
+async fn stop_connection(connection: Connection) -> Option<String> {
     let Connection { service, process } = connection;
     let _ = service.cancel().await;
-    if let Some(process) = process {
-        process.stop().await;
+    match process {
+        Some(process) => process.stop_keeping_tail().await,
+        None => None,
     }
 }

@@ -224,7 +224,9 @@ fn output_of(result: CallToolResult, payload: Payload) -> ToolOutput {
     let mut structured = result.structured_content;
     if let Some(value) = &structured {
         if failed && payload == Payload::Structured {
-            content.push(ContentBlock::text(value.to_string()));
+            if !has_json_block(&content, value) {
+                content.push(ContentBlock::text(value.to_string()));
+            }
             structured = None;
         } else if payload != Payload::Structured && !text_carries(&content, value) {
             content.push(ContentBlock::text(value.to_string()));
@@ -244,22 +246,35 @@ fn output_of(result: CallToolResult, payload: Payload) -> ToolOutput {
 /// the structured value there too, or Claude Desktop, Zed and the like would never see it. The
 /// spec asks a server to repeat the value as a JSON text block, and most do; others write it
 /// as prose or a listing (toolport itself does). So the text is taken to carry the value when a
-/// text block is its JSON (in any layout), or when the text blocks together are at least half
-/// as long as its compact JSON (the same data in another form: a second copy would only cost
-/// the client's context). Only text too short to hold it (a summary, `3 rows`, or none at all)
-/// gets the JSON added.
+/// text block is its JSON (in any layout), or, for a value over [`SMALL_VALUE_BYTES`], when the
+/// text blocks together are at least half as long as its compact JSON (the same data in
+/// another form: a second copy of a large result would only cost the client's context). A
+/// small value whose JSON is not there is always added: a line of text ("see the structured
+/// output") says nothing of whether it carries the value, and the copy costs little.
 fn text_carries(content: &[ContentBlock], structured: &Value) -> bool {
-    let texts = || content.iter().filter_map(|block| block.as_text());
-    let is_json = texts().any(|t| {
-        let text = t.text.trim_start();
-        (text.starts_with('{') || text.starts_with('['))
-            && serde_json::from_str::<Value>(text).is_ok_and(|v| &v == structured)
-    });
-    if is_json {
+    if has_json_block(content, structured) {
         return true;
     }
-    let text_len: usize = texts().map(|t| t.text.len()).sum();
-    text_len.saturating_mul(2) >= crate::size::json_size(structured).unwrap_or(0)
+    let json_len = crate::size::json_size(structured).unwrap_or(0);
+    let text_len: usize = content
+        .iter()
+        .filter_map(|block| block.as_text())
+        .map(|t| t.text.len())
+        .sum();
+    json_len > SMALL_VALUE_BYTES && text_len.saturating_mul(2) >= json_len
+}
+
+/// The largest structured value (as compact JSON) the payload rule adds to the text whatever
+/// the text is: about 500 tokens, a small price for a model that would otherwise miss it.
+const SMALL_VALUE_BYTES: usize = 2048;
+
+/// Whether a text block of `content` is `value` as JSON (in any layout).
+fn has_json_block(content: &[ContentBlock], value: &Value) -> bool {
+    content.iter().filter_map(|block| block.as_text()).any(|t| {
+        let text = t.text.trim_start();
+        (text.starts_with('{') || text.starts_with('['))
+            && serde_json::from_str::<Value>(text).is_ok_and(|v| &v == value)
+    })
 }
 
 /// A result's content as the other formats read it: its text blocks (and a line for each
@@ -352,15 +367,19 @@ mod tests {
         let value = json!({"rows": [1, 2], "more": false});
         // Any JSON layout of the same value (pretty-printed, other key order).
         let pretty = "\n{\n  \"more\": false,\n  \"rows\": [1, 2]\n}";
-        let output = output_of(
-            result(&["2 rows", pretty], value.clone(), false),
-            Payload::Both,
-        );
+        let output = output_of(result(&["2 rows", pretty], value, false), Payload::Both);
         assert_eq!(served(&output), ["2 rows", pretty]);
-        // The same data written out (as a toolport upstream renders a listing).
-        let listing = "rows: 1, 2 (no more)";
-        let output = output_of(result(&[listing], value, false), Payload::Text);
-        assert_eq!(served(&output), [listing]);
+        // A large value's data written out in another form (as a toolport upstream renders a
+        // file it read): not sent twice.
+        let body = "line of a file\n".repeat(400);
+        let read = json!({"content": body, "sha256": "ab12"});
+        let output = output_of(result(&[&body], read, false), Payload::Text);
+        assert_eq!(served(&output), [body.as_str()]);
+        // A small value's JSON is added whatever the text says.
+        let note = "Query ran; see the structured output for the rows.";
+        let rows = json!({"rows": [[1, "a"], [2, "b"]]});
+        let output = output_of(result(&[note], rows.clone(), false), Payload::Both);
+        assert_eq!(served(&output), [note, &rows.to_string()]);
     }
 
     #[test]
@@ -372,11 +391,21 @@ mod tests {
         );
         assert_eq!(served(&output), ["quota exceeded", r#"{"code":429}"#]);
         assert_eq!(output.structured, None);
+        // Not twice when the server already repeats it as JSON.
+        let output = output_of(
+            result(
+                &["quota exceeded", r#"{ "code": 429 }"#],
+                value.clone(),
+                true,
+            ),
+            Payload::Structured,
+        );
+        assert_eq!(served(&output), ["quota exceeded", r#"{ "code": 429 }"#]);
         let output = output_of(
             result(&["quota exceeded"], value.clone(), true),
             Payload::Both,
         );
-        assert_eq!(served(&output), ["quota exceeded"]);
+        assert_eq!(served(&output), ["quota exceeded", r#"{"code":429}"#]);
         assert_eq!(output.structured, Some(value));
     }
 }
