@@ -18,7 +18,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::process::{alive, children, eventually};
 use crate::common::upstreams::{audited_server, child_with_arg, until_listed};
-use crate::common::{TestClient, audit_records, call, err, ok, start_call, tempdir, text, within};
+use crate::common::{
+    TestClient, audit_records, call, err, ok, progress_of, start_call, tempdir, text, within,
+};
 
 /// Where the pinned servers are installed.
 struct Servers {
@@ -256,7 +258,7 @@ async fn progress_cancellation_and_a_crash_of_the_reference_server() {
         json!({"duration": 60, "steps": 60}),
     )
     .await;
-    within(progress.recv()).await.unwrap();
+    progress_of(&mut progress, &handle.progress_token).await;
     within(handle.cancel(Some("test".into()))).await.unwrap();
     eventually("the cancellation is audited", || {
         audit_records(&log)
@@ -272,7 +274,8 @@ async fn progress_cancellation_and_a_crash_of_the_reference_server() {
         json!({"duration": 60, "steps": 60}),
     )
     .await;
-    within(progress.recv()).await.unwrap();
+    // Under way on the server (not a late notification of the cancelled call): then killed.
+    progress_of(&mut progress, &handle.progress_token).await;
     let node = child_with_arg(server, |arg| arg.contains("server-everything"))
         .expect("the everything server runs");
     nix::sys::signal::kill(
@@ -285,7 +288,8 @@ async fn progress_cancellation_and_a_crash_of_the_reference_server() {
     else {
         panic!("not a tool result");
     };
-    assert!(err(&result).contains("was lost during the call"));
+    let lost = err(&result);
+    assert!(lost.contains("was lost during the call"), "{lost}");
     // Until it is back its tools are not listed (a call says why), or a call fails saying so.
     let params = rmcp::model::CallToolRequestParams::new("everything__echo")
         .with_arguments(json!({"message": "back"}).as_object().cloned().unwrap());

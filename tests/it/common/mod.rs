@@ -440,6 +440,26 @@ pub(crate) async fn tool_names(client: &Client) -> Vec<String> {
 }
 
 /// Send a `tools/call` without waiting for its answer: the handle cancels it.
+/// The next progress notification of the request whose token is `token`: those of earlier
+/// requests still on their way (a cancelled call's) are skipped.
+pub(crate) async fn progress_of(
+    progress: &mut mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    token: &rmcp::model::ProgressToken,
+) -> ProgressNotificationParam {
+    within(async {
+        loop {
+            let seen = progress
+                .recv()
+                .await
+                .expect("the client is still connected");
+            if &seen.progress_token == token {
+                return seen;
+            }
+        }
+    })
+    .await
+}
+
 pub(crate) async fn start_call(
     client: &Client,
     tool: &'static str,
