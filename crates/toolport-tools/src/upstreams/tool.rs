@@ -246,13 +246,13 @@ fn output_of(result: CallToolResult, payload: Payload) -> ToolOutput {
 /// the structured value there too, or Claude Desktop, Zed and the like would never see it. The
 /// spec asks a server to repeat the value as a JSON text block, and most do; others write it
 /// as prose or a listing (toolport itself does). So the text is taken to carry the value when a
-/// text block is its JSON (in any layout), or, for a value over [`SMALL_VALUE_BYTES`], when the
-/// text blocks together are at least half as long as its compact JSON (the same data in
+/// text block is its JSON (in any layout) or the one string it holds, or, for a value over
+/// [`SMALL_VALUE_BYTES`], when the text blocks together are at least half as long as its compact JSON (the same data in
 /// another form: a second copy of a large result would only cost the client's context). A
 /// small value whose JSON is not there is always added: a line of text ("see the structured
 /// output") says nothing of whether it carries the value, and the copy costs little.
 fn text_carries(content: &[ContentBlock], structured: &Value) -> bool {
-    if has_json_block(content, structured) {
+    if has_json_block(content, structured) || is_the_one_string(content, structured) {
         return true;
     }
     let json_len = crate::size::json_size(structured).unwrap_or(0);
@@ -267,6 +267,27 @@ fn text_carries(content: &[ContentBlock], structured: &Value) -> bool {
 /// The largest structured value (as compact JSON) the payload rule adds to the text whatever
 /// the text is: about 500 tokens, a small price for a model that would otherwise miss it.
 const SMALL_VALUE_BYTES: usize = 2048;
+
+/// Whether a text block of `content` is the one string `value` holds (`{"content": "…"}`, as
+/// the official filesystem server answers a read): the text is then that value, not a summary
+/// of it. A value with more than one field is never taken to be carried this way (a summary
+/// field repeated as text says nothing of the rows beside it).
+fn is_the_one_string(content: &[ContentBlock], value: &Value) -> bool {
+    let mut inner = value;
+    while let Value::Object(map) = inner {
+        match map.values().next() {
+            Some(only) if map.len() == 1 => inner = only,
+            _ => return false,
+        }
+    }
+    let Value::String(string) = inner else {
+        return false;
+    };
+    content
+        .iter()
+        .filter_map(|block| block.as_text())
+        .any(|t| &t.text == string)
+}
 
 /// Whether a text block of `content` is `value` as JSON (in any layout).
 fn has_json_block(content: &[ContentBlock], value: &Value) -> bool {
@@ -375,7 +396,15 @@ mod tests {
         let read = json!({"content": body, "sha256": "ab12"});
         let output = output_of(result(&[&body], read, false), Payload::Text);
         assert_eq!(served(&output), [body.as_str()]);
-        // A small value's JSON is added whatever the text says.
+        // A value that is one string, given as the text (the filesystem server's reads).
+        let read = json!({"content": "hello\n"});
+        let output = output_of(result(&["hello\n"], read, false), Payload::Both);
+        assert_eq!(served(&output), ["hello\n"]);
+        // A small value's JSON is added whatever else the text says: a field repeated as text
+        // beside others does not count.
+        let summary = json!({"summary": "3 rows", "rows": [1, 2, 3]});
+        let output = output_of(result(&["3 rows"], summary.clone(), false), Payload::Both);
+        assert_eq!(served(&output), ["3 rows", &summary.to_string()]);
         let note = "Query ran; see the structured output for the rows.";
         let rows = json!({"rows": [[1, "a"], [2, "b"]]});
         let output = output_of(result(&[note], rows.clone(), false), Payload::Both);
