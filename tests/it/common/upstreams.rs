@@ -1,6 +1,7 @@
 //! What the upstream tests share (`upstreams.rs`, toolport as the upstream, and
 //! `upstream_servers.rs`, the reference servers): a server with an audit log, waiting for an
-//! upstream's tools to be listed, and finding an upstream's process.
+//! upstream's tools to be listed, finding an upstream's process, and an MCP server over
+//! Streamable HTTP whose results have shapes the reference servers do not give on demand.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
