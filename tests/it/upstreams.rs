@@ -547,7 +547,7 @@ async fn the_cli_lists_and_calls_upstream_tools_and_reports_their_status() {
 
 #[tokio::test]
 async fn an_upstreams_results_reach_every_client_whole_its_errors_too() {
-    use crate::common::upstreams::{PIXEL_PNG, shaped_server};
+    use crate::common::upstreams::{PIXEL_PNG, audited_server_as, shaped_server};
     use crate::common::{default_form, named};
     use rmcp::model::ContentBlock;
 
@@ -557,23 +557,9 @@ async fn an_upstreams_results_reach_every_client_whole_its_errors_too() {
     // A client nobody catalogued (both forms), one that reads the text alone (Claude
     // Desktop) and one that reads `structuredContent` alone (Claude Code).
     for (client_name, reads_text) in [("mcp", true), ("claude-ai", true), ("claude-code", false)] {
-        // The form by the client's name, as a user's server picks it (not the tests' fixed
-        // `both`).
-        let config = config_file(&root, &toml);
-        let log = root.join("audit.log");
-        let client = connect_command(
-            default_form(
-                &root,
-                &[
-                    "--config",
-                    config.to_str().unwrap(),
-                    "--audit-log",
-                    log.to_str().unwrap(),
-                ],
-            ),
-            named(client_name),
-        )
-        .await;
+        // The form by the client's name, as a user's server picks it.
+        let (_pid, client, log) =
+            audited_server_as(default_form, &root, &toml, named(client_name)).await;
         until_listed(&client, &["refuse", "summarise"]).await;
 
         // An `isError` result arrives as the server gave it: its text (no prefix of

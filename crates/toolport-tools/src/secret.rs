@@ -162,10 +162,15 @@ pub fn hide_userinfo(text: &str) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
-/// The userinfo (`user:password`, without the `@`) of every URL in `text`, for scrubbing
-/// wherever else it is repeated.
-pub fn userinfos(text: &str) -> impl Iterator<Item = &str> {
-    userinfo_spans(text).into_iter().map(|span| &text[span])
+/// The credentials of every URL in `text`, for scrubbing wherever else they are repeated:
+/// its userinfo (`user:password`, without the `@`) and, when there is one, the password
+/// alone (an error or a command may repeat it without the URL).
+pub fn url_credentials(text: &str) -> impl Iterator<Item = &str> {
+    userinfo_spans(text).into_iter().flat_map(move |span| {
+        let userinfo = &text[span];
+        let password = userinfo.split_once(':').map(|(_, password)| password);
+        std::iter::once(userinfo).chain(password)
+    })
 }
 
 /// Where the userinfo of each URL in `text` lies: after each `://`, everything up to the last
@@ -297,8 +302,8 @@ mod tests {
         }
         assert!(matches!(hide_userinfo("https://h/p"), Cow::Borrowed(_)));
         assert_eq!(
-            userinfos("a http://u:pw@h b https://t@g").collect::<Vec<_>>(),
-            ["u:pw", "t"]
+            url_credentials("a http://u:pw@h b https://t@g").collect::<Vec<_>>(),
+            ["u:pw", "pw", "t"]
         );
     }
 

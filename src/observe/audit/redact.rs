@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::record::Record;
-use crate::secret::{Secret, hide_userinfo, secret_name, userinfos};
+use crate::secret::{Secret, hide_userinfo, secret_name, url_credentials};
 
 /// What replaces a redacted value.
 pub(crate) const REDACTED: &str = "[redacted]";
@@ -45,11 +45,8 @@ pub(super) fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
     // The userinfo of a URL in an argument (`https://user:token@host`) too: a plugin may pass
     // its parts on in its argv, an error may repeat the password alone.
     strings(&args, &mut |text| {
-        for userinfo in userinfos(text) {
-            removed.push(userinfo.to_owned());
-            if let Some((_, password)) = userinfo.split_once(':') {
-                removed.push(password.to_owned());
-            }
+        for credential in url_credentials(text) {
+            removed.push(credential.to_owned());
         }
     });
     let mut patterns: Vec<&str> = secrets

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
+use tokio::process::Command;
 
 use super::process::children;
 use super::{Client, TIMEOUT, TestClient, command, config_file, spawn_server, tool_names, within};
@@ -21,9 +22,21 @@ pub(crate) async fn audited_server(
     toml: &str,
     client: TestClient,
 ) -> (u32, Client, PathBuf) {
+    audited_server_as(command, root, toml, client).await
+}
+
+/// [`audited_server`] started by `start`: [`command`], or
+/// [`default_form`](super::default_form) for results in the form the client's name picks (as
+/// a user's server does) instead of the tests' fixed `both`.
+pub(crate) async fn audited_server_as(
+    start: fn(&Path, &[&str]) -> Command,
+    root: &Path,
+    toml: &str,
+    client: TestClient,
+) -> (u32, Client, PathBuf) {
     let config = config_file(root, toml);
     let log = root.join("audit.log");
-    let transport = spawn_server(command(
+    let transport = spawn_server(start(
         root,
         &[
             "--config",

@@ -277,9 +277,9 @@ pub struct Upstreams {
     secrets: SecretWatch,
 }
 
-/// Where the secrets the upstreams hold are told ([`Upstreams::on_secret`]): each secret
-/// `env` value of an entry as it is configured, and each bearer token as a connection reads
-/// it (a rotated token file is read again at the next connection).
+/// Where the secrets the upstreams hold are told ([`Upstreams::on_secret`]): an entry's
+/// ([`UpstreamSettings::secret_values`]) as it is configured, and each bearer token as a
+/// connection reads it (a rotated token file is read again at the next connection).
 #[derive(Clone, Default)]
 struct SecretWatch(Arc<std::sync::OnceLock<SecretSink>>);
 
@@ -290,6 +290,13 @@ impl SecretWatch {
     fn tell(&self, value: &str) {
         if let Some(sink) = self.0.get() {
             sink(Secret::new(value));
+        }
+    }
+
+    /// Tell the secrets `settings` hold.
+    fn tell_settings(&self, settings: &UpstreamSettings) {
+        for value in settings.secret_values() {
+            self.tell(&value);
         }
     }
 }
@@ -335,10 +342,7 @@ impl Upstreams {
     pub fn on_secret(&self, sink: impl Fn(Secret) + Send + Sync + 'static) {
         if self.secrets.0.set(Arc::new(sink)).is_ok() {
             for link in self.lock().iter() {
-                link.settings
-                    .secret_values()
-                    .iter()
-                    .for_each(|v| self.secrets.tell(v));
+                self.secrets.tell_settings(&link.settings);
             }
         }
     }
@@ -372,9 +376,7 @@ impl Upstreams {
                     } else {
                         changes.added.push(settings.name.clone());
                     }
-                    for value in settings.secret_values() {
-                        self.secrets.tell(&value);
-                    }
+                    self.secrets.tell_settings(&settings);
                     let link = Link::new(settings, self.read_only, self.secrets.clone());
                     self.start(&link, predecessor);
                     next.push(link);

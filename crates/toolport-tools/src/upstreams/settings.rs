@@ -390,18 +390,15 @@ impl UpstreamSettings {
             ),
             Endpoint::Http { headers, .. } => (Vec::new(), headers.values().collect()),
         };
-        let userinfo = texts.into_iter().flat_map(|text| {
-            crate::secret::userinfos(text).flat_map(|userinfo| {
-                let password = userinfo.split_once(':').map(|(_, p)| p.to_owned());
-                std::iter::once(userinfo.to_owned()).chain(password)
-            })
-        });
+        let credentials = texts
+            .into_iter()
+            .flat_map(|text| crate::secret::url_credentials(text).map(str::to_owned));
         self.secret_entries()
             .1
             .into_iter()
             .map(|(_, value)| value.clone())
             .chain(passed)
-            .chain(userinfo)
+            .chain(credentials)
             .collect()
     }
 

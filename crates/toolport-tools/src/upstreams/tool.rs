@@ -247,10 +247,11 @@ fn output_of(result: CallToolResult, payload: Payload) -> ToolOutput {
 /// spec asks a server to repeat the value as a JSON text block, and most do; others write it
 /// as prose or a listing (toolport itself does). So the text is taken to carry the value when a
 /// text block is its JSON (in any layout) or the one string it holds, or, for a value over
-/// [`SMALL_VALUE_BYTES`], when the text blocks together are at least half as long as its compact JSON (the same data in
-/// another form: a second copy of a large result would only cost the client's context). A
-/// small value whose JSON is not there is always added: a line of text ("see the structured
-/// output") says nothing of whether it carries the value, and the copy costs little.
+/// [`SMALL_VALUE_BYTES`], when the text blocks together are at least half as long as its
+/// compact JSON (the same data in another form: a second copy of a large result would only
+/// cost the client's context). A small value whose JSON is not there is always added: a line
+/// of text ("see the structured output") says nothing of whether it carries the value, and
+/// the copy costs little.
 fn text_carries(content: &[ContentBlock], structured: &Value) -> bool {
     if has_json_block(content, structured) || is_the_one_string(content, structured) {
         return true;
