@@ -157,6 +157,9 @@ def build(platforms: list[str]) -> int:
         "PATH": os.pathsep.join([str(venv / "bin"), str(toolchain / "mingw" / "usr" / "bin"), env["PATH"]]),
         "XDG_CACHE_HOME": str(toolchain / "cache"),
         "ZIG_GLOBAL_CACHE_DIR": str(toolchain / "cache" / "zig"),
+        # maturin --zig runs `<python> -m ziglang`: the zig .ci/cross installs (one copy for the
+        # cross checks and this build; the packaging venv has none).
+        "CARGO_ZIGBUILD_PYTHON_PATH": str(toolchain / "venv" / "bin" / "python"),
         # rustc's musl target links its own C runtime from the sysroot, which a from-source
         # standard library does not have: zig's musl supplies it instead.
         "CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS": "-C link-self-contained=no",
