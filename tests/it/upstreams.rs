@@ -680,3 +680,76 @@ async fn a_server_that_hangs_at_start_is_stopped_at_its_start_timeout_its_stderr
         "{status}"
     );
 }
+
+#[tokio::test]
+async fn an_answer_too_large_fails_its_call_at_once_and_the_server_stays_up() {
+    // Over stdio: an answer over the 16 MiB toolport reads of one message is dropped unread;
+    // its call fails at once saying why, where it used to wait for its `timeout` (set far
+    // past the test's own here) and fail as "did not answer". One over `max_result_bytes`
+    // is read and not passed on.
+    let (_d, root) = tempdir();
+    let inner = root.join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    std::fs::write(inner.join("big.txt"), "x".repeat(17_000_000)).unwrap();
+    std::fs::write(inner.join("page.txt"), "y".repeat(70_000)).unwrap();
+    std::fs::write(inner.join("small.txt"), "hello").unwrap();
+    let toml = toolport_upstream(
+        "inner",
+        &inner,
+        "[limits]\nread_max_bytes = 20000000\n",
+        "timeout = \"600s\"\nmax_result_bytes = 65536",
+    );
+    let (pid, client, _log) = audited_server(&root, &toml, TestClient::default()).await;
+    until_listed(&client, &["inner__read_file"]).await;
+    let upstream = upstream_pid(pid, &inner);
+    assert!(upstream.is_some());
+
+    let big = call(&client, "inner__read_file", json!({"path": "big.txt"})).await;
+    let message = err(&big);
+    assert!(
+        message.contains("more than the 16 MiB toolport reads of one message")
+            && message.contains("Ask for less"),
+        "{message}"
+    );
+    let page = call(&client, "inner__read_file", json!({"path": "page.txt"})).await;
+    let message = err(&page);
+    assert!(
+        message
+            .contains("more than the 64 KiB toolport passes on from it (its `max_result_bytes`)"),
+        "{message}"
+    );
+    // The same connection answers the next call.
+    let small = call(&client, "inner__read_file", json!({"path": "small.txt"})).await;
+    assert_eq!(text(&small), "hello");
+    assert_eq!(
+        upstream_pid(pid, &inner),
+        upstream,
+        "the server was not restarted"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_too_large_over_http_says_it_may_be_why() {
+    use crate::common::upstreams::shaped_server;
+
+    let url = shaped_server().await;
+    let (_d, root) = tempdir();
+    let toml = format!(
+        "[[upstreams]]\nname = \"shaped\"\nurl = \"{url}\"\nprefix = \"never\"\nmax_result_bytes = 65536\n"
+    );
+    let (_pid, client, _log) = audited_server(&root, &toml, TestClient::default()).await;
+    until_listed(&client, &["flood"]).await;
+
+    let over_limit = call(&client, "flood", json!({"bytes": 70_000})).await;
+    let message = err(&over_limit);
+    assert!(message.contains("(its `max_result_bytes`)"), "{message}");
+    // rmcp's HTTP client ends the answer's stream past 16 MiB, as a lost connection ends it.
+    let over_all = call(&client, "flood", json!({"bytes": 17_000_000})).await;
+    let message = err(&over_all);
+    assert!(
+        message.contains("or its answer was more than the 16 MiB toolport reads of one message"),
+        "{message}"
+    );
+    let small = call(&client, "flood", json!({"bytes": 10})).await;
+    assert_eq!(text(&small), "x".repeat(10));
+}

@@ -81,7 +81,9 @@ pub(crate) fn child_with_arg(server: u32, matches: impl Fn(&str) -> bool) -> Opt
 /// answer with the result shapes the reference servers do not give on demand:
 /// - `refuse`: an `isError` result with a text block, an image block and `structuredContent`;
 /// - `summarise`: a result (with an output schema) whose only text block is a summary, not
-///   the JSON of its `structuredContent`.
+///   the JSON of its `structuredContent`;
+/// - `flood`: a text of `bytes` bytes (an answer too large for an upstream's
+///   `max_message_bytes`).
 ///
 /// Returns its URL; it serves until the test's runtime ends.
 pub(crate) async fn shaped_server() -> String {
@@ -132,9 +134,15 @@ impl rmcp::ServerHandler for Shaped {
             "properties": {"rows": {"type": "array", "items": {"type": "integer"}}},
             "required": ["rows"]
         })));
+        let flood = object(serde_json::json!({
+            "type": "object",
+            "properties": {"bytes": {"type": "integer"}},
+            "required": ["bytes"]
+        }));
         Ok(rmcp::model::ListToolsResult::with_all_items(vec![
             rmcp::model::Tool::new("refuse", "Always refuses", empty),
             summarise,
+            rmcp::model::Tool::new("flood", "A text of `bytes` bytes", flood),
         ]))
     }
 
@@ -153,6 +161,14 @@ impl rmcp::ServerHandler for Shaped {
                 result.structured_content =
                     Some(serde_json::json!({"code": 429, "retry_after": 60}));
                 result
+            }
+            "flood" => {
+                let bytes = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|args| args.get("bytes")?.as_u64())
+                    .unwrap_or_default();
+                CallToolResult::success(vec![ContentBlock::text("x".repeat(bytes as usize))])
             }
             _ => {
                 let mut result = CallToolResult::success(vec![ContentBlock::text("3 rows")]);

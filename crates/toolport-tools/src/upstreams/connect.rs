@@ -11,12 +11,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use super::client::UpstreamClient;
+use super::oversize;
 use super::settings::{Endpoint, UpstreamSettings};
 use crate::tools::exec::{child_env, os};
 
@@ -153,7 +155,12 @@ pub(crate) async fn connect(
                 process.stop().await;
                 return Err("its stdin and stdout could not be connected".into());
             };
-            match tokio::time::timeout_at(deadline, client.serve((stdout, stdin))).await {
+            // Its answers too large to read fail their calls at once (oversize.rs); rmcp's
+            // bound on a line is the one the watch counts against.
+            let stdout = oversize::Watched::new(stdout, client.name.clone());
+            let transport = AsyncRwTransport::new_client(stdout, stdin)
+                .with_max_line_length(oversize::MAX_MESSAGE_BYTES);
+            match tokio::time::timeout_at(deadline, client.serve(transport)).await {
                 Ok(Ok(service)) => Ok(Connection {
                     service,
                     process: Some(process),

@@ -36,6 +36,7 @@ use crate::secret::Secret;
 mod client;
 mod connect;
 mod naming;
+mod oversize;
 mod settings;
 mod tool;
 

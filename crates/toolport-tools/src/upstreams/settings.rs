@@ -2,7 +2,7 @@
 //! entry is a stdio command (program, arguments, only the environment it is given) or a
 //! Streamable HTTP URL (with credentials of its own from a variable or a file, never the
 //! client's), plus what of it is served and how: the prefix mode, allow and deny lists, tags
-//! and category, confirmation, and time limits.
+//! and category, confirmation, time limits and the largest result passed on.
 //!
 //! Secrets are never printed: an HTTP upstream's token is read when it connects (from
 //! `token_env` or `token_file`, both printed as the names they are); an `env` value or a
@@ -18,7 +18,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::secret::{hide_userinfo, secret_name};
-use crate::settings::{DurationValue, Note, SettingError, duration_setting, serialize_duration};
+use crate::settings::{
+    DurationValue, Note, SettingError, check_range, duration_setting, serialize_duration,
+};
 use crate::tools::exec::check_variable;
 
 /// The longest upstream name: the prefix `name__` leaves room for the tool's own name in the
@@ -42,6 +44,13 @@ const START_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> =
 /// The `list_wait` allowed: a listing held longer than a minute is a client's timeout.
 const LIST_WAIT_RANGE: std::ops::RangeInclusive<Duration> =
     Duration::ZERO..=Duration::from_secs(60);
+
+/// The largest result of an upstream passed on by default: the most toolport reads of any one
+/// message of an upstream ([`super::oversize::MAX_MESSAGE_BYTES`]); an operator may set less.
+const DEFAULT_MAX_RESULT_BYTES: usize = super::oversize::MAX_MESSAGE_BYTES;
+/// The `max_result_bytes` allowed: at least a page of text, at most what is read of a message.
+const MAX_RESULT_BYTES_RANGE: std::ops::RangeInclusive<usize> =
+    1024..=super::oversize::MAX_MESSAGE_BYTES;
 
 /// When an upstream's tools are listed under `name__tool`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -81,6 +90,7 @@ pub struct FileUpstream {
     timeout: Option<DurationValue>,
     start_timeout: Option<DurationValue>,
     list_wait: Option<DurationValue>,
+    max_result_bytes: Option<usize>,
 }
 
 /// How an upstream is reached.
@@ -143,6 +153,8 @@ pub struct UpstreamSettings {
     /// How long a `tools/list` that comes while it is in its first start waits for it (0: not
     /// at all, the default: toolport answers at once with what is ready).
     pub list_wait: Duration,
+    /// The largest result (its JSON) passed on; a larger one fails the call, saying so.
+    pub max_result_bytes: usize,
 }
 
 /// The category an upstream's tools have unless it names one.
@@ -348,6 +360,10 @@ impl UpstreamSettings {
                 DEFAULT_START_TIMEOUT,
                 START_TIMEOUT_RANGE,
             )?,
+            max_result_bytes: match file.max_result_bytes {
+                Some(bytes) => check_range(key("max_result_bytes"), bytes, MAX_RESULT_BYTES_RANGE)?,
+                None => DEFAULT_MAX_RESULT_BYTES,
+            },
         })
     }
 
@@ -471,6 +487,7 @@ impl Serialize for UpstreamSettings {
             start_timeout: Duration,
             #[serde(serialize_with = "serialize_duration")]
             list_wait: Duration,
+            max_result_bytes: usize,
         }
         let mut printed = Printed {
             name: &self.name,
@@ -494,6 +511,7 @@ impl Serialize for UpstreamSettings {
             timeout: self.timeout,
             start_timeout: self.start_timeout,
             list_wait: self.list_wait,
+            max_result_bytes: self.max_result_bytes,
         };
         match &self.endpoint {
             Endpoint::Command {
@@ -580,6 +598,7 @@ mod tests {
         assert_eq!(everything.timeout, Duration::from_secs(5));
         assert_eq!(everything.start_timeout, DEFAULT_START_TIMEOUT);
         assert_eq!(everything.category, DEFAULT_CATEGORY);
+        assert_eq!(everything.max_result_bytes, 16 * 1024 * 1024);
         assert!(!everything.confirms("echo"));
         let remote = &all[1];
         assert_eq!(remote.transport(), "http");
@@ -635,6 +654,14 @@ mod tests {
             (
                 "name = \"a\"\nurl = \"http://h/\"\nheaders = { Authorization = \"x\" }",
                 "upstreams[0].headers",
+            ),
+            (
+                "name = \"a\"\ncommand = \"x\"\nmax_result_bytes = 100",
+                "upstreams[0].max_result_bytes",
+            ),
+            (
+                "name = \"a\"\ncommand = \"x\"\nmax_result_bytes = 17000000",
+                "upstreams[0].max_result_bytes",
             ),
         ] {
             let error = load(&format!("[[upstreams]]\n{text}")).unwrap_err();

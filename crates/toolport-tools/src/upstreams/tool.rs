@@ -14,8 +14,8 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::Link;
 use super::client::Question;
+use super::{Link, oversize};
 use crate::schema::JsonObject;
 use crate::tool::{AiTool, Annotations, Image, Payload, ToolContext, ToolError, ToolOutput};
 use crate::workspace::Workspace;
@@ -129,7 +129,7 @@ impl AiTool for UpstreamTool {
         let handle = peer
             .send_request_with_option(request, options)
             .await
-            .map_err(|e| lost(name, &e))?;
+            .map_err(|e| lost(name, &e, self.link.settings.transport()))?;
         // Progress and questions for the user go to this call while it runs. A question is
         // asked from this task: it belongs to this call's request (over HTTP it goes out on
         // that request's stream).
@@ -171,6 +171,15 @@ impl AiTool for UpstreamTool {
         };
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
+                let limit = self.link.settings.max_result_bytes;
+                let bytes = crate::size::json_size(&result).unwrap_or(usize::MAX);
+                if bytes > limit {
+                    return Err(ToolError::ExecutionFailed(oversize::too_large(
+                        name,
+                        bytes,
+                        Some(limit),
+                    )));
+                }
                 let failed = result.is_error == Some(true);
                 let output = output_of(result, ctx.payload);
                 if failed {
@@ -186,11 +195,16 @@ impl AiTool for UpstreamTool {
                 "the MCP server {name:?} did not answer within {} (its `timeout`); it was told to stop the call",
                 crate::settings::human(timeout)
             ))),
-            Err(ServiceError::McpError(error)) => Err(ToolError::ExecutionFailed(format!(
-                "the MCP server {name:?} refused the call: {}",
-                error.message
-            ))),
-            Err(error) => Err(lost(name, &error)),
+            Err(ServiceError::McpError(error)) => match oversize::too_large_bytes(&error) {
+                Some(bytes) => Err(ToolError::ExecutionFailed(oversize::too_large(
+                    name, bytes, None,
+                ))),
+                None => Err(ToolError::ExecutionFailed(format!(
+                    "the MCP server {name:?} refused the call: {}",
+                    error.message
+                ))),
+            },
+            Err(error) => Err(lost(name, &error, self.link.settings.transport())),
         }
     }
 }
@@ -203,10 +217,20 @@ async fn next_question(asked: &mut Option<mpsc::Receiver<Question>>) -> Option<Q
     }
 }
 
-/// The call failed because the connection did: what the model reads.
-fn lost(name: &str, error: &ServiceError) -> ToolError {
+/// The call failed because the connection did: what the model reads. Over HTTP, rmcp ends a
+/// call's answer stream this way too when the answer is larger than it reads
+/// ([`oversize::MAX_MESSAGE_BYTES`]), and nothing tells the two apart.
+fn lost(name: &str, error: &ServiceError, transport: &str) -> ToolError {
+    let or_too_large = if transport == "http" {
+        format!(
+            ", or its answer was more than the {} toolport reads of one message",
+            crate::settings::human_bytes(oversize::MAX_MESSAGE_BYTES as u64)
+        )
+    } else {
+        String::new()
+    };
     ToolError::Unavailable(format!(
-        "the connection to the MCP server {name:?} was lost during the call ({error}); the call may or may not have taken effect. toolport restarts the server by itself: try again shortly"
+        "the connection to the MCP server {name:?} was lost during the call ({error}{or_too_large}); the call may or may not have taken effect. toolport restarts the server by itself: try again shortly"
     ))
 }
 
