@@ -14,6 +14,10 @@ stdout, as an MCP client that launches a server does:
   4. read_file outside the root (`..\\outside.txt`, and the absolute path of that file):
      refused with isError as outside the allowed roots, the file's content nowhere in the
      answer;
+  4b. paths come back as Windows users write them (`Z:\\…\\hello.txt` from path_info),
+     never in the verbatim form of real paths (`\\\\?\\Z:\\…`), in path_info, write_file,
+     copy_path (a folder), grep, list_directory and a refusal; grep's walk and the listing
+     honour the root's .gitignore, and the copy lands;
   5. execute_command `cmd /c echo hi`: exit 0, stdout "hi"; and `greet "a b"` where the
      call's PATH holds `greet.cmd`: found through PATHEXT, run through cmd.exe with its
      argument intact;
@@ -153,6 +157,17 @@ class Server:
         self.stderr_file.close()
 
 
+def strings_of(value) -> list:
+    """Every string in a result (its texts, its structured values), decoded."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings_of(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_of(v)]
+    return []
+
+
 def text_of(result: dict) -> str:
     return "".join(
         block.get("text", "") for block in result.get("content", []) if isinstance(block, dict)
@@ -225,6 +240,8 @@ def run_checks(server: Server, args, root: str, outside: str) -> None:
         expect(OUTSIDE_TEXT.strip() not in json.dumps(got), f"read_file {path} leaked the file's content", got)
         ok(f"read_file {path}: refused ({text_of(got).strip()[:140]})")
 
+    check_shown_paths(server, root, outside)
+
     got = server.call("execute_command", {"command": "cmd", "args": ["/c", "echo hi"]})
     sc = got.get("structuredContent") or {}
     expect(not got.get("isError") and sc.get("return_code") == 0, "execute_command cmd /c echo hi did not exit 0", got)
@@ -270,6 +287,46 @@ def run_checks(server: Server, args, root: str, outside: str) -> None:
     left = leftovers(args.wine)
     expect(not left, f"processes are left after toolport exited: {left}")
     ok("stdin closed: toolport exited 0, nothing left running")
+
+
+def check_shown_paths(server: Server, root: str, outside: str) -> None:
+    """Paths come back as Windows users write them (Z:\\…), never in the verbatim form of
+    real paths (\\\\?\\Z:\\…), and the tools that compare them still work: a walk (grep), a
+    listing under an ancestor's .gitignore, a write and a folder copy (checked by real path)."""
+    os.makedirs(os.path.join(root, "sub"))
+    with open(os.path.join(root, "sub", "notes.txt"), "w", encoding="utf-8") as f:
+        f.write("a needle here\n")
+    with open(os.path.join(root, "sub", "skip.log"), "w", encoding="utf-8") as f:
+        f.write("a needle in a log\n")
+    with open(os.path.join(root, ".gitignore"), "w", encoding="utf-8") as f:
+        f.write("*.log\n")
+    shown = winpath(root)
+    calls = {
+        "path_info": ("path_info", {"path": "hello.txt"}),
+        "write_file": ("write_file", {"path": "sub\\new.txt", "content": "new needle\n"}),
+        "copy_path": ("copy_path", {"source": "sub", "destination": "sub2"}),
+        "grep": ("grep", {"pattern": "needle"}),
+        "list_directory": ("list_directory", {"path": "sub"}),
+        "refusal": ("read_file", {"path": winpath(outside)}),
+    }
+    got = {}
+    for what, (tool, arguments) in calls.items():
+        got[what] = server.call(tool, arguments)
+        expect(what == "refusal" or not got[what].get("isError"), f"{tool} {arguments} failed", got[what])
+        verbatim = [s for s in strings_of(got[what]) if "\\\\?\\" in s]
+        expect(not verbatim, f"{tool} showed a verbatim path: {verbatim[:2]}", got[what])
+    info = strings_of(got["path_info"])
+    expect(shown + "\\hello.txt" in info, f"path_info did not show {shown}\\hello.txt", got["path_info"])
+    found = "\n".join(strings_of(got["grep"]))
+    for name in ("sub\\notes.txt", "sub\\new.txt", "sub2\\notes.txt"):
+        expect(shown + "\\" + name in found, f"grep did not find the needle in {name}", got["grep"])
+    expect("skip.log" not in found, "grep searched a file the root's .gitignore ignores", got["grep"])
+    listed = "\n".join(strings_of(got["list_directory"]))
+    expect("notes.txt" in listed and "skip.log" not in listed,
+           "list_directory sub did not list notes.txt without skip.log (the root's .gitignore)", got["list_directory"])
+    expect(os.path.exists(os.path.join(root, "sub2", "notes.txt")), "copy_path sub sub2 did not copy the folder")
+    ok(f"paths shown as written ({shown}\\hello.txt), no \\\\?\\ in path_info, write_file, copy_path, grep, "
+       "list_directory or a refusal; grep and the listing honour the root's .gitignore")
 
 
 def initialize(server: Server) -> None:

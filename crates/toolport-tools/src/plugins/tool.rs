@@ -111,12 +111,18 @@ impl PluginTool {
     fn env(&self, workspace: &Workspace) -> std::collections::BTreeMap<String, String> {
         let mut env = self.manifest.run.env.clone();
         if !env.contains_key(GIT_CEILING) {
-            let parents: Vec<String> = workspace
-                .root_paths()
+            // Joined as the system joins path lists (`;` on Windows), each as git reads it; a
+            // parent holding the separator cannot be listed (and never could be).
+            let parents = workspace
+                .shown_roots()
                 .filter_map(|root| root.parent())
-                .map(|parent| parent.display().to_string())
-                .collect();
-            env.insert(GIT_CEILING.to_owned(), parents.join(":"));
+                .filter(|parent| std::env::join_paths([parent]).is_ok());
+            if let Some(ceiling) = std::env::join_paths(parents)
+                .ok()
+                .and_then(|joined| joined.into_string().ok())
+            {
+                env.insert(GIT_CEILING.to_owned(), ceiling);
+            }
         }
         env
     }

@@ -19,8 +19,11 @@ pub(crate) struct WriteTarget {
     pub(super) dir: Dir,
     /// The entry's name in `dir` (one component).
     pub(super) name: std::ffi::OsString,
-    /// The real absolute path (the parent's real path joined with the name).
-    pub(super) display: PathBuf,
+    /// The real absolute path (the parent's real path joined with the name): what the
+    /// checks compare.
+    pub(super) real: PathBuf,
+    /// The same below its root's shown path ([`WriteTarget::display`]).
+    pub(super) shown: PathBuf,
     /// The real path relative to its root (what the secret and `.git/` rules were checked
     /// on; a tree below it is checked against it too).
     pub(super) rel: PathBuf,
@@ -38,9 +41,9 @@ const TEMP_SUFFIX: &str = ".tmp";
 const TEMP_RANDOM_BYTES: usize = 8;
 
 impl WriteTarget {
-    /// The real absolute path, for results and messages.
+    /// The real absolute path as shown in results and messages.
     pub(crate) fn display(&self) -> &Path {
-        &self.display
+        &self.shown
     }
 
     /// The parent directory's handle and the entry's name, for the fuzz target's check that
@@ -157,7 +160,7 @@ impl WriteTarget {
     /// failure here (a file system that cannot fsync a directory) is not the caller's fault.
     pub(super) fn sync_dir(&self) {
         if let Err(error) = sys::sync_dir(&self.dir) {
-            tracing::debug!(%error, dir = %self.display.display(), "fsync of the directory failed");
+            tracing::debug!(%error, dir = %self.display().display(), "fsync of the directory failed");
         }
     }
 }

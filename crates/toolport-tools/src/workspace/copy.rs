@@ -19,8 +19,10 @@ use super::{PathError, Workspace, WriteTarget, sys};
 pub(crate) struct SourceTree {
     /// The folder, opened beneath its root.
     pub(crate) dir: Dir,
-    /// Its real absolute path.
-    pub(crate) display: PathBuf,
+    /// Its real absolute path (what the checks compare).
+    real: PathBuf,
+    /// The same below its root's shown path ([`SourceTree::display`]).
+    shown: PathBuf,
     /// Its real path relative to its root (the secret rules are checked on what is below it).
     pub(crate) rel: PathBuf,
 }
@@ -42,19 +44,25 @@ impl Workspace {
             .to_path_buf();
         Ok(SourceTree {
             dir,
-            display: real,
+            shown: target.root.show(&rel),
+            real,
             rel,
         })
     }
 }
 
 impl SourceTree {
+    /// Its real absolute path as shown in results and messages.
+    pub(crate) fn display(&self) -> &Path {
+        &self.shown
+    }
+
     /// Open the regular file `rel` (relative to this folder) to read: its folder opened
     /// beneath this one and checked by its real path, the file itself opened without
     /// following a link. Its handle and metadata.
     pub(crate) fn open_file(&self, rel: &Path) -> io::Result<(std::fs::File, Metadata)> {
         let (parent, name) = split(rel)?;
-        let dir = open_checked(&self.dir, parent, &self.display.join(parent))?;
+        let dir = open_checked(&self.dir, parent, &self.real.join(parent))?;
         let file = sys::open_entry_no_follow(&dir, &name)?;
         let metadata = Metadata::from_file(&file)?;
         if !metadata.is_file() {
@@ -71,7 +79,7 @@ impl WriteTarget {
     pub(crate) fn within(&self, rel: &Path) -> io::Result<WriteTarget> {
         let (parent, name) = split(rel)?;
         let inside = Path::new(&self.name).join(parent);
-        let dir = open_checked(&self.dir, &inside, &self.display.join(parent))?;
+        let dir = open_checked(&self.dir, &inside, &self.real.join(parent))?;
         let existing = match dir.symlink_metadata(&name) {
             Ok(metadata) => Some(metadata),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -79,7 +87,8 @@ impl WriteTarget {
         };
         Ok(WriteTarget {
             dir,
-            display: self.display.join(rel),
+            real: self.real.join(rel),
+            shown: self.shown.join(rel),
             rel: self.rel.join(rel),
             name,
             existing,

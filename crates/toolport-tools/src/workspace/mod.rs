@@ -120,6 +120,10 @@ pub(crate) use self::tree::{Refusal, TreeEntry, walk};
 #[derive(Debug, Clone)]
 pub(crate) struct Root {
     path: PathBuf,
+    /// Its path as tools show it ([`shown`]: on Windows without `\\?\` when it names the
+    /// same without it). Every path shown under this root starts with it, so the paths a tool
+    /// shows, and takes back, are of one form.
+    shown: PathBuf,
     /// The root as the operator spelled it (made absolute), when that differs from the
     /// canonical path, e.g. through a symlinked parent: absolute paths may use either. (On
     /// Windows it is one of the `spellings`.)
@@ -140,10 +144,20 @@ impl Root {
                 .chain(alias.as_ref())
                 .filter_map(|p| winpath::parse(p.to_str()?).ok())
                 .collect(),
+            shown: shown(&path).into_owned(),
             path,
             #[cfg(not(windows))]
             alias,
             dir: Arc::new(dir),
+        }
+    }
+
+    /// The path `rel` below this root, as shown.
+    fn show(&self, rel: &Path) -> PathBuf {
+        if rel.as_os_str().is_empty() {
+            self.shown.clone()
+        } else {
+            self.shown.join(rel)
         }
     }
 }
@@ -167,9 +181,9 @@ impl Target<'_> {
         &self.display
     }
 
-    /// The canonical path of the root this target is in.
-    pub(crate) fn root_path(&self) -> &Path {
-        &self.root.path
+    /// The path of the root this target is in, as shown (the start of [`Target::display`]).
+    pub(crate) fn shown_root(&self) -> &Path {
+        &self.root.shown
     }
 }
 
@@ -181,7 +195,9 @@ impl Target<'_> {
 ///
 /// let root = std::env::temp_dir();
 /// let workspace = Workspace::new(&[root.clone()], &["*.sqlite".to_owned()])?;
-/// assert!(workspace.describe_roots().contains(&*root.canonicalize()?.to_string_lossy()));
+/// // The root as tools show it: canonical (on Windows without `\\?\`).
+/// let name = root.canonicalize()?.file_name().map(|n| n.to_string_lossy().into_owned());
+/// assert!(workspace.describe_roots().ends_with(&name.unwrap_or_default()));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -235,6 +251,11 @@ impl Workspace {
         self.roots.iter().map(|r| r.path.as_path())
     }
 
+    /// The roots' paths as shown, in order.
+    pub(crate) fn shown_roots(&self) -> impl Iterator<Item = &Path> {
+        self.roots.iter().map(|r| r.shown.as_path())
+    }
+
     /// The roots, for messages: `/a, /b`.
     pub fn describe_roots(&self) -> String {
         if self.roots.is_empty() {
@@ -242,7 +263,7 @@ impl Workspace {
         }
         self.roots
             .iter()
-            .map(|r| r.path.display().to_string())
+            .map(|r| r.shown.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -298,11 +319,7 @@ impl Workspace {
             return Err(PathError::NulByte);
         }
         let (root, rel, normal) = self.locate(user)?;
-        let display = if normal.as_os_str().is_empty() {
-            root.path.clone()
-        } else {
-            root.path.join(&normal)
-        };
+        let display = root.show(&normal);
         let rel = if rel.as_os_str().is_empty() {
             PathBuf::from(".")
         } else {
@@ -319,7 +336,7 @@ impl Workspace {
     fn first_root_name(&self) -> String {
         self.roots
             .first()
-            .map(|r| r.path.display().to_string())
+            .map(|r| r.shown.display().to_string())
             .unwrap_or_else(|| "the first root".into())
     }
 
@@ -330,6 +347,13 @@ impl Workspace {
             first_root: self.first_root_name(),
         }
     }
+}
+
+/// A canonical path as tools show it (in results and messages): on Windows without the `\\?\`
+/// of real paths when it names the same without it (`C:\work\a.txt`), elsewhere as it is.
+/// Lookups and the confinement checks keep the canonical form.
+pub(crate) fn shown(path: &Path) -> std::borrow::Cow<'_, Path> {
+    sys::shown_path(path)
 }
 
 /// Parse a client root URI (`file:///home/me/proj`) into a canonical absolute path.

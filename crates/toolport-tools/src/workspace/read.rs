@@ -42,7 +42,16 @@ impl Workspace {
                     .root
                     .dir
                     .open_with(&target.rel, &options)
-                    .map_err(|e| self.io_error(&target, &e))?
+                    .map_err(|e| {
+                        // Windows refuses to open a folder as a file as "access denied".
+                        let folder = e.kind() == io::ErrorKind::PermissionDenied
+                            && (target.root.dir.metadata(&target.rel)).is_ok_and(|m| m.is_dir());
+                        if folder {
+                            self.io_error(&target, &io::ErrorKind::IsADirectory.into())
+                        } else {
+                            self.io_error(&target, &e)
+                        }
+                    })?
                     .into_std()
             }
         };
@@ -80,10 +89,11 @@ impl Workspace {
         Ok((dir, target))
     }
 
-    /// The real absolute path of `user` inside the roots, for handing to another program (a
-    /// plugin's path parameter): the nearest existing ancestor is opened beneath its root (so
-    /// `..` and symlinks cannot leave it) and its real path taken from the handle; the
-    /// components that do not exist yet are appended as written. Secrets are refused by the
+    /// The real absolute path of `user` inside the roots, as shown (its root's shown path
+    /// joined with the real path below it), for handing to another program (a plugin's path
+    /// parameter): the nearest existing ancestor is opened beneath its root (so `..` and
+    /// symlinks cannot leave it) and its real path taken from the handle; the components that
+    /// do not exist yet are appended as written. Secrets are refused by the
     /// path as given and by the real path. The path need not exist (`git log -- deleted.rs`).
     pub(crate) fn resolve(&self, user: &str) -> Result<PathBuf, PathError> {
         let target = self.target(user)?;
@@ -120,15 +130,15 @@ impl Workspace {
         let mut resolved = real;
         resolved.extend(missing.iter().rev());
         match self.case.strip_root(&resolved, &target.root.path) {
-            Some(rel) => self.check_secret(&target, rel)?,
-            None => {
-                return Err(PathError::Escapes {
-                    path: target.display.display().to_string(),
-                    roots: self.describe_roots(),
-                });
+            Some(rel) => {
+                self.check_secret(&target, rel)?;
+                Ok(target.root.show(rel))
             }
+            None => Err(PathError::Escapes {
+                path: target.display.display().to_string(),
+                roots: self.describe_roots(),
+            }),
         }
-        Ok(resolved)
     }
 
     /// Whether something (a file, folder or link) is at `user`, looked up beneath its root;

@@ -46,7 +46,7 @@ impl WriteTarget {
     /// opened. Where the system cannot name a handle's path (other Unix), refused.
     pub(crate) fn trash(&self) -> io::Result<()> {
         let parent = self
-            .display
+            .real
             .parent()
             .ok_or_else(|| io::Error::other("it has no parent folder"))?;
         let opened =
@@ -59,11 +59,11 @@ impl WriteTarget {
         if by_path != opened {
             return Err(io::Error::other(format!(
                 "its folder changed while the call ran ({} now leads to {})",
-                parent.display(),
-                by_path.display()
+                super::shown(parent).display(),
+                super::shown(&by_path).display()
             )));
         }
-        sys::trash_reachable(&self.display, self.existing.as_ref())?;
-        trash::delete(&self.display).map_err(io::Error::other)
+        sys::trash_reachable(&self.real, self.existing.as_ref())?;
+        trash::delete(&self.real).map_err(io::Error::other)
     }
 }

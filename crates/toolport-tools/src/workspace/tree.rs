@@ -110,13 +110,12 @@ impl WriteTarget {
     /// [`walk`] this entry, a folder: opened beneath its parent without following a link
     /// swapped in for it (checked by its real path).
     pub(crate) fn walk(&self, limit: usize) -> Result<Vec<TreeEntry>, WalkError> {
-        let top =
-            open_checked(&self.dir, Path::new(&self.name), &self.display).map_err(|error| {
-                WalkError::Io {
-                    rel: PathBuf::new(),
-                    error,
-                }
-            })?;
+        let top = open_checked(&self.dir, Path::new(&self.name), &self.real).map_err(|error| {
+            WalkError::Io {
+                rel: PathBuf::new(),
+                error,
+            }
+        })?;
         walk(&top, limit)
     }
 }
@@ -135,8 +134,8 @@ pub(super) fn open_checked(dir: &Dir, rel: &Path, expected: &Path) -> io::Result
     {
         return Err(io::Error::other(format!(
             "the folder {} changed while the call ran (it now leads to {})",
-            expected.display(),
-            real.display()
+            super::shown(expected).display(),
+            super::shown(&real).display()
         )));
     }
     Ok(opened)

@@ -218,6 +218,26 @@ fn drive_letter(path: &str) -> Option<char> {
     }
 }
 
+/// The longest path Win32 opens without the `\\?\` prefix: `MAX_PATH` (260 UTF-16 units) less
+/// its terminating NUL.
+const MAX_PLAIN_UNITS: usize = 259;
+
+/// A verbatim path as people write it, when it names the same without the prefix:
+/// `\\?\C:\work\a.txt` → `C:\work\a.txt`, `\\?\UNC\server\share\a` → `\\server\share\a`.
+/// `None` when it is not a verbatim drive or UNC path, or when Win32 would read the plain form
+/// otherwise: a component it would rewrite or that is no plain name (each one [`check_name`]
+/// refuses: a device name, an ending dot or space, a stream; `.` and `..`), or a path longer
+/// than it opens without the prefix.
+pub(crate) fn plain(path: &str) -> Option<String> {
+    let rest = path.strip_prefix(r"\\?\")?;
+    let parsed = parse_verbatim(rest).ok()?;
+    let plain = match parsed.prefix? {
+        Prefix::Drive(_) => rest.to_owned(),
+        Prefix::Unc { .. } => format!(r"\\{}", rest.get(4..)?),
+    };
+    (plain.encode_utf16().count() <= MAX_PLAIN_UNITS).then_some(plain)
+}
+
 /// After `\\?\`: `C:\…` or `UNC\server\share\…`; only `\` separates.
 fn parse_verbatim(rest: &str) -> Result<WinPath, WinPathError> {
     let mut pieces = rest.split('\\');
@@ -419,6 +439,31 @@ mod tests {
         }
         assert_eq!(parse(r"C:\"), Ok(drive('C', &[])));
         assert_eq!(parse(r"d:\a\..\b"), Ok(drive('D', &["a", "..", "b"])));
+    }
+
+    #[test]
+    fn verbatim_paths_are_shown_plain_when_they_name_the_same() {
+        assert_eq!(
+            plain(r"\\?\C:\Work\a.txt").as_deref(),
+            Some(r"C:\Work\a.txt")
+        );
+        assert_eq!(plain(r"\\?\C:\").as_deref(), Some(r"C:\"));
+        assert_eq!(
+            plain(r"\\?\UNC\srv\share\x").as_deref(),
+            Some(r"\\srv\share\x")
+        );
+        assert_eq!(plain(r"\\?\unc\srv\share").as_deref(), Some(r"\\srv\share"));
+        // Not verbatim, or not a drive or a share.
+        assert_eq!(plain(r"C:\Work"), None);
+        assert_eq!(plain(r"\\?\Volume{0b1c}\x"), None);
+        // Names Win32 would rewrite without the prefix, and `..` (a literal name there).
+        for name in ["NUL", "a.txt.", "a ", "f:s", ".."] {
+            assert_eq!(plain(&format!(r"\\?\C:\w\{name}")), None, "{name}");
+        }
+        // Longer than Win32 opens without it.
+        let long = format!(r"\\?\C:\{}", "a".repeat(256));
+        assert_eq!(plain(&long).map(|p| p.len()), Some(259));
+        assert_eq!(plain(&format!("{long}b")), None);
     }
 
     #[test]

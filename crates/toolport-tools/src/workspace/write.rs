@@ -128,16 +128,16 @@ impl Workspace {
             .ok_or_else(escapes)?
             .join(&name);
         self.check_writable(&target, &real_rel, allow_git)?;
-        let display = target.root.path.join(&real_rel);
+        let real = target.root.path.join(&real_rel);
         // A root nested in another is an entry of the outer one: never moved, replaced or
         // deleted, and neither is a folder holding one.
         if let Some(root) = self
             .root_paths()
-            .find(|root| self.case.strip_root(root, &display).is_some())
+            .find(|root| self.case.strip_root(root, &real).is_some())
         {
             return Err(PathError::HoldsRoot {
-                path: display.display().to_string(),
-                root: root.display().to_string(),
+                path: target.root.show(&real_rel).display().to_string(),
+                root: super::shown(root).display().to_string(),
             });
         }
         let existing = match dir.symlink_metadata(&name) {
@@ -148,7 +148,8 @@ impl Workspace {
         let entry = WriteTarget {
             dir,
             name,
-            display,
+            shown: target.root.show(&real_rel),
+            real,
             rel: real_rel,
             existing,
         };
@@ -157,8 +158,8 @@ impl Workspace {
 
     /// Create the directory `user` and any missing parents, beneath its root. Secrets and
     /// `.git` are refused by the path as given and by the real path of the nearest existing
-    /// ancestor (a dangling link on the way is refused). The real absolute path, and whether
-    /// it was created (false: it was already a directory).
+    /// ancestor (a dangling link on the way is refused). The real absolute path (as shown),
+    /// and whether it was created (false: it was already a directory).
     pub(crate) fn create_dir_all(
         &self,
         user: &str,
@@ -169,7 +170,7 @@ impl Workspace {
         let real = self.resolve(user)?;
         let real_rel = self
             .case
-            .strip_root(&real, &target.root.path)
+            .strip_root(&real, &target.root.shown)
             .ok_or_else(|| PathError::Escapes {
                 path: target.display.display().to_string(),
                 roots: self.describe_roots(),

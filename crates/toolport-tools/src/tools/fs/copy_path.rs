@@ -280,9 +280,9 @@ fn copy_tree(
     allow_git: bool,
 ) -> Result<(CopyPathResult, Vec<Step>), ToolError> {
     let to = workspace.entry_target(&p.destination, allow_git)?;
-    let from = source.display.display().to_string();
+    let from = source.display().display().to_string();
     let destination = to.display().display().to_string();
-    if to.display().starts_with(&source.display) {
+    if to.display().starts_with(source.display()) {
         return Err(ToolError::InvalidArguments(format!(
             "cannot copy the folder {from} into itself ({destination})"
         )));
@@ -301,7 +301,7 @@ fn copy_tree(
         }
     };
     let tree = walk(&source.dir, MAX_TREE_ENTRIES)
-        .map_err(|e| ToolError::InvalidArguments(e.describe(&source.display, "copy_path")))?;
+        .map_err(|e| ToolError::InvalidArguments(e.describe(source.display(), "copy_path")))?;
 
     // The plan: what is copied, and what is skipped (with everything under a skipped folder).
     let mut skipped = Vec::new();

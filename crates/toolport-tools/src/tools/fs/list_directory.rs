@@ -181,7 +181,7 @@ fn list(
     let mut ignores = Vec::new();
     if walk.respect_gitignore {
         // .gitignore files of the ancestors between the root and the listed directory.
-        let root = target.root_path().to_path_buf();
+        let root = target.shown_root().to_path_buf();
         let mut ancestor = root.clone();
         let rel = display
             .strip_prefix(&root)
@@ -205,7 +205,7 @@ fn list(
         workspace,
         walk,
         base: display
-            .strip_prefix(target.root_path())
+            .strip_prefix(target.shown_root())
             .unwrap_or(Path::new(""))
             .to_path_buf(),
         ignores,

@@ -32,9 +32,9 @@ use crate::workspace::Workspace;
 /// Where a walk starts.
 #[derive(Debug, Clone)]
 pub(super) struct Start {
-    /// The real absolute path (inside a root).
+    /// The real absolute path (inside a root), as shown ([`Workspace::resolve`]).
     pub(super) path: PathBuf,
-    /// The canonical path of its root.
+    /// Its root's path as shown: what `path` and the walk's entries start with.
     pub(super) root: PathBuf,
 }
 
@@ -45,7 +45,7 @@ pub(super) fn start(workspace: &Workspace, user: &str) -> Result<Start, ToolErro
     workspace
         .metadata(&target)
         .map_err(|e| workspace.io_error(&target, &e))?;
-    let root = target.root_path().to_path_buf();
+    let root = target.shown_root().to_path_buf();
     let path = workspace.resolve(user)?;
     Ok(Start { path, root })
 }

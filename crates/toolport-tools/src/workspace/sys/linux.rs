@@ -12,7 +12,8 @@ use super::Target;
 use super::unix::READ_FLAGS;
 pub(super) use super::unix::{
     create_new_options, freedesktop_trash_reachable as trash_reachable, is_escape, is_link_loop,
-    keep_permissions, open_entry_no_follow, read_options, special_kind, special_kind_cap, sync_dir,
+    keep_permissions, open_entry_no_follow, read_options, shown_path, special_kind,
+    special_kind_cap, sync_dir,
 };
 
 pub(super) fn open_without_symlinks(target: &Target<'_>) -> Option<std::fs::File> {

@@ -17,7 +17,7 @@ use cap_std::fs::Dir;
 use super::Target;
 pub(super) use super::unix::{
     create_new_options, is_escape, is_link_loop, keep_permissions, open_entry_no_follow,
-    read_options, special_kind, special_kind_cap, sync_dir,
+    read_options, shown_path, special_kind, special_kind_cap, sync_dir,
 };
 
 /// Open `rel` beneath the root for events only (`O_EVTONLY`, non-blocking: no read permission

@@ -16,6 +16,7 @@
 //! on Windows, where symlinks and junctions are followed by cap-std itself, only beneath the
 //! root).
 
+use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -98,6 +99,13 @@ pub(super) fn real_path(handle: &impl AsFilelike, target: &Target<'_>) -> Option
 /// fails.
 pub(crate) fn handle_path(file: &std::fs::File) -> Option<PathBuf> {
     imp::handle_path(file)
+}
+
+/// A canonical path as tools show it: on Windows without the `\\?\` that real paths and
+/// `std::fs::canonicalize` carry, when the path names the same without it (`C:\work\a.txt`);
+/// elsewhere the path itself. Lookups and checks keep the canonical form.
+pub(super) fn shown_path(path: &Path) -> Cow<'_, Path> {
+    imp::shown_path(path)
 }
 
 /// Rename `from` in `from_dir` to `to` in `to_dir` unless `to` exists (`AlreadyExists`). Atomic

@@ -9,7 +9,8 @@ use super::Target;
 pub(super) use super::portable::{check_then_rename as rename_noreplace, open_path_beneath};
 pub(super) use super::unix::{
     create_new_options, freedesktop_trash_reachable as trash_reachable, is_escape, is_link_loop,
-    keep_permissions, open_entry_no_follow, read_options, special_kind, special_kind_cap, sync_dir,
+    keep_permissions, open_entry_no_follow, read_options, shown_path, special_kind,
+    special_kind_cap, sync_dir,
 };
 
 pub(super) fn open_without_symlinks(_target: &Target<'_>) -> Option<std::fs::File> {

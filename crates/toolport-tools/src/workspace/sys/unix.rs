@@ -1,6 +1,7 @@
 //! What every Unix shares (Linux, macOS, other Unix): open flags, permission bits, the
 //! directory fsync and the error numbers. The per-OS files re-export these.
 
+use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::io;
 #[cfg(not(target_os = "macos"))]
@@ -126,4 +127,9 @@ pub(super) fn freedesktop_trash_reachable(
             trash.display()
         )))
     }
+}
+
+/// A path as shown: as it is (a Unix path has one spelling).
+pub(super) fn shown_path(path: &std::path::Path) -> Cow<'_, std::path::Path> {
+    Cow::Borrowed(path)
 }

@@ -6,6 +6,7 @@
 //! cap-std's confined canonicalisation (`portable.rs`). A directory cannot be fsynced through
 //! a read handle: [`sync_dir`] is a no-op (NTFS journals directory changes itself).
 
+use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::windows::ffi::{OsStrExt, OsStringExt};
@@ -31,6 +32,15 @@ const PATH_BUFFER_UNITS: usize = 300;
 /// No `openat2` on Windows: always `None`, so the caller checks the real path of what it opened.
 pub(super) fn open_without_symlinks(_target: &Target<'_>) -> Option<std::fs::File> {
     None
+}
+
+/// A path as shown: without the `\\?\` of a real path when it names the same without it
+/// (`winpath::plain`: `C:\work\a.txt`), else as it is (a long path, a name Win32 would rewrite).
+pub(super) fn shown_path(path: &Path) -> Cow<'_, Path> {
+    match path.to_str().and_then(crate::workspace::winpath::plain) {
+        Some(plain) => Cow::Owned(PathBuf::from(plain)),
+        None => Cow::Borrowed(path),
+    }
 }
 
 pub(super) fn real_path(handle: &std::fs::File, _target: &Target<'_>) -> Option<PathBuf> {
