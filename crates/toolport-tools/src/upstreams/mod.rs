@@ -37,6 +37,9 @@ mod client;
 mod connect;
 mod naming;
 mod oversize;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use oversize::fuzz as fuzz_oversize;
 mod settings;
 mod tool;
 

@@ -38,6 +38,8 @@ pub(crate) struct Watched<R> {
     inner: R,
     /// The current line's bytes so far, its newline included (rmcp's count).
     line_bytes: usize,
+    /// The most rmcp reads of a line: [`MAX_MESSAGE_BYTES`] (less only in the fuzz target).
+    limit: usize,
     top: TopLevel,
     /// Read from the server (and any error added), not yet given to rmcp, from `given`.
     out: Vec<u8>,
@@ -52,6 +54,7 @@ impl<R> Watched<R> {
         Self {
             inner,
             line_bytes: 0,
+            limit: MAX_MESSAGE_BYTES,
             top: TopLevel::default(),
             out: Vec::new(),
             given: 0,
@@ -75,7 +78,7 @@ impl<R> Watched<R> {
             self.top.feed(&line[..end]);
             self.line_bytes += line.len();
             self.out.extend_from_slice(line);
-            if self.line_bytes > MAX_MESSAGE_BYTES {
+            if self.line_bytes > self.limit {
                 let added = (self.top.answer_id()).and_then(|id| error_line(id, self.line_bytes));
                 match added {
                     Some(line) => self.out.extend_from_slice(&line),
@@ -121,10 +124,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for Watched<R> {
 }
 
 /// The line of the JSON-RPC error that answers request `id` for the server, whose answer of
-/// `bytes` was dropped. Nothing when `id` is not a request id (a number or a string).
+/// `bytes` was dropped. Nothing when `id` is not a request id toolport sends (an integer or a
+/// string).
 fn error_line(id: &[u8], bytes: usize) -> Option<Vec<u8>> {
     let id: Value = serde_json::from_slice(id).ok()?;
-    if !(id.is_number() || id.is_string()) {
+    if !(id.is_i64() || id.is_u64() || id.is_string()) {
         return None;
     }
     let error = serde_json::json!({
@@ -159,6 +163,34 @@ pub(crate) fn too_large(name: &str, bytes: usize, limit: Option<usize>) -> Strin
         crate::settings::human_bytes(bytes as u64),
         crate::settings::human_bytes(most as u64),
     )
+}
+
+/// The fuzz target `upstream_answers`' doors (fuzz/; only with `--cfg fuzzing`): `input` read
+/// through [`Watched`] with a bound of `limit` bytes a line, and the id [`TopLevel`] finds as
+/// the answer's in one line.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzz {
+    use tokio::io::AsyncReadExt;
+
+    /// What rmcp would read of `input` with lines of at most `limit` bytes, read from the
+    /// server `chunk` bytes at a time (so lines cross reads).
+    pub fn watch(input: &[u8], limit: usize, chunk: usize) -> Vec<u8> {
+        let mut watched = super::Watched::new(input, "fuzz".into());
+        watched.limit = limit;
+        watched.chunk = vec![0; chunk.max(1)].into_boxed_slice();
+        let mut out = Vec::new();
+        let read = watched.read_to_end(&mut out);
+        futures::executor::block_on(read).expect("reading from memory");
+        out
+    }
+
+    /// The request id `line` answers, as raw JSON.
+    pub fn answer_id(line: &[u8]) -> Option<Vec<u8>> {
+        let mut top = super::TopLevel::default();
+        top.feed(line);
+        top.answer_id().map(<[u8]>::to_vec)
+    }
 }
 
 /// Where the scan of a line's top-level object stands.
@@ -252,9 +284,7 @@ impl TopLevel {
 
     /// A byte inside a string.
     fn string_byte(&mut self, b: u8) {
-        if let Id::Reading(raw) = &mut self.id {
-            raw.push(b);
-        }
+        self.push_id(b);
         if self.escaped {
             self.escaped = false;
             self.key_len = usize::MAX;
@@ -287,7 +317,7 @@ impl TopLevel {
                     self.key_len = usize::MAX;
                 }
             }
-            _ => self.check_id_length(),
+            _ => {}
         }
     }
 
@@ -308,7 +338,7 @@ impl TopLevel {
                 if self.depth == 0 && b == b'{' && self.expect == Expect::Start {
                     self.expect = Expect::Key;
                 } else if top && self.expect == Expect::Value {
-                    if self.member == Member::Id {
+                    if self.member == Member::Id && self.id == Id::None {
                         self.id = Id::Unusable;
                     }
                     self.value_starts(b);
@@ -333,12 +363,7 @@ impl TopLevel {
                 }
             }
             _ if top && self.expect == Expect::Value => self.value_starts(b),
-            _ => {
-                if let Id::Reading(raw) = &mut self.id {
-                    raw.push(b);
-                }
-                self.check_id_length();
-            }
+            _ => self.push_id(b),
         }
     }
 
@@ -359,9 +384,14 @@ impl TopLevel {
         }
     }
 
-    fn check_id_length(&mut self) {
-        if matches!(&self.id, Id::Reading(raw) if raw.len() > MAX_ID_BYTES) {
-            self.id = Id::Unusable;
+    /// `b` is part of the id being read (if any); past [`MAX_ID_BYTES`] it is no id.
+    fn push_id(&mut self, b: u8) {
+        if let Id::Reading(raw) = &mut self.id {
+            if raw.len() < MAX_ID_BYTES {
+                raw.push(b);
+            } else {
+                self.id = Id::Unusable;
+            }
         }
     }
 }
@@ -421,8 +451,13 @@ mod tests {
         );
         // Keys that only begin or end like "id", or are escaped, are other keys.
         assert_eq!(id_of(r#"{"idx":1,"xid":2,"i\u0064":3}"#), None);
-        // An id that is an object, or too long, is no id.
+        // An id that is an object, or too long, is no id; a later "id" does not change the
+        // first (found by the fuzz target).
         assert_eq!(id_of(r#"{"id":{"a":1},"result":{}}"#), None);
+        assert_eq!(
+            id_of(r#"{"id":-3e0,"id":{"id":3}}"#).as_deref(),
+            Some("-3e0")
+        );
         let long = format!(r#"{{"id":"{}","result":{{}}}}"#, "a".repeat(300));
         assert_eq!(id_of(&long), None);
     }
