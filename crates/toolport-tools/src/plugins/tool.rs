@@ -69,7 +69,7 @@ impl PluginTool {
                         "`{name}` must be a path (a string), or a list of paths"
                     )));
                 };
-                let real = workspace.resolve(path)?;
+                let real = workspace.program_path(path)?;
                 Ok(Value::String(real.display().to_string()))
             };
             let resolved = match values.get(name) {
@@ -112,11 +112,14 @@ impl PluginTool {
         let mut env = self.manifest.run.env.clone();
         if !env.contains_key(GIT_CEILING) {
             // Joined as the system joins path lists (`;` on Windows), each as git reads it; a
-            // parent holding the separator cannot be listed (and never could be).
+            // parent holding the separator cannot be listed (join_paths would refuse it, or
+            // quote it on Windows, which git does not read).
             let parents = workspace
                 .shown_roots()
                 .filter_map(|root| root.parent())
-                .filter(|parent| std::env::join_paths([parent]).is_ok());
+                .filter(|parent| {
+                    std::env::join_paths([parent]).is_ok_and(|one| one == parent.as_os_str())
+                });
             if let Some(ceiling) = std::env::join_paths(parents)
                 .ok()
                 .and_then(|joined| joined.into_string().ok())

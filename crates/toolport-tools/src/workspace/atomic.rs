@@ -46,6 +46,11 @@ impl WriteTarget {
         &self.shown
     }
 
+    /// The real absolute path, canonical: for comparing with another real path.
+    pub(crate) fn real(&self) -> &Path {
+        &self.real
+    }
+
     /// The parent directory's handle and the entry's name, for the fuzz target's check that
     /// the handle is beneath the root.
     #[cfg(fuzzing)]

@@ -57,6 +57,11 @@ impl SourceTree {
         &self.shown
     }
 
+    /// Its real absolute path, canonical: for comparing with another real path.
+    pub(crate) fn real(&self) -> &Path {
+        &self.real
+    }
+
     /// Open the regular file `rel` (relative to this folder) to read: its folder opened
     /// beneath this one and checked by its real path, the file itself opened without
     /// following a link. Its handle and metadata.

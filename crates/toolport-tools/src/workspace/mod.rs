@@ -100,7 +100,7 @@ pub(crate) use self::copy::SourceTree;
 pub(crate) use self::error::PathError;
 pub use self::error::WorkspaceError;
 pub(crate) use self::kind::FileKind;
-pub(crate) use self::read::OpenFile;
+pub(crate) use self::read::{OpenFile, RealPath};
 pub(crate) use self::secrets::DEFAULT_SECRET_PATTERNS;
 use self::secrets::SecretRules;
 pub use self::settings::{FileWorkspace, WorkspaceSettings};
@@ -154,11 +154,21 @@ impl Root {
 
     /// The path `rel` below this root, as shown.
     fn show(&self, rel: &Path) -> PathBuf {
-        if rel.as_os_str().is_empty() {
-            self.shown.clone()
-        } else {
-            self.shown.join(rel)
-        }
+        below(&self.shown, rel)
+    }
+
+    /// The path `rel` below this root, canonical.
+    fn real(&self, rel: &Path) -> PathBuf {
+        below(&self.path, rel)
+    }
+}
+
+/// `base` joined with `rel`; `base` itself for an empty `rel` (`join` would add a separator).
+fn below(base: &Path, rel: &Path) -> PathBuf {
+    if rel.as_os_str().is_empty() {
+        base.to_path_buf()
+    } else {
+        base.join(rel)
     }
 }
 

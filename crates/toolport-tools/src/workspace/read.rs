@@ -21,6 +21,26 @@ pub(crate) struct OpenFile {
     pub(crate) display: PathBuf,
 }
 
+/// A real path inside the roots in its canonical form, with its root's canonical and shown
+/// paths ([`Workspace::resolve_real`]).
+#[derive(Debug)]
+pub(crate) struct RealPath {
+    pub(crate) path: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) shown_root: PathBuf,
+}
+
+impl RealPath {
+    /// `path` (below `root`, as a walk from here gives it) as shown.
+    pub(crate) fn show(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => self.shown_root.join(rel),
+            Ok(_) => self.shown_root.clone(),
+            Err(_) => path.to_path_buf(),
+        }
+    }
+}
+
 impl Workspace {
     /// Open a file for reading, confined beneath its root. The open is non-blocking, so a FIFO
     /// or device returns at once; anything but a regular file is refused. Secrets are refused
@@ -89,13 +109,36 @@ impl Workspace {
         Ok((dir, target))
     }
 
-    /// The real absolute path of `user` inside the roots, as shown (its root's shown path
-    /// joined with the real path below it), for handing to another program (a plugin's path
-    /// parameter): the nearest existing ancestor is opened beneath its root (so `..` and
-    /// symlinks cannot leave it) and its real path taken from the handle; the components that
-    /// do not exist yet are appended as written. Secrets are refused by the
-    /// path as given and by the real path. The path need not exist (`git log -- deleted.rs`).
+    /// The real absolute path of `user` inside the roots, as shown under its root
+    /// ([`Workspace::resolved`]): for results and messages.
     pub(crate) fn resolve(&self, user: &str) -> Result<PathBuf, PathError> {
+        self.resolved(user).map(|(root, rel)| root.show(&rel))
+    }
+
+    /// The same, canonical (on Windows the `\\?\` form: no name below the root is read
+    /// otherwise), and its root's canonical and shown paths: where a walk by path starts.
+    pub(crate) fn resolve_real(&self, user: &str) -> Result<RealPath, PathError> {
+        self.resolved(user).map(|(root, rel)| RealPath {
+            path: root.real(&rel),
+            root: root.path.clone(),
+            shown_root: root.shown.clone(),
+        })
+    }
+
+    /// The same for handing to another program (a plugin's path parameter): shown as people
+    /// write it only when the whole path names the same that way ([`super::shown`]), so a
+    /// program never opens another file than the one checked.
+    pub(crate) fn program_path(&self, user: &str) -> Result<PathBuf, PathError> {
+        self.resolved(user)
+            .map(|(root, rel)| super::shown(&root.real(&rel)).into_owned())
+    }
+
+    /// The root of `user` and its real path below it: the nearest existing ancestor is opened
+    /// beneath its root (so `..` and symlinks cannot leave it) and its real path taken from the
+    /// handle; the components that do not exist yet are appended as written. Secrets are
+    /// refused by the path as given and by the real path. The path need not exist (`git log
+    /// -- deleted.rs`).
+    fn resolved(&self, user: &str) -> Result<(&super::Root, PathBuf), PathError> {
         let target = self.target(user)?;
         self.check_secret(&target, &target.normal)?;
         let mut existing = target.normal.clone();
@@ -132,7 +175,7 @@ impl Workspace {
         match self.case.strip_root(&resolved, &target.root.path) {
             Some(rel) => {
                 self.check_secret(&target, rel)?;
-                Ok(target.root.show(rel))
+                Ok((target.root, rel.to_path_buf()))
             }
             None => Err(PathError::Escapes {
                 path: target.display.display().to_string(),

@@ -232,8 +232,14 @@ pub(crate) fn plain(path: &str) -> Option<String> {
     let rest = path.strip_prefix(r"\\?\")?;
     let parsed = parse_verbatim(rest).ok()?;
     let plain = match parsed.prefix? {
-        Prefix::Drive(_) => rest.to_owned(),
-        Prefix::Unc { .. } => format!(r"\\{}", rest.get(4..)?),
+        // `C:\…`: `C:` alone would be relative to that drive's current folder.
+        Prefix::Drive(_) if rest.get(2..3) == Some("\\") => rest.to_owned(),
+        Prefix::Drive(_) => return None,
+        Prefix::Unc { server, share } => {
+            check_name(&server).ok()?;
+            check_name(&share).ok()?;
+            format!(r"\\{}", rest.get(4..)?)
+        }
     };
     (plain.encode_utf16().count() <= MAX_PLAIN_UNITS).then_some(plain)
 }
@@ -453,8 +459,11 @@ mod tests {
             Some(r"\\srv\share\x")
         );
         assert_eq!(plain(r"\\?\unc\srv\share").as_deref(), Some(r"\\srv\share"));
-        // Not verbatim, or not a drive or a share.
+        // Not verbatim, or not a drive or a share; `C:` alone, a server `.` or `?`.
         assert_eq!(plain(r"C:\Work"), None);
+        assert_eq!(plain(r"\\?\C:"), None);
+        assert_eq!(plain(r"\\?\UNC\.\share\x"), None);
+        assert_eq!(plain(r"\\?\UNC\?\share\x"), None);
         assert_eq!(plain(r"\\?\Volume{0b1c}\x"), None);
         // Names Win32 would rewrite without the prefix, and `..` (a literal name there).
         for name in ["NUL", "a.txt.", "a ", "f:s", ".."] {

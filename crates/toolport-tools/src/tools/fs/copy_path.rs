@@ -282,7 +282,7 @@ fn copy_tree(
     let to = workspace.entry_target(&p.destination, allow_git)?;
     let from = source.display().display().to_string();
     let destination = to.display().display().to_string();
-    if to.display().starts_with(source.display()) {
+    if to.real().starts_with(source.real()) {
         return Err(ToolError::InvalidArguments(format!(
             "cannot copy the folder {from} into itself ({destination})"
         )));

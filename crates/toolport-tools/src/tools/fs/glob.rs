@@ -218,13 +218,13 @@ pub(super) fn find(
     let files = found
         .into_iter()
         .map(|(path, size, mtime)| FoundFile {
-            path: path.display().to_string(),
+            path: start.show(&path).display().to_string(),
             size,
             modified: mtime.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
         })
         .collect();
     Ok(GlobResult {
-        path: start.path.display().to_string(),
+        path: start.show(&start.path).display().to_string(),
         files,
         total_matches: total as u64,
         truncated: total > query.max,

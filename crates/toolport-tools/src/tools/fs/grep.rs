@@ -342,7 +342,7 @@ fn search(
     let mut matches = collector.matches;
     matches.sort_by(|a, b| (&a.path, a.line_number).cmp(&(&b.path, b.line_number)));
     Ok(GrepResult {
-        path: start.path.display().to_string(),
+        path: start.show(&start.path).display().to_string(),
         matches,
         files_searched: searched.into_inner(),
         truncated: collector.cut_by.is_some(),

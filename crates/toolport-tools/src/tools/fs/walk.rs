@@ -29,14 +29,10 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use crate::tool::ToolError;
 use crate::workspace::Workspace;
 
-/// Where a walk starts.
-#[derive(Debug, Clone)]
-pub(super) struct Start {
-    /// The real absolute path (inside a root), as shown ([`Workspace::resolve`]).
-    pub(super) path: PathBuf,
-    /// Its root's path as shown: what `path` and the walk's entries start with.
-    pub(super) root: PathBuf,
-}
+/// Where a walk starts: its real path in the canonical form, so no name below it is read
+/// otherwise by the system (on Windows a plain path drops a name's ending dot); its entries
+/// are shown with [`Start::show`].
+pub(super) type Start = crate::workspace::RealPath;
 
 /// Resolve `user` (a file or a directory that exists) to the start of a walk.
 pub(super) fn start(workspace: &Workspace, user: &str) -> Result<Start, ToolError> {
@@ -45,9 +41,7 @@ pub(super) fn start(workspace: &Workspace, user: &str) -> Result<Start, ToolErro
     workspace
         .metadata(&target)
         .map_err(|e| workspace.io_error(&target, &e))?;
-    let root = target.shown_root().to_path_buf();
-    let path = workspace.resolve(user)?;
-    Ok(Start { path, root })
+    Ok(workspace.resolve_real(user)?)
 }
 
 /// A walker over `start`: ignore files honoured, hidden entries only with `include_hidden`,
