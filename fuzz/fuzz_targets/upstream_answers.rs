@@ -4,7 +4,7 @@
 //! Input: one byte choosing the line bound (1..=256 bytes, so inputs reach it), one choosing
 //! how many bytes are read at once (1..=64, so lines cross reads), then the bytes a server
 //! writes. Properties: no panic; the output is the input with, after each line
-//! past the bound, at most one added line, a JSON-RPC error for the (integer or string) id that
+//! past the bound, at most one added line, a JSON-RPC error for the (`i64` or string) id that
 //! line answers, which rmcp reads as an error for that request; and
 //! on every line that is a JSON object, the id found is the one serde_json reads: the first
 //! top-level `"id"`, as written (a number, string, `null` or `true`/`false`; not an object or
@@ -80,7 +80,7 @@ fuzz_target!(|data: &[u8]| {
                     Ok(id) => id,
                     Err(_) => continue,
                 };
-                if id.is_i64() || id.is_u64() || id.is_string() {
+                if id.is_i64() || id.is_string() {
                     let end = rest
                         .iter()
                         .position(|&b| b == b'\n')

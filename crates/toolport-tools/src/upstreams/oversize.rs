@@ -124,11 +124,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for Watched<R> {
 }
 
 /// The line of the JSON-RPC error that answers request `id` for the server, whose answer of
-/// `bytes` was dropped. Nothing when `id` is not a request id toolport sends (an integer or a
-/// string).
+/// `bytes` was dropped. Nothing when `id` is not a request id toolport sends (rmcp's: an `i64`
+/// or a string; the fuzz target found a larger integer, which rmcp cannot read).
 fn error_line(id: &[u8], bytes: usize) -> Option<Vec<u8>> {
     let id: Value = serde_json::from_slice(id).ok()?;
-    if !(id.is_i64() || id.is_u64() || id.is_string()) {
+    if !(id.is_i64() || id.is_string()) {
         return None;
     }
     let error = serde_json::json!({
@@ -511,6 +511,16 @@ mod tests {
             &added[error_end..],
             [at_bound.as_str(), small].concat().as_bytes()
         );
+    }
+
+    #[test]
+    fn an_error_is_added_only_for_an_id_rmcp_reads() {
+        assert!(error_line(b"7", 10).is_some());
+        assert!(error_line(br#""a\"b""#, 10).is_some());
+        // Past i64 (found by the fuzz target), a float, null: rmcp could not read the error.
+        for id in ["18443240923704070551", "-3e0", "null", "true"] {
+            assert!(error_line(id.as_bytes(), 10).is_none(), "{id}");
+        }
     }
 
     #[tokio::test]
