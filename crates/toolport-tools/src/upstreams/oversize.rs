@@ -85,7 +85,7 @@ impl<R> Watched<R> {
                     None => tracing::warn!(
                         upstream = %self.name,
                         bytes = self.line_bytes,
-                        "an upstream's message over the size toolport reads was dropped (not an answer to a call)"
+                        "an upstream's message over the size toolport reads was dropped (not an answer with an id toolport sends)"
                     ),
                 }
             }

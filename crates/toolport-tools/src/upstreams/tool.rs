@@ -47,6 +47,14 @@ impl UpstreamTool {
     fn own_name(&self) -> &str {
         &self.tool.name
     }
+
+    /// Whether its upstream is reached over HTTP.
+    fn over_http(&self) -> bool {
+        matches!(
+            self.link.settings.endpoint,
+            super::settings::Endpoint::Http { .. }
+        )
+    }
 }
 
 #[async_trait]
@@ -129,7 +137,7 @@ impl AiTool for UpstreamTool {
         let handle = peer
             .send_request_with_option(request, options)
             .await
-            .map_err(|e| lost(name, &e, self.link.settings.transport()))?;
+            .map_err(|e| lost(name, &e, self.over_http()))?;
         // Progress and questions for the user go to this call while it runs. A question is
         // asked from this task: it belongs to this call's request (over HTTP it goes out on
         // that request's stream).
@@ -171,14 +179,18 @@ impl AiTool for UpstreamTool {
         };
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
+                // At the most toolport reads of a message (the default), the transport has
+                // bounded it already: only a lower limit of the operator's is measured.
                 let limit = self.link.settings.max_result_bytes;
-                let bytes = crate::size::json_size(&result).unwrap_or(usize::MAX);
-                if bytes > limit {
-                    return Err(ToolError::ExecutionFailed(oversize::too_large(
-                        name,
-                        bytes,
-                        Some(limit),
-                    )));
+                if limit < oversize::MAX_MESSAGE_BYTES {
+                    let bytes = crate::size::json_size(&result).unwrap_or(usize::MAX);
+                    if bytes > limit {
+                        return Err(ToolError::ExecutionFailed(oversize::too_large(
+                            name,
+                            bytes,
+                            Some(limit),
+                        )));
+                    }
                 }
                 let failed = result.is_error == Some(true);
                 let output = output_of(result, ctx.payload);
@@ -204,7 +216,7 @@ impl AiTool for UpstreamTool {
                     error.message
                 ))),
             },
-            Err(error) => Err(lost(name, &error, self.link.settings.transport())),
+            Err(error) => Err(lost(name, &error, self.over_http())),
         }
     }
 }
@@ -220,8 +232,8 @@ async fn next_question(asked: &mut Option<mpsc::Receiver<Question>>) -> Option<Q
 /// The call failed because the connection did: what the model reads. Over HTTP, rmcp ends a
 /// call's answer stream this way too when the answer is larger than it reads
 /// ([`oversize::MAX_MESSAGE_BYTES`]), and nothing tells the two apart.
-fn lost(name: &str, error: &ServiceError, transport: &str) -> ToolError {
-    let or_too_large = if transport == "http" {
+fn lost(name: &str, error: &ServiceError, over_http: bool) -> ToolError {
+    let or_too_large = if over_http {
         format!(
             ", or its answer was more than the {} toolport reads of one message",
             crate::settings::human_bytes(oversize::MAX_MESSAGE_BYTES as u64)

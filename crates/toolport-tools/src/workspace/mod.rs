@@ -164,7 +164,7 @@ impl Root {
 }
 
 /// `base` joined with `rel`; `base` itself for an empty `rel` (`join` would add a separator).
-fn below(base: &Path, rel: &Path) -> PathBuf {
+pub(super) fn below(base: &Path, rel: &Path) -> PathBuf {
     if rel.as_os_str().is_empty() {
         base.to_path_buf()
     } else {

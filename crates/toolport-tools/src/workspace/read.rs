@@ -34,8 +34,7 @@ impl RealPath {
     /// `path` (below `root`, as a walk from here gives it) as shown.
     pub(crate) fn show(&self, path: &Path) -> PathBuf {
         match path.strip_prefix(&self.root) {
-            Ok(rel) if !rel.as_os_str().is_empty() => self.shown_root.join(rel),
-            Ok(_) => self.shown_root.clone(),
+            Ok(rel) => super::below(&self.shown_root, rel),
             Err(_) => path.to_path_buf(),
         }
     }
@@ -138,7 +137,7 @@ impl Workspace {
     /// handle; the components that do not exist yet are appended as written. Secrets are
     /// refused by the path as given and by the real path. The path need not exist (`git log
     /// -- deleted.rs`).
-    fn resolved(&self, user: &str) -> Result<(&super::Root, PathBuf), PathError> {
+    pub(super) fn resolved(&self, user: &str) -> Result<(&super::Root, PathBuf), PathError> {
         let target = self.target(user)?;
         self.check_secret(&target, &target.normal)?;
         let mut existing = target.normal.clone();

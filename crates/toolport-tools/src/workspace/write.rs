@@ -128,7 +128,8 @@ impl Workspace {
             .ok_or_else(escapes)?
             .join(&name);
         self.check_writable(&target, &real_rel, allow_git)?;
-        let real = target.root.path.join(&real_rel);
+        let real = target.root.real(&real_rel);
+        let shown = target.root.show(&real_rel);
         // A root nested in another is an entry of the outer one: never moved, replaced or
         // deleted, and neither is a folder holding one.
         if let Some(root) = self
@@ -136,7 +137,7 @@ impl Workspace {
             .find(|root| self.case.strip_root(root, &real).is_some())
         {
             return Err(PathError::HoldsRoot {
-                path: target.root.show(&real_rel).display().to_string(),
+                path: shown.display().to_string(),
                 root: super::shown(root).display().to_string(),
             });
         }
@@ -148,7 +149,7 @@ impl Workspace {
         let entry = WriteTarget {
             dir,
             name,
-            shown: target.root.show(&real_rel),
+            shown,
             real,
             rel: real_rel,
             existing,
@@ -167,15 +168,8 @@ impl Workspace {
     ) -> Result<(PathBuf, bool), PathError> {
         let target = self.target(user)?;
         self.check_writable(&target, &target.normal, allow_git)?;
-        let real = self.resolve(user)?;
-        let real_rel = self
-            .case
-            .strip_root(&real, &target.root.shown)
-            .ok_or_else(|| PathError::Escapes {
-                path: target.display.display().to_string(),
-                roots: self.describe_roots(),
-            })?;
-        self.check_writable(&target, real_rel, allow_git)?;
+        let (root, real_rel) = self.resolved(user)?;
+        self.check_writable(&target, &real_rel, allow_git)?;
         let existed = match self.metadata(&target) {
             Ok(m) if m.is_dir() => true,
             Ok(m) => {
@@ -196,7 +190,7 @@ impl Workspace {
                 .create_dir_all(&target.rel)
                 .map_err(|e| self.io_error(&target, &e))?;
         }
-        Ok((real, !existed))
+        Ok((root.show(&real_rel), !existed))
     }
 }
 
