@@ -61,7 +61,7 @@ pub fn run() -> ExitCode {
     let mut cli = <Cli as clap::Parser>::parse();
     // `serve DIR…` names roots too: after the --root ones.
     if let Some(Command::Serve(serve)) = &mut cli.command {
-        cli.global.roots.append(&mut serve.root_dirs);
+        cli.global.tools.roots.append(&mut serve.root_dirs);
     }
     let config = match Config::load(&cli.global, |key| std::env::var(key).ok()) {
         Ok(config) => config,

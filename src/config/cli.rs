@@ -6,12 +6,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use toolport_tools::config::ToolArgs;
+
 use crate::definition::ToolFormat;
 use crate::observe::audit::AuditArgs;
-use crate::plugins::PluginArgs;
-use crate::tools::SelectionArgs;
-use crate::tools::exec::ExecArgs;
-use crate::tools::fs::FsArgs;
 use crate::transport::http::settings::HttpArgs;
 
 const ABOUT: &str = "Serve AI tools (read_file, list_directory, path_info, …) to any MCP client.";
@@ -47,12 +45,6 @@ pub struct Cli {
 /// Options shared by every subcommand.
 #[derive(Debug, Clone, Default, Args)]
 pub struct GlobalArgs {
-    /// A workspace root: tools may only touch paths inside the roots. Repeat for several; the
-    /// first one is where relative paths resolve. Default: the current directory.
-    /// [env: TOOLPORT_ROOTS, a path list like PATH]
-    #[arg(long = "root", value_name = "DIR", global = true)]
-    pub(crate) roots: Vec<PathBuf>,
-
     /// TOML config file. Default: toolport.toml in the user config dir (~/.config/toolport/),
     /// if it exists.
     #[arg(long, value_name = "FILE", env = "TOOLPORT_CONFIG", global = true)]
@@ -63,24 +55,14 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "LEVEL", env = "TOOLPORT_LOG_LEVEL", global = true)]
     pub(crate) log_level: Option<String>,
 
-    /// `read_file` / `list_directory` limits.
+    /// The tools' flags (the library's): `--root`, the file tools' limits and `--read-only`,
+    /// the tool selection, `--sandbox`, `--plugins`.
     #[command(flatten)]
-    pub(crate) fs: FsArgs,
-
-    /// Which tools are served.
-    #[command(flatten)]
-    pub(crate) selection: SelectionArgs,
-
-    /// `execute_command`'s flags (`--sandbox`).
-    #[command(flatten)]
-    pub(crate) exec: ExecArgs,
+    pub(crate) tools: ToolArgs,
 
     /// The HTTP transport's flags (`--http ADDR`, `--token-file`, …).
     #[command(flatten)]
     pub(crate) http: HttpArgs,
-
-    #[command(flatten)]
-    pub(crate) plugins: PluginArgs,
 
     #[command(flatten)]
     pub(crate) audit: AuditArgs,

@@ -3,10 +3,14 @@
 //! the defaults into one immutable [`Config`].
 //!
 //! This module only composes: each feature owns its settings (file section, flags, defaults,
-//! validation; see [`crate::settings`]) and `load` hands each its part. Precedence, lowest
-//! first: built-in defaults < TOML file (`--config`, else
-//! `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` (and the standard
-//! `OTEL_*`) environment < flags.
+//! validation; see [`crate::settings`]). The tool sections — roots, `[tools]`, `[limits]`,
+//! `[fs]`, `[workspace]`, `[exec]`, `[web]`, `[plugins]`, `[[upstreams]]` — are loaded by the
+//! library's [`ToolConfig::load`], the code `Settings::from_toml` runs too; the server's own
+//! (`log_level`, `[http]`, `[audit]`, `[telemetry]`, the call budgets of `[limits]`) are
+//! loaded here from the same parsed file ([`FileConfig`], the library's: the whole file's
+//! format is there). Precedence, lowest first: built-in defaults < TOML file (`--config`,
+//! else `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` (and the
+//! standard `OTEL_*`) environment < flags.
 //! An unknown key in the file is an error that names the key; a key read under a deprecated
 //! name is warned about once logging is up ([`Config::warn_deprecated`]).
 //!
@@ -15,20 +19,18 @@
 //! `toolport --config f.toml config` print the same. What is in effect but cannot be a key
 //! there (secrets, the `--http` address, the default plugin folder) is a comment at the top.
 //!
-//! - [`cli`]: the subcommands and flags;
-//! - [`file`]: the file's root, which composes each feature's section.
+//! - [`cli`]: the subcommands and flags.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use toolport_tools::config::{Environment, FileConfig, ToolConfig, absolute};
 
 mod cli;
-mod file;
 
 pub(crate) use cli::{CallArgs, Command, PluginsCommand, ToolsArgs, UpstreamsCommand};
 pub use cli::{Cli, GlobalArgs};
-use file::FileConfig;
 
 use crate::settings::{Deprecated, SettingError, commented};
 use crate::tools::BuiltinSettings;
@@ -129,7 +131,7 @@ pub struct Config {
     #[serde(skip)]
     pub config_file: Option<PathBuf>,
     /// Environment variables ignored because they held an unexpanded placeholder
-    /// ([`is_unexpanded_placeholder`]); warned about once logging is up.
+    /// ([`Environment`]); warned about once logging is up.
     #[serde(skip)]
     pub unexpanded_env: Vec<String>,
 }
@@ -157,26 +159,10 @@ impl Default for Config {
     }
 }
 
-/// True for a value that is a client's substitution variable left as it was written, such as
-/// `${user_config.brave_api_key}`: a Claude Desktop bundle (MCPB) passes an optional setting
-/// the user left empty that way. Such a value is never a real key, path or setting, so the
-/// environment variable holding it counts as unset.
-fn is_unexpanded_placeholder(value: &str) -> bool {
-    value
-        .strip_prefix("${")
-        .and_then(|rest| rest.strip_suffix('}'))
-        .is_some_and(|name| {
-            !name.is_empty()
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'))
-        })
-}
-
 /// The `[[upstreams]]` of the config file at `path`, read again (a live reload of the
 /// upstreams): the same checks as at start; an error names the file and the key.
 pub(crate) fn read_upstreams(path: &Path) -> Result<Vec<UpstreamSettings>, String> {
-    let file = FileConfig::read(path).map_err(|e| e.to_string())?;
+    let file = read_file(path).map_err(|e| e.to_string())?;
     let dir = path.parent().unwrap_or(Path::new("."));
     UpstreamSettings::load_all(file.upstreams, dir).map_err(|e| e.to_string())
 }
@@ -186,13 +172,16 @@ fn default_config_path() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("toolport").join("toolport.toml"))
 }
 
-/// `path` made absolute against `base`.
-fn absolute(base: &Path, path: &Path) -> PathBuf {
-    if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        base.join(path)
-    }
+/// The config file at `path`, read and parsed.
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    FileConfig::parse(&text).map_err(|message| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message,
+    })
 }
 
 impl Config {
@@ -202,27 +191,13 @@ impl Config {
         args: &GlobalArgs,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let unexpanded = std::cell::RefCell::new(Vec::new());
-        let env = |key: &str| {
-            let value = env(key)?;
-            if is_unexpanded_placeholder(&value) {
-                let mut names = unexpanded.borrow_mut();
-                if !names.iter().any(|n| n == key) {
-                    names.push(key.to_owned());
-                }
-                return None;
-            }
-            Some(value)
-        };
+        let env = Environment::new(&env);
         let mut config = Self::load_layers(args, &env)?;
-        config.unexpanded_env = unexpanded.into_inner();
+        config.unexpanded_env = env.unexpanded();
         Ok(config)
     }
 
-    fn load_layers(
-        args: &GlobalArgs,
-        env: &impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, ConfigError> {
+    fn load_layers(args: &GlobalArgs, env: &Environment<'_>) -> Result<Self, ConfigError> {
         let cwd = std::env::current_dir().map_err(|source| ConfigError::Read {
             path: PathBuf::from("."),
             source,
@@ -234,61 +209,42 @@ impl Config {
             .map(|p| absolute(&cwd, &p));
         let (file, file_dir) = match &path {
             Some(path) => (
-                FileConfig::read(path)?,
+                read_file(path)?,
                 path.parent().map_or_else(|| cwd.clone(), Path::to_path_buf),
             ),
             None => (FileConfig::default(), cwd.clone()),
         };
 
+        // The server's sections first: the tools' loading takes the file.
+        let log_level = args.log_level.clone().or_else(|| file.log_level.clone());
+        let calls = BudgetSettings::load(&file.limits)?;
+        let http = HttpSettings::load(&args.http, &file.http)?;
         let audit = AuditSettings::load(&file.audit, &args.audit, &file_dir, &cwd)?;
-        let plugins = PluginSettings::load(
-            file.plugins,
-            &args.plugins,
-            env("TOOLPORT_PLUGIN_DIRS").as_deref(),
+        let telemetry = TelemetrySettings::load(&file.telemetry, |name| env.get(name))?;
+        let loaded = ToolConfig::load(
+            file,
+            &args.tools.clone().with_env(env),
+            env,
             &file_dir,
             &cwd,
-        );
-
-        // Roots: flags > TOOLPORT_ROOTS > file (relative to the file's folder) > cwd.
-        let env_roots: Vec<PathBuf> = env("TOOLPORT_ROOTS")
-            .map(|v| {
-                std::env::split_paths(&v)
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let roots = if !args.roots.is_empty() {
-            args.roots.iter().map(|r| absolute(&cwd, r)).collect()
-        } else if !env_roots.is_empty() {
-            env_roots.iter().map(|r| absolute(&cwd, r)).collect()
-        } else if let Some(roots) = &file.roots {
-            roots.iter().map(|r| absolute(&file_dir, r)).collect()
-        } else {
-            vec![cwd]
-        };
-        if roots.is_empty() {
-            return Err(SettingError::new("roots", "at least one root is needed").into());
-        }
-
-        let web = WebSettings::load(file.web, &file_dir, env)?;
-        let upstreams = UpstreamSettings::load_all(file.upstreams, &file_dir)?;
+        )?;
         Ok(Self {
-            roots,
-            log_level: args.log_level.clone().or(file.log_level),
-            tools: ToolSelection::load(file.tools, &args.selection)?,
+            roots: loaded.roots,
+            log_level,
+            tools: loaded.tools,
             limits: Limits {
-                fs: FsSettings::load(file.limits.fs, &args.fs)?,
-                calls: BudgetSettings::load(file.limits.calls)?,
+                fs: loaded.limits,
+                calls,
             },
-            fs: WriteSettings::load(file.fs, &args.fs),
-            workspace: WorkspaceSettings::load(file.workspace),
-            exec: ExecSettings::load(file.exec, &args.exec)?,
-            web,
-            http: HttpSettings::load(&args.http, file.http)?,
-            plugins,
+            fs: loaded.fs,
+            workspace: loaded.workspace,
+            exec: loaded.exec,
+            web: loaded.web,
+            http,
+            plugins: loaded.plugins,
             audit,
-            telemetry: TelemetrySettings::load(&file.telemetry, env)?,
-            upstreams,
+            telemetry,
+            upstreams: loaded.upstreams,
             config_file: path,
             unexpanded_env: Vec::new(),
         })
@@ -458,6 +414,24 @@ mod tests {
         assert!(err.contains("unknown field `colour`"), "{err}");
     }
 
+    /// The cases `Settings::from_toml` refuses (the library's test) are refused here too:
+    /// one misspelled key in each section, the server's own included.
+    #[test]
+    fn a_misspelled_key_in_any_section_is_an_error_naming_it() {
+        let cases: toml::Table = toml::from_str(include_str!(
+            "../../crates/toolport-tools/tests/data/misspelled_keys.toml"
+        ))
+        .unwrap();
+        for (key, text) in &cases {
+            let (_d, path) = file(text.as_str().unwrap());
+            let err = load(&["--config", &path], &[]).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("unknown field `{key}`")) && err.contains(&path),
+                "{text}: {err}"
+            );
+        }
+    }
+
     #[test]
     fn out_of_range_values_name_the_setting() {
         let (_d, path) = file("[limits]\nread_max_bytes = 1\n");
@@ -596,13 +570,6 @@ mod tests {
         let mut ignored = c.unexpanded_env;
         ignored.sort();
         assert_eq!(ignored, ["TOOLPORT_BRAVE_API_KEY", "TOOLPORT_ROOTS"]);
-        // A real value, or one that only contains `${`, is kept.
-        for value in ["sk-${x}", "${not closed", "${}", "${a b}"] {
-            assert!(!is_unexpanded_placeholder(value), "{value}");
-        }
-        for value in ["${HOME}", "${user_config.dirs}", "${__dirname}", "${/}"] {
-            assert!(is_unexpanded_placeholder(value), "{value}");
-        }
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! the MCP server's form of an agent's "max calls per turn / max iterations" (a server sees no
 //! turns, but it sees sessions).
 //!
-//! `[limits]` has three keys, each off by default, and the same three per tool under
-//! `[limits.tools.NAME]`:
+//! `[limits]` has three budget keys, each off by default, and the same three per tool under
+//! `[limits.tools.NAME]` (the section's type, with the file tools' keys beside these, is the
+//! library's `FileLimits`: the library owns the file's format):
 //! - `max_calls_per_session`: calls admitted in the whole session;
 //! - `max_calls_per_minute`: a token bucket per session (`governor`, GCRA): a burst of that
 //!   many calls, then one more every minute / N;
@@ -24,18 +25,10 @@ use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::settings::{SettingError, check_range};
-
-/// The keys of [`FileBudgets`], which share the `[limits]` section with the file tools' keys
-/// (the config file's root routes them here).
-pub(crate) const KEYS: &[&str] = &[
-    "max_calls_per_session",
-    "max_calls_per_minute",
-    "max_concurrent_calls_per_session",
-    "tools",
-];
+use crate::tools::fs::{FileBudget, FileLimits};
 
 /// Largest `max_calls_per_session`: beyond any real session, below overflow.
 const MAX_CALLS_PER_SESSION: u64 = 1_000_000_000;
@@ -43,26 +36,6 @@ const MAX_CALLS_PER_SESSION: u64 = 1_000_000_000;
 const MAX_CALLS_PER_MINUTE: u32 = 60_000;
 /// Largest `max_concurrent_calls_per_session`.
 const MAX_CONCURRENT: u32 = 10_000;
-
-/// One set of limits as the file writes it.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FileBudget {
-    max_calls_per_session: Option<u64>,
-    max_calls_per_minute: Option<u32>,
-    max_concurrent_calls_per_session: Option<u32>,
-}
-
-/// The budget keys of `[limits]`: the session's limits and each tool's.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FileBudgets {
-    max_calls_per_session: Option<u64>,
-    max_calls_per_minute: Option<u32>,
-    max_concurrent_calls_per_session: Option<u32>,
-    #[serde(default)]
-    tools: BTreeMap<String, FileBudget>,
-}
 
 /// One set of limits; `None` is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -114,9 +87,9 @@ pub struct BudgetSettings {
 }
 
 impl BudgetSettings {
-    /// Validate the file's budget keys: every limit is at least 1 (leave a key out for no
-    /// limit).
-    pub(crate) fn load(file: FileBudgets) -> Result<Self, SettingError> {
+    /// Validate the budget keys of `[limits]` (the section's type is the library's, with the
+    /// file tools' keys): every limit is at least 1 (leave a key out for no limit).
+    pub(crate) fn load(file: &FileLimits) -> Result<Self, SettingError> {
         let session = Budget::load(
             FileBudget {
                 max_calls_per_session: file.max_calls_per_session,
@@ -126,10 +99,10 @@ impl BudgetSettings {
             "limits.",
         )?;
         let mut tools = BTreeMap::new();
-        for (name, budget) in file.tools {
-            let budget = Budget::load(budget, &format!("limits.tools.{name}."))?;
+        for (name, budget) in &file.tools {
+            let budget = Budget::load(*budget, &format!("limits.tools.{name}."))?;
             if !budget.is_unlimited() {
-                tools.insert(name, budget);
+                tools.insert(name.clone(), budget);
             }
         }
         Ok(Self { session, tools })
@@ -377,40 +350,40 @@ mod tests {
     use super::*;
 
     fn settings(toml: &str) -> Arc<BudgetSettings> {
-        let file: FileBudgets = toml::from_str(toml).unwrap();
-        Arc::new(BudgetSettings::load(file).unwrap())
+        let file: FileLimits = toml::from_str(toml).unwrap();
+        Arc::new(BudgetSettings::load(&file).unwrap())
     }
 
     #[test]
-    fn the_keys_are_the_sections_fields() {
-        let all = KEYS
-            .iter()
-            .map(|k| {
-                if *k == "tools" {
-                    "[tools.x]\nmax_calls_per_minute = 1".to_owned()
-                } else {
-                    format!("{k} = 1")
-                }
-            })
-            .collect::<Vec<_>>();
-        // `tools` last: after a table header every key belongs to the table.
-        let text = all.join("\n");
-        let file: FileBudgets = toml::from_str(&text).unwrap();
-        let settings = BudgetSettings::load(file).unwrap();
-        assert_eq!(settings.session.max_calls_per_session, Some(1));
+    fn every_budget_key_of_the_section_is_read() {
+        // `[tools.x]` last: after a table header every key belongs to the table.
+        let text = "max_calls_per_session = 1\nmax_calls_per_minute = 2\n\
+                    max_concurrent_calls_per_session = 3\n[tools.x]\nmax_calls_per_minute = 1";
+        let settings = settings(text);
+        assert_eq!(
+            (
+                settings.session.max_calls_per_session,
+                settings.session.max_calls_per_minute.map(NonZeroU32::get),
+                settings
+                    .session
+                    .max_concurrent_calls_per_session
+                    .map(NonZeroU32::get)
+            ),
+            (Some(1), Some(2), Some(3))
+        );
         assert!(settings.tools.contains_key("x"));
-        assert!(toml::from_str::<FileBudgets>("max_calls = 1").is_err());
+        assert!(toml::from_str::<FileLimits>("max_calls = 1").is_err());
     }
 
     #[test]
     fn zero_and_huge_values_are_refused_with_the_key() {
-        let file: FileBudgets = toml::from_str("max_calls_per_minute = 0").unwrap();
-        let error = BudgetSettings::load(file).unwrap_err();
+        let file: FileLimits = toml::from_str("max_calls_per_minute = 0").unwrap();
+        let error = BudgetSettings::load(&file).unwrap_err();
         assert_eq!(error.key, "limits.max_calls_per_minute");
-        let file: FileBudgets =
+        let file: FileLimits =
             toml::from_str("[tools.execute_command]\nmax_concurrent_calls_per_session = 0")
                 .unwrap();
-        let error = BudgetSettings::load(file).unwrap_err();
+        let error = BudgetSettings::load(&file).unwrap_err();
         assert_eq!(
             error.key,
             "limits.tools.execute_command.max_concurrent_calls_per_session"

@@ -199,6 +199,27 @@ async fn config_prints_the_effective_configuration_and_rejects_unknown_keys() {
     );
 }
 
+/// Issue 39: every section refuses a misspelled key, the server's own too, and the message
+/// names it: the cases the library's `Settings::from_toml` refuses, through the binary.
+#[tokio::test]
+async fn config_names_a_misspelled_key_in_any_section() {
+    let (_d, root) = tempdir();
+    let cases: toml::Table = toml::from_str(include_str!(
+        "../../crates/toolport-tools/tests/data/misspelled_keys.toml"
+    ))
+    .unwrap();
+    for (key, text) in &cases {
+        fs::write(root.join("bad.toml"), text.as_str().unwrap()).unwrap();
+        let bad = run(&root, &["--config", "bad.toml", "config"]).await;
+        assert!(
+            bad.code == 2 && bad.stderr.contains(&format!("unknown field `{key}`")),
+            "{text}: exit {}: {}",
+            bad.code,
+            bad.stderr
+        );
+    }
+}
+
 /// `toolport` with `args` and extra environment `env`, in `root`.
 async fn run_with_env(root: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = command(root, args);

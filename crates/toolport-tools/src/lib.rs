@@ -44,6 +44,8 @@
 #[doc(hidden)]
 pub mod background;
 #[doc(hidden)]
+pub mod config;
+#[doc(hidden)]
 pub mod definition;
 #[doc(hidden)]
 pub mod hidden;

@@ -6,65 +6,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Deserialize;
-
+use crate::config::{Environment, FileConfig, ToolArgs, ToolConfig};
 use crate::definition::DefinitionError;
 use crate::plugins::Catalog;
-use crate::plugins::FilePlugins;
 use crate::registry::ToolRegistry;
 use crate::settings::SettingError;
 use crate::tool::{AiTool, ConfirmFallback, ToolContext};
-use crate::tools::exec::{ExecArgs, ExecSettings, FileExec};
-use crate::tools::fs::{FileFs, FileLimits, FsArgs, FsSettings, WriteMode, WriteSettings};
-use crate::tools::web::settings::{FileWeb, WebSettings};
-use crate::tools::{
-    BuiltinSettings, FileTools, SelectionArgs, SelectionError, ToolSelection, builtin_tools,
-};
-use crate::workspace::{FileWorkspace, Workspace, WorkspaceError, WorkspaceSettings};
-
-/// The keys of `[limits]` that are the file tools'; the section's other keys are the server's
-/// call budgets (docs/observability.md), which a toolbox has no use for.
-const FILE_LIMIT_KEYS: &[&str] = &[
-    "read_max_bytes",
-    "image_max_bytes",
-    "list_max_entries",
-    "list_max_depth",
-];
-
-/// A toolport config file as a toolbox reads it: the tool sections; the server's own
-/// (`[http]`, `[audit]`, `[telemetry]`, `[[upstreams]]`, `log_level`) are accepted and left alone, so one file
-/// serves both. Unknown keys are errors, as in the server.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ToolsFile {
-    roots: Option<Vec<PathBuf>>,
-    #[serde(default)]
-    tools: FileTools,
-    #[serde(default)]
-    limits: toml::Table,
-    #[serde(default)]
-    fs: FileFs,
-    #[serde(default)]
-    workspace: FileWorkspace,
-    #[serde(default)]
-    exec: FileExec,
-    #[serde(default)]
-    web: FileWeb,
-    #[serde(default)]
-    plugins: FilePlugins,
-    // The server's sections.
-    #[allow(dead_code)]
-    log_level: Option<toml::Value>,
-    #[allow(dead_code)]
-    http: Option<toml::Value>,
-    #[allow(dead_code)]
-    audit: Option<toml::Value>,
-    #[allow(dead_code)]
-    telemetry: Option<toml::Value>,
-    // Other MCP servers: the server's (a toolbox serves its own tools).
-    #[allow(dead_code)]
-    upstreams: Option<toml::Value>,
-}
+use crate::tools::exec::ExecSettings;
+use crate::tools::fs::{FsSettings, WriteMode, WriteSettings};
+use crate::tools::web::settings::WebSettings;
+use crate::tools::{BuiltinSettings, SelectionError, ToolSelection, builtin_tools};
+use crate::workspace::{Workspace, WorkspaceError};
 
 /// Why [`Settings::from_toml`] refused a config text. The message names the key.
 #[derive(Debug, thiserror::Error)]
@@ -104,10 +56,14 @@ impl Settings {
     /// Settings from the text of a toolport config file (docs/configuration.md): `roots` and
     /// the sections the tools read — `[tools]`, `[limits]` (the file tools' keys), `[fs]`,
     /// `[workspace]`, `[exec]`, `[web]` (API keys from its `*_file` keys or the
-    /// `TOOLPORT_*_API_KEY` variables, as in the server), `[plugins] dirs`. Relative paths
-    /// resolve against `base_dir` (the file's folder); without `roots`, the root is
-    /// `base_dir`. The server's own sections are accepted and ignored, so the same file
-    /// configures both.
+    /// `TOOLPORT_*_API_KEY` variables, as in the server), `[plugins] dirs` — loaded by the
+    /// same code as the server's, with its checks and messages. Relative paths resolve
+    /// against `base_dir` (the file's folder); without `roots`, the root is `base_dir`. The
+    /// server's own sections (`log_level`, `[http]`, `[audit]`, `[telemetry]`, the call
+    /// budgets in `[limits]`) are parsed with the server's types, so their keys and types are
+    /// checked, and otherwise left to it; `[[upstreams]]` gets the server's checks and is
+    /// left to it too. So the same file configures both, and a misspelled key in any section
+    /// is an error naming it.
     ///
     /// ```
     /// use toolport_tools::{Settings, Toolbox};
@@ -124,48 +80,40 @@ impl Settings {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_toml(text: &str, base_dir: &Path) -> Result<Self, SettingsError> {
-        let file: ToolsFile = toml::from_str(text)
-            .map_err(|e| SettingsError::Parse(e.to_string().trim_end().to_owned()))?;
-        let limits: toml::Table = file
-            .limits
-            .into_iter()
-            .filter(|(key, _)| FILE_LIMIT_KEYS.contains(&key.as_str()))
-            .collect();
-        let limits: FileLimits = limits
-            .try_into()
-            .map_err(|e: toml::de::Error| SettingsError::Parse(format!("[limits]: {e}")))?;
-        let absolute = |path: &PathBuf| {
-            if path.is_absolute() {
-                path.clone()
-            } else {
-                base_dir.join(path)
-            }
-        };
-        let roots = match &file.roots {
-            Some(roots) => roots.iter().map(absolute).collect(),
-            None => vec![base_dir.to_path_buf()],
-        };
-        let env = |name: &str| std::env::var(name).ok();
-        let plugins = crate::plugins::PluginSettings::load(
-            file.plugins,
-            &Default::default(),
-            None,
+        let file = FileConfig::parse(text).map_err(SettingsError::Parse)?;
+        let read = |name: &str| std::env::var(name).ok();
+        // No flags, so none of their variables (`TOOLPORT_ROOTS` …): `ToolArgs::default()`.
+        let ToolConfig {
+            roots,
+            tools,
+            limits,
+            fs,
+            workspace,
+            exec,
+            web,
+            plugins,
+            upstreams: _,
+        } = ToolConfig::load(
+            file,
+            &ToolArgs::default(),
+            &Environment::new(&read),
             base_dir,
             base_dir,
-        );
+        )?;
         Ok(Self {
             roots,
-            secret_patterns: WorkspaceSettings::load(file.workspace).secret_patterns,
-            fs: FsSettings::load(limits, &FsArgs::default())?,
-            write: WriteSettings::load(file.fs, &FsArgs::default()),
-            exec: ExecSettings::load(file.exec, &ExecArgs::default())?,
-            web: WebSettings::load(file.web, base_dir, env)?,
+            secret_patterns: workspace.secret_patterns,
+            fs: limits,
+            write: fs,
+            exec,
+            web,
+            // A toolbox reads only the folders it is given, never the server's default one.
             plugin_dirs: if plugins.default_dir {
                 Vec::new()
             } else {
                 plugins.dirs
             },
-            selection: ToolSelection::load(file.tools, &SelectionArgs::default())?,
+            selection: tools,
         })
     }
 
@@ -329,10 +277,17 @@ mod tests {
             timeout_max = "30s"
             [http]
             max_body_bytes = 1000
+            [limits.tools.grep]
+            max_calls_per_minute = 5
             [audit]
             path = "audit.jsonl"
+            [telemetry]
+            service_name = "agent"
             [plugins]
             dirs = ["tools.d"]
+            [[upstreams]]
+            name = "files"
+            command = "mcp-server-filesystem"
         "#;
         let settings = Settings::from_toml(text, dir.path()).unwrap();
         assert_eq!(settings.roots, vec![dir.path().join("work")]);
@@ -369,6 +324,26 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(error.contains(names), "{text}: {error}");
+        }
+    }
+
+    /// Issue 39: `[limits] read_max_byte` passed `from_toml` silently (it kept only the file
+    /// tools' keys of `[limits]`), and so did any misspelled key of the server's sections. A
+    /// misspelled key in any section is an error naming it, as in the server.
+    #[test]
+    fn a_misspelled_key_in_any_section_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: toml::Table =
+            toml::from_str(include_str!("../tests/data/misspelled_keys.toml")).unwrap();
+        for (key, text) in &cases {
+            let text = text.as_str().unwrap();
+            let error = Settings::from_toml(text, dir.path())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains(&format!("unknown field `{key}`")),
+                "{text}: {error}"
+            );
         }
     }
 }

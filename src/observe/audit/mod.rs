@@ -28,7 +28,7 @@ mod settings;
 mod writer;
 
 pub(crate) use record::{Ending, Outcome, outcome_of};
+pub(crate) use settings::AuditArgs;
 pub use settings::AuditSettings;
-pub(crate) use settings::{AuditArgs, FileAudit};
 pub use writer::AuditLog;
 pub(crate) use writer::Pending;

@@ -1,10 +1,12 @@
-//! The audit log's settings: the `--audit-log` flag, the `[audit]` section of the config file,
-//! and the layered result ([`AuditSettings`]) with its defaults and limits.
+//! The audit log's settings: the `--audit-log` flag, the `[audit]` section of the config file
+//! (its keys are the library's [`FileAudit`], which owns the file's format), and the layered
+//! result ([`AuditSettings`]) with its defaults and limits.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use toolport_tools::config::FileAudit;
 
 use crate::settings::{SettingError, check_range};
 
@@ -29,18 +31,6 @@ pub(crate) struct AuditArgs {
         global = true
     )]
     pub(crate) path: Option<PathBuf>,
-}
-
-/// The `[audit]` section of the config file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FileAudit {
-    /// Where the log goes, relative to the config file's folder; `-` is stderr.
-    path: Option<PathBuf>,
-    /// Rotate when the file would grow past this many bytes.
-    max_bytes: Option<u64>,
-    /// Rotated files to keep.
-    keep: Option<u32>,
 }
 
 /// Audit log settings.

@@ -68,7 +68,6 @@ mod traced;
 
 pub(crate) use exporter::{Exporter, export};
 pub(crate) use parent::traceparent;
-pub(crate) use settings::FileTelemetry;
 pub use settings::TelemetrySettings;
 pub(crate) use traced::Traced;
 

@@ -1,10 +1,12 @@
-//! The `[telemetry]` settings ([`TelemetrySettings`]): the file section layered under the
-//! standard OpenTelemetry variables, as the module doc of [`super`] says, and the rules that
-//! keep an endpoint's credentials and the exporter's header values out of `toolport config`.
+//! The `[telemetry]` settings ([`TelemetrySettings`]): the file section (its keys are the
+//! library's [`FileTelemetry`], which owns the file's format) layered under the standard
+//! OpenTelemetry variables, as the module doc of [`super`] says, and the rules that keep an
+//! endpoint's credentials and the exporter's header values out of `toolport config`.
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
+use toolport_tools::config::FileTelemetry;
 use url::Url;
 
 use crate::secret::display_url;
@@ -18,18 +20,6 @@ const TRACES_PATH: &str = "v1/traces";
 
 /// The one OTLP protocol built in.
 const HTTP_PROTOBUF: &str = "http/protobuf";
-
-/// The `[telemetry]` section of the config file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FileTelemetry {
-    /// OTLP/HTTP base URL (`http://collector:4318`); spans go to its `/v1/traces`.
-    otlp_endpoint: Option<String>,
-    /// The full OTLP/HTTP traces URL, used as is.
-    otlp_traces_endpoint: Option<String>,
-    /// The `service.name` resource.
-    service_name: Option<String>,
-}
 
 /// Trace export settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -2,9 +2,10 @@
 //! and their validation into one immutable [`HttpSettings`].
 //!
 //! The HTTP feature's settings module, in the shape every feature's settings share
-//! ([`crate::settings`]): `config.rs` only flattens [`HttpArgs`] into its flags, [`FileHttp`]
-//! into its file and calls [`HttpSettings::load`], which returns a [`SettingError`] naming the
-//! key and what is allowed. The gate's rules are parsed with the gate
+//! ([`crate::settings`]): `config/` only flattens [`HttpArgs`] into its flags and calls
+//! [`HttpSettings::load`] with the file's `[http]` ([`FileHttp`], the library's: the library
+//! owns the file's format), which returns a [`SettingError`] naming the key and what is
+//! allowed. The gate's rules are parsed with the gate
 //! ([`super::gate::OriginRule`], [`super::gate::normalize_host`]).
 //!
 //! The rule that matters most is checked here, before anything listens: a server bound beyond
@@ -19,13 +20,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
+use toolport_tools::config::FileHttp;
 
 use super::gate::{Gate, OriginRule, normalize_host};
 use crate::secret::{Secret, Source, random_token};
-use crate::settings::{
-    DurationValue, Note, SettingError, check_range, duration_setting, serialize_duration,
-};
+use crate::settings::{Note, SettingError, check_range, duration_setting, serialize_duration};
 
 /// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
 /// bounds what one request can make the server buffer. Matches rmcp's own default.
@@ -114,25 +114,6 @@ pub(crate) struct HttpArgs {
     /// Requests without an Origin header (non-browser clients) are always accepted.
     #[arg(long = "allowed-origin", value_name = "ORIGIN", global = true)]
     pub(crate) allowed_origins: Vec<String>,
-}
-
-/// The `[http]` section of the TOML file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FileHttp {
-    stateless: Option<bool>,
-    token: Option<String>,
-    token_file: Option<PathBuf>,
-    no_auth: Option<bool>,
-    allowed_hosts: Option<Vec<String>>,
-    allowed_origins: Option<Vec<String>>,
-    max_body_bytes: Option<usize>,
-    max_sessions: Option<usize>,
-    /// A duration such as "5m" or "90s".
-    session_idle_timeout: Option<DurationValue>,
-    /// A duration such as "15s".
-    sse_keep_alive: Option<DurationValue>,
-    max_requests_per_minute: Option<u32>,
 }
 
 /// `allowed_hosts` entry that accepts any Host.
@@ -312,7 +293,7 @@ impl HttpSettings {
 
     /// Layer file < environment/flags (clap has already merged the environment into `args`)
     /// and validate.
-    pub(crate) fn load(args: &HttpArgs, file: FileHttp) -> Result<Self, SettingError> {
+    pub(crate) fn load(args: &HttpArgs, file: &FileHttp) -> Result<Self, SettingError> {
         let mut s = HttpSettings {
             stateless: args.stateless || file.stateless.unwrap_or(false),
             ..HttpSettings::default()
@@ -340,8 +321,8 @@ impl HttpSettings {
             // prints a `token_file` that reads the same file from anywhere.
             let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
             Some((check_token(&text, "http.token_file")?, Source::File(path)))
-        } else if let Some(token) = file.token {
-            Some((check_token(&token, "http.token")?, Source::Inline))
+        } else if let Some(token) = &file.token {
+            Some((check_token(token, "http.token")?, Source::Inline))
         } else {
             None
         };
@@ -378,7 +359,7 @@ impl HttpSettings {
         }
 
         let extra_hosts = if args.allowed_hosts.is_empty() {
-            file.allowed_hosts.unwrap_or_default()
+            file.allowed_hosts.clone().unwrap_or_default()
         } else {
             args.allowed_hosts.clone()
         };
@@ -407,7 +388,7 @@ impl HttpSettings {
         }
 
         let extra_origins = if args.allowed_origins.is_empty() {
-            file.allowed_origins.unwrap_or_default()
+            file.allowed_origins.clone().unwrap_or_default()
         } else {
             args.allowed_origins.clone()
         };
@@ -505,7 +486,7 @@ mod tests {
 
     #[test]
     fn a_bare_port_binds_loopback_and_generates_a_token() {
-        let s = HttpSettings::load(&args("8787"), FileHttp::default()).unwrap();
+        let s = HttpSettings::load(&args("8787"), &FileHttp::default()).unwrap();
         assert_eq!(s.bind, Some("127.0.0.1:8787".parse().unwrap()));
         assert_eq!(s.auth, AuthMode::Generate);
         assert_eq!(s.allowed_hosts, ["127.0.0.1", "::1", "localhost"]);
@@ -513,17 +494,17 @@ mod tests {
 
     #[test]
     fn a_non_loopback_bind_without_a_token_is_refused_with_a_suggestion() {
-        let err = HttpSettings::load(&args("0.0.0.0:8787"), FileHttp::default())
+        let err = HttpSettings::load(&args("0.0.0.0:8787"), &FileHttp::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("refusing to serve on 0.0.0.0:8787"), "{err}");
         assert!(err.contains("TOOLPORT_TOKEN="), "{err}");
         let mut a = args("0.0.0.0:8787");
         a.no_auth = true;
-        assert!(HttpSettings::load(&a, FileHttp::default()).is_err());
+        assert!(HttpSettings::load(&a, &FileHttp::default()).is_err());
         a.no_auth = false;
         a.token = Some(Secret::new("0123456789abcdef0123"));
-        let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
+        let s = HttpSettings::load(&a, &FileHttp::default()).unwrap();
         assert!(matches!(s.auth, AuthMode::Token(..)));
     }
 
@@ -531,7 +512,7 @@ mod tests {
     fn tokens_are_checked_and_masked() {
         let mut a = args("8787");
         a.token = Some(Secret::new("short"));
-        let err = HttpSettings::load(&a, FileHttp::default())
+        let err = HttpSettings::load(&a, &FileHttp::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("at least 16"), "{err}");
@@ -540,7 +521,7 @@ mod tests {
             "the error must not echo the token: {err}"
         );
         a.token = Some(Secret::new("a-long-enough-secret-token"));
-        let s = HttpSettings::load(&a, FileHttp::default()).unwrap();
+        let s = HttpSettings::load(&a, &FileHttp::default()).unwrap();
         let printed = toml::to_string(&s).unwrap();
         let shown = format!("{a:?} {s:?} {printed}");
         assert!(!shown.contains("a-long-enough"), "{shown}");
@@ -568,7 +549,7 @@ mod tests {
     fn limits_and_durations_name_the_key_and_the_allowed_range() {
         let load = |toml_text: &str| {
             let file: FileHttp = toml::from_str(toml_text).unwrap();
-            HttpSettings::load(&args("8787"), file).map_err(|e| e.to_string())
+            HttpSettings::load(&args("8787"), &file).map_err(|e| e.to_string())
         };
         let s = load("max_sessions = 3\nsession_idle_timeout = \"90s\"\nsse_keep_alive = \"2s\"")
             .unwrap();

@@ -39,8 +39,9 @@ pub use manifest::fuzz_load;
 pub use template::{fuzz_argv, fuzz_text};
 
 pub(crate) use manifest::ManifestError;
+pub(crate) use settings::FilePlugins;
+pub use settings::PluginArgs;
 pub use settings::PluginSettings;
-pub use settings::{FilePlugins, PluginArgs};
 use tool::PluginTool;
 
 /// The file extension of a manifest.

@@ -25,7 +25,7 @@ pub struct PluginArgs {
 /// The `[plugins]` section of the config file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FilePlugins {
+pub(crate) struct FilePlugins {
     /// Plugin directories, relative to the config file's folder.
     dirs: Option<Vec<PathBuf>>,
 }
@@ -55,25 +55,13 @@ impl Serialize for PluginSettings {
 }
 
 impl PluginSettings {
-    /// Layer the file < environment (`env_dirs`, the value of `TOOLPORT_PLUGIN_DIRS`) <
-    /// flags. Relative directories resolve against the config file's folder (file) or the
-    /// current directory (flags and environment).
-    pub fn load(
-        file: FilePlugins,
-        args: &PluginArgs,
-        env_dirs: Option<&str>,
-        file_dir: &Path,
-        cwd: &Path,
-    ) -> Self {
-        let from_env: Vec<PathBuf> = env_dirs
-            .map(|list| std::env::split_paths(list).collect())
-            .unwrap_or_default();
-        let given = if args.dirs.is_empty() {
-            &from_env
-        } else {
-            &args.dirs
-        };
-        let listed: Vec<PathBuf> = given
+    /// Layer the file < flags (or `TOOLPORT_PLUGIN_DIRS`, which
+    /// [`ToolArgs::with_env`](crate::config::ToolArgs::with_env) reads into `args`).
+    /// Relative directories resolve against the config file's folder (file) or the current
+    /// directory (flags and environment).
+    pub(crate) fn load(file: FilePlugins, args: &PluginArgs, file_dir: &Path, cwd: &Path) -> Self {
+        let listed: Vec<PathBuf> = args
+            .dirs
             .iter()
             .filter(|d| !d.as_os_str().is_empty())
             .map(|d| cwd.join(d))

@@ -13,9 +13,10 @@ pub mod fs;
 mod selection;
 pub mod web;
 
+pub(crate) use selection::FileTools;
 pub use selection::SelectionArgs;
 pub use selection::ToolSelection;
-pub use selection::{CapWord, FileTools, PayloadSetting, ResultCapSetting};
+pub use selection::{CapWord, PayloadSetting, ResultCapSetting};
 
 /// What the built-in tools are built with: each tool family's own settings.
 #[derive(Debug, Clone, Copy)]

@@ -144,7 +144,7 @@ pub enum PayloadSetting {
 /// The `[tools]` section of the config file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileTools {
+pub(crate) struct FileTools {
     enabled: Option<Vec<String>>,
     disabled: Option<Vec<String>>,
     tags: Option<Vec<String>>,
@@ -184,7 +184,7 @@ pub struct ToolSelection {
 
 impl ToolSelection {
     /// Layer the file < flags/environment, and compile the name pattern.
-    pub fn load(file: FileTools, args: &SelectionArgs) -> Result<Self, SettingError> {
+    pub(crate) fn load(file: FileTools, args: &SelectionArgs) -> Result<Self, SettingError> {
         let name_regex = file
             .name_pattern
             .as_deref()

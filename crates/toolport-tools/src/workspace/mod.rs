@@ -103,7 +103,8 @@ pub(crate) use self::kind::FileKind;
 pub(crate) use self::read::{OpenFile, RealPath};
 pub(crate) use self::secrets::DEFAULT_SECRET_PATTERNS;
 use self::secrets::SecretRules;
-pub use self::settings::{FileWorkspace, WorkspaceSettings};
+pub(crate) use self::settings::FileWorkspace;
+pub use self::settings::WorkspaceSettings;
 /// The real path of an open directory handle (a command's working directory): see
 /// `sys::handle_path`.
 #[cfg_attr(

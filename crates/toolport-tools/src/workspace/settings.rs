@@ -9,7 +9,7 @@ use super::Workspace;
 /// The `[workspace]` section of the config file.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileWorkspace {
+pub(crate) struct FileWorkspace {
     secret_patterns: Option<Vec<String>>,
 }
 
@@ -34,7 +34,7 @@ impl Default for WorkspaceSettings {
 
 impl WorkspaceSettings {
     /// The file's patterns, or the defaults.
-    pub fn load(file: FileWorkspace) -> Self {
+    pub(crate) fn load(file: FileWorkspace) -> Self {
         file.secret_patterns
             .map_or_else(Self::default, |secret_patterns| Self { secret_patterns })
     }

@@ -56,7 +56,7 @@ pub(crate) use request::CommandRequest;
 pub(crate) use runner::{ExecResult, Executor};
 pub use settings::ExecArgs;
 pub use settings::ExecSettings;
-pub use settings::FileExec;
+pub(crate) use settings::FileExec;
 
 /// The tool's name.
 pub const NAME: &str = "execute_command";

@@ -83,7 +83,7 @@ pub struct ExecArgs {
 /// The `[exec]` section of the config file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileExec {
+pub(crate) struct FileExec {
     timeout_max: Option<DurationValue>,
     max_output_bytes: Option<usize>,
     max_concurrent: Option<usize>,
@@ -179,7 +179,7 @@ impl Default for ExecSettings {
 
 impl ExecSettings {
     /// Layer the file < flags/environment over the defaults, and validate.
-    pub fn load(file: FileExec, args: &ExecArgs) -> Result<Self, SettingError> {
+    pub(crate) fn load(file: FileExec, args: &ExecArgs) -> Result<Self, SettingError> {
         let defaults = Self::default();
         let timeout_max = duration_setting(
             "exec.timeout_max",

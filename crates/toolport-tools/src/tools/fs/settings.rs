@@ -4,6 +4,11 @@
 //! [`FsSettings`], what `read_file` and `list_directory` are built with; and the `[fs]`
 //! section with `--read-only`, [`WriteSettings`]: whether the write tools are served, whether
 //! each write asks the user, and whether `.git/` may be written.
+//!
+//! `[limits]` also holds the server's call budgets ([`FileLimits`] says why): one type with
+//! every key of the section, so an unknown key is an error wherever the file is read.
+
+use std::collections::BTreeMap;
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -74,14 +79,40 @@ pub struct FsArgs {
     pub(crate) read_only: bool,
 }
 
-/// The `[limits]` section of the config file.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+/// The `[limits]` section of the config file: the file tools' sizes, read by
+/// [`FsSettings::load`], and the server's call budgets (docs/observability.md), which share
+/// the section (it was the file tools' alone before budgets existed, and files that use it
+/// keep working) and which the server reads from the `pub` fields. One type with every key:
+/// an unknown key is refused wherever the file is read, by the library too.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileLimits {
     read_max_bytes: Option<u64>,
     image_max_bytes: Option<u64>,
     list_max_entries: Option<usize>,
     list_max_depth: Option<usize>,
+    /// The server's: calls admitted in one session.
+    pub max_calls_per_session: Option<u64>,
+    /// The server's: calls one session may make per minute.
+    pub max_calls_per_minute: Option<u32>,
+    /// The server's: calls one session may have running at once.
+    pub max_concurrent_calls_per_session: Option<u32>,
+    /// The server's: `[limits.tools.NAME]`, the same three limits for one tool.
+    #[serde(default)]
+    pub tools: BTreeMap<String, FileBudget>,
+}
+
+/// `[limits.tools.NAME]`: one tool's call budget, the server's (beside [`FileLimits`], whose
+/// section it is part of).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileBudget {
+    /// Calls of the tool admitted in one session.
+    pub max_calls_per_session: Option<u64>,
+    /// Calls of the tool one session may make per minute.
+    pub max_calls_per_minute: Option<u32>,
+    /// Calls of the tool one session may have running at once.
+    pub max_concurrent_calls_per_session: Option<u32>,
 }
 
 /// What the file tools are built with.
@@ -117,7 +148,7 @@ impl FsSettings {
     }
 
     /// Layer the file < flags/environment over the defaults, and validate.
-    pub fn load(file: FileLimits, args: &FsArgs) -> Result<Self, SettingError> {
+    pub(crate) fn load(file: &FileLimits, args: &FsArgs) -> Result<Self, SettingError> {
         let defaults = Self::default();
         Ok(Self {
             read_max_bytes: check_range(
@@ -181,7 +212,7 @@ pub enum DeleteMode {
 /// The `[fs]` section of the config file.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileFs {
+pub(crate) struct FileFs {
     write: Option<WriteMode>,
     allow_git_writes: Option<bool>,
     delete: Option<DeleteMode>,
@@ -207,7 +238,7 @@ impl WriteSettings {
     }
 
     /// The file's `[fs]` section, with `--read-only` (or `TOOLPORT_READ_ONLY`) winning.
-    pub fn load(file: FileFs, args: &FsArgs) -> Self {
+    pub(crate) fn load(file: FileFs, args: &FsArgs) -> Self {
         Self {
             write: if args.read_only {
                 WriteMode::Off
@@ -231,19 +262,21 @@ mod tests {
     #[test]
     fn image_max_bytes_layers_file_then_flag_and_names_itself_out_of_range() {
         let none = FsArgs::default();
-        let load = |file, args: &FsArgs| FsSettings::load(file, args).map(|s| s.image_max_bytes);
+        let load = |file: &FileLimits, args: &FsArgs| {
+            FsSettings::load(file, args).map(|s| s.image_max_bytes)
+        };
         assert_eq!(
-            load(FileLimits::default(), &none),
+            load(&FileLimits::default(), &none),
             Ok(DEFAULT_IMAGE_MAX_BYTES)
         );
         let file = limits("image_max_bytes = 8192");
-        assert_eq!(load(file, &none), Ok(8192));
+        assert_eq!(load(&file, &none), Ok(8192));
         let flag = FsArgs {
             image_max_bytes: Some(4096),
             ..FsArgs::default()
         };
-        assert_eq!(load(file, &flag), Ok(4096), "the flag (or its env) wins");
-        let error = load(limits("image_max_bytes = 10"), &none)
+        assert_eq!(load(&file, &flag), Ok(4096), "the flag (or its env) wins");
+        let error = load(&limits("image_max_bytes = 10"), &none)
             .unwrap_err()
             .to_string();
         assert!(

@@ -26,7 +26,7 @@ mod search;
 
 pub(crate) use fetch::{DEFAULT_FETCH_PAGE_CHARS, FetchSettings};
 pub use provider::{DUCKDUCKGO_USER_AGENT, ProviderId};
-pub use search::FileWeb;
+pub(crate) use search::FileWeb;
 pub use search::WebSettings;
 
 /// Default time to establish a connection: a provider or site that cannot be reached in 5 s

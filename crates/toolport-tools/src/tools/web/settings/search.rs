@@ -58,7 +58,7 @@ pub(crate) const MAX_CACHE_MAX_ENTRIES: usize = 100_000;
 /// The `[web]` section of the config file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileWeb {
+pub(crate) struct FileWeb {
     providers: Option<Vec<ProviderId>>,
     call_timeout: Option<DurationValue>,
     timeout: Option<DurationValue>,
@@ -171,7 +171,7 @@ impl WebSettings {
     /// Layer defaults < `[web]` in the file < environment and validate. `file_dir` is where
     /// relative `api_key_file` paths resolve (the config file's folder). Keys read under a
     /// deprecated name are listed in `deprecated`.
-    pub fn load(
+    pub(crate) fn load(
         file: FileWeb,
         file_dir: &Path,
         env: impl Fn(&str) -> Option<String>,
