@@ -2,8 +2,12 @@
 """Build and package toolport's release: binaries, PyPI wheels, npm packages, the Claude
 Desktop bundle (.mcpb), archives, the MCP registry's server.json and checksums.
 
-    dist/release.py build [PLATFORM...]     release binaries + wheels for the platforms this
-                                            Linux machine builds (default: linux-x64)
+    dist/release.py build [--profile P] [PLATFORM...]
+                                            release binaries + wheels for the platforms this
+                                            Linux machine builds (default: linux-x64), with
+                                            Cargo.toml's `dist` profile (what users download:
+                                            fat LTO) unless --profile says otherwise (CI:
+                                            `release`, the same build without fat LTO)
     dist/release.py package [--binary PLATFORM=PATH]... [--wheels DIR] [--out DIR]
                                             everything else, from binaries built anywhere
     dist/release.py versions                check that every committed package file carries
@@ -137,18 +141,21 @@ def versions() -> int:
 
 
 # ------------------------------------------------------------------ build
-def build(platforms: list[str]) -> int:
+def build(platforms: list[str], profile: str) -> int:
     """Release binaries + wheels for Linux (static musl, zig) and Windows (mingw) with maturin,
-    into target/dist/build (cargo) and target/dist/wheels."""
+    built with the cargo profile `profile`, into target/dist/build (cargo) and
+    target/dist/wheels."""
     for name in platforms:
         if name not in PLATFORMS or PLATFORMS[name][2] is None:
             local = [p for p, v in PLATFORMS.items() if v[2]]
             sys.exit(f"release.py build: cannot build {name} here; this machine builds {', '.join(local)} "
                      "(macOS is built by the release workflow)")
-    toolchain = CI / "cross-toolchain"
+    # Real paths: .ci/run links these into its cache, and a venv's scripts hold the path they
+    # were made at.
+    toolchain = (CI / "cross-toolchain").resolve()
     need_mingw = "win32-x64" in platforms
     run([CI / "cross", "toolchain-windows" if need_mingw else "toolchain"])
-    venv = CI / "packaging" / "venv"
+    venv = (CI / "packaging" / "venv").resolve()
     ensure_packaging_venv(venv)
     env = dict(os.environ)
     env.update({
@@ -171,18 +178,18 @@ def build(platforms: list[str]) -> int:
     wheels = ROOT / "target" / "dist" / "wheels"
     for name in platforms:
         triple = PLATFORMS[name][2]
-        cmd = [venv / "bin" / "maturin", "build", "--release", "--target", triple,
+        cmd = [venv / "bin" / "maturin", "build", "--profile", profile, "--target", triple,
                "--target-dir", ROOT / "target" / "dist" / "build", "-o", wheels, "-Z", BUILD_STD]
         if PLATFORMS[name][0] == "linux":
             cmd += ["--zig", "--compatibility", *LINUX_WHEEL_TAGS]
         run(cmd, cwd=DIST / "pypi", env=env)
-        print(f"built {name}: {binary_of(name)}")
+        print(f"built {name}: {binary_of(name, profile)}")
     return 0
 
 
-def binary_of(platform: str) -> Path:
+def binary_of(platform: str, profile: str = "dist") -> Path:
     _, _, triple, exe = PLATFORMS[platform]
-    return ROOT / "target" / "dist" / "build" / triple / "release" / exe
+    return ROOT / "target" / "dist" / "build" / triple / profile / exe
 
 
 def ensure_packaging_venv(venv: Path) -> None:
@@ -191,7 +198,12 @@ def ensure_packaging_venv(venv: Path) -> None:
     want = hashlib.sha256(reqs.read_bytes() + sys.version.encode()).hexdigest()
     if stamp.is_file() and stamp.read_text() == want:
         return
-    shutil.rmtree(venv, ignore_errors=True)
+    if venv.is_dir():  # emptied, not removed: it may be a cache entry that a link points at
+        for child in venv.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
     run([sys.executable, "-m", "venv", venv])
     run([venv / "bin" / "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
          "--require-hashes", "-r", reqs])
@@ -351,6 +363,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build")
+    b.add_argument("--profile", default="dist",
+                   help="the cargo profile (default: dist, what users download)")
     b.add_argument("platforms", nargs="*", default=["linux-x64"])
     p = sub.add_parser("package")
     p.add_argument("--binary", action="append", default=[], metavar="PLATFORM=PATH",
@@ -362,7 +376,7 @@ def main() -> int:
     v.add_argument("--write", action="store_true")
     args = parser.parse_args()
     if args.command == "build":
-        return build(args.platforms)
+        return build(args.platforms, args.profile)
     if args.command == "versions":
         return versions()
     binaries = dict(b.split("=", 1) for b in args.binary) if args.binary else {

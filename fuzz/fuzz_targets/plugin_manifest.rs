@@ -227,12 +227,8 @@ fn model(elements: &[Meaning], values: &Map<String, Value>) -> Result<Vec<String
                 Some(v) => push_whole(&mut argv, v, options_ended)?,
             },
             Meaning::Flag(name, text) => match present(values, name) {
-                None => {}
-                Some(Value::Bool(on)) => {
-                    if *on {
-                        argv.push(text.clone());
-                    }
-                }
+                None | Some(Value::Bool(false)) => {}
+                Some(Value::Bool(true)) => argv.push(text.clone()),
                 Some(_) => return Err(ArgvError::Invalid(String::new())),
             },
             Meaning::Joined(parts) => {

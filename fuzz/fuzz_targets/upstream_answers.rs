@@ -74,29 +74,30 @@ fuzz_target!(|data: &[u8]| {
         assert!(rest.starts_with(line), "a line changed or lost");
         rest = &rest[line.len()..];
         let ended = line.ends_with(b"\n");
-        if ended && line.len() > limit {
-            if let Some(id) = fuzz_oversize::answer_id(&line[..line.len() - 1]) {
-                let id: serde_json::Value = match serde_json::from_slice(&id) {
-                    Ok(id) => id,
-                    Err(_) => continue,
-                };
-                if id.is_i64() || id.is_string() {
-                    let end = rest
-                        .iter()
-                        .position(|&b| b == b'\n')
-                        .expect("the added line ends");
-                    let error: serde_json::Value =
-                        serde_json::from_slice(&rest[..end]).expect("the added line is JSON");
-                    assert_eq!(error["id"], id);
-                    assert_eq!(error["error"]["code"], -32603);
-                    let read: rmcp::model::ServerJsonRpcMessage =
-                        serde_json::from_slice(&rest[..end]).expect("rmcp reads the added line");
-                    assert!(
-                        matches!(read, rmcp::model::ServerJsonRpcMessage::Error(_)),
-                        "rmcp reads the added line as {read:?}"
-                    );
-                    rest = &rest[end + 1..];
-                }
+        if ended
+            && line.len() > limit
+            && let Some(id) = fuzz_oversize::answer_id(&line[..line.len() - 1])
+        {
+            let id: serde_json::Value = match serde_json::from_slice(&id) {
+                Ok(id) => id,
+                Err(_) => continue,
+            };
+            if id.is_i64() || id.is_string() {
+                let end = rest
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .expect("the added line ends");
+                let error: serde_json::Value =
+                    serde_json::from_slice(&rest[..end]).expect("the added line is JSON");
+                assert_eq!(error["id"], id);
+                assert_eq!(error["error"]["code"], -32603);
+                let read: rmcp::model::ServerJsonRpcMessage =
+                    serde_json::from_slice(&rest[..end]).expect("rmcp reads the added line");
+                assert!(
+                    matches!(read, rmcp::model::ServerJsonRpcMessage::Error(_)),
+                    "rmcp reads the added line as {read:?}"
+                );
+                rest = &rest[end + 1..];
             }
         }
     }

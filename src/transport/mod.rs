@@ -9,8 +9,8 @@
 pub(crate) mod http;
 pub mod stdio;
 
-// The fuzz target `http_gate`'s doors (fuzz/; only with `--cfg fuzzing`).
-#[cfg(fuzzing)]
+// The fuzz target `http_gate`'s doors (fuzz/; `fuzzing` feature only).
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use http::{gate::fuzz_origin_rule, settings::fuzz_gate_check};
 

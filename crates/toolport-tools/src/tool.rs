@@ -805,10 +805,10 @@ pub trait AiTool: Send + Sync + 'static {
         None
     }
 
-    /// For the fuzz target `tool_arguments` (fuzz/; only with `--cfg fuzzing`): whether
+    /// For the fuzz target `tool_arguments` (fuzz/; `fuzzing` feature only): whether
     /// `args`, already valid for the input schema, parse into the tool's own parameter type
     /// as a call would parse them. `None` (the default): the tool has no such type.
-    #[cfg(fuzzing)]
+    #[cfg(feature = "fuzzing")]
     #[doc(hidden)]
     fn parse_arguments(&self, _args: &JsonObject) -> Option<Result<(), ToolError>> {
         None

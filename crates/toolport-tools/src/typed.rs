@@ -396,7 +396,7 @@ impl<T: TypedTool> AiTool for Typed<T> {
         let params = parse::<T::Params>(self.spec.name, args.clone()).ok()?;
         self.tool.confirmation(&params, workspace)
     }
-    #[cfg(fuzzing)]
+    #[cfg(feature = "fuzzing")]
     fn parse_arguments(&self, args: &JsonObject) -> Option<Result<(), ToolError>> {
         Some(parse::<T::Params>(self.spec.name, args.clone()).map(drop))
     }

@@ -414,7 +414,7 @@ impl OriginRule {
 
 /// The fuzz target `http_gate`'s door to [`OriginRule::parse`] (fuzz/; only with `--cfg
 /// fuzzing`): `Ok` with the rule as `toolport config` prints it.
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_origin_rule(text: &str) -> Result<String, String> {
     OriginRule::parse(text).map(|rule| rule.to_string())

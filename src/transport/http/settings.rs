@@ -452,11 +452,11 @@ impl HttpSettings {
     }
 }
 
-/// The fuzz target `http_gate`'s door to [`Gate::check`] (fuzz/; only with `--cfg fuzzing`):
+/// The fuzz target `http_gate`'s door to [`Gate::check`] (fuzz/; `fuzzing` feature only):
 /// the gate of the default settings (loopback hosts and origins) holding `token` (`None`:
 /// `--no-auth`), with `extra_origins` added as `--allowed-origin` rules (those that do not
 /// parse are skipped), applied to `headers`. `Err`: the rejection as its `Debug` text.
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_gate_check(
     token: Option<&str>,

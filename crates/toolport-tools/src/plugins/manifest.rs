@@ -520,12 +520,12 @@ fn check_no_shell_script(command: &str, args: &ArgvTemplate) -> Result<(), Strin
     Ok(())
 }
 
-/// The fuzz target `plugin_manifest`'s door to the loader (fuzz/; only with `--cfg fuzzing`):
+/// The fuzz target `plugin_manifest`'s door to the loader (fuzz/; `fuzzing` feature only):
 /// load `text` as `plugins/fuzz.toml` (the default `exec.timeout_max` as limit) and fill each
 /// tool's `run.args` for each of `calls`, defaults applied as a call applies them (path
 /// parameters are not resolved). `Ok`: per tool, its name, its `run.command` and, per call,
 /// the argv or the refusal's message; `Err`: why the manifest does not load.
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 #[allow(clippy::type_complexity)]
 pub fn fuzz_load(

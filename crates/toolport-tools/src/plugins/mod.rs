@@ -30,11 +30,11 @@ mod settings;
 mod template;
 mod tool;
 
-// The fuzz target `plugin_manifest`'s doors (fuzz/; only with `--cfg fuzzing`).
-#[cfg(fuzzing)]
+// The fuzz target `plugin_manifest`'s doors (fuzz/; `fuzzing` feature only).
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use manifest::fuzz_load;
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use template::{fuzz_argv, fuzz_text};
 

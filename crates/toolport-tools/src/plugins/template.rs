@@ -585,7 +585,7 @@ fn load_error(label: &str, text: &str, message: String) -> TemplateError {
 /// fuzzing`): parse `args` as `run.args` for a tool with parameters `params` and fill it with
 /// `values`. `Err`: a template that does not parse; `Ok(Err)`: the [`ExpandError`] as its
 /// `Debug` text (`Refused(…)`, `Invalid(…)`).
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_argv(
     args: &[String],
@@ -598,7 +598,7 @@ pub fn fuzz_argv(
 
 /// The fuzz target `plugin_manifest`'s door to [`Template`] (fuzz/; only with `--cfg
 /// fuzzing`): parse `text` as `run.stdin` and fill it; `Ok(None)` when a value is absent.
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_text(
     text: &str,

@@ -37,7 +37,7 @@ mod client;
 mod connect;
 mod naming;
 mod oversize;
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use oversize::fuzz as fuzz_oversize;
 mod settings;

@@ -165,16 +165,20 @@ pub(crate) fn too_large(name: &str, bytes: usize, limit: Option<usize>) -> Strin
     )
 }
 
-/// The fuzz target `upstream_answers`' doors (fuzz/; only with `--cfg fuzzing`): `input` read
-/// through [`Watched`] with a bound of `limit` bytes a line, and the id [`TopLevel`] finds as
-/// the answer's in one line.
-#[cfg(fuzzing)]
+/// The fuzz target `upstream_answers`' doors (fuzz/; `fuzzing` feature only): `input`
+/// read through [`Watched`] with a bound of `limit` bytes a line, and the id [`TopLevel`] finds
+/// as the answer's in one line.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzz {
     use tokio::io::AsyncReadExt;
 
     /// What rmcp would read of `input` with lines of at most `limit` bytes, read from the
     /// server `chunk` bytes at a time (so lines cross reads).
+    #[expect(
+        clippy::expect_used,
+        reason = "a fuzz door: a read error is a finding, which libFuzzer reports as a panic"
+    )]
     pub fn watch(input: &[u8], limit: usize, chunk: usize) -> Vec<u8> {
         let mut watched = super::Watched::new(input, "fuzz".into());
         watched.limit = limit;

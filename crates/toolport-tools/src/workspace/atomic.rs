@@ -53,7 +53,7 @@ impl WriteTarget {
 
     /// The parent directory's handle and the entry's name, for the fuzz target's check that
     /// the handle is beneath the root.
-    #[cfg(fuzzing)]
+    #[cfg(feature = "fuzzing")]
     pub(crate) fn parts(&self) -> (&Dir, &std::ffi::OsStr) {
         (&self.dir, &self.name)
     }

@@ -219,9 +219,9 @@ impl Workspace {
     }
 }
 
-/// The fuzz target `workspace_paths`'s doors (fuzz/; only with `--cfg fuzzing`): the opens and
+/// The fuzz target `workspace_paths`'s doors (fuzz/; `fuzzing` feature only): the opens and
 /// the resolution above, their errors as text.
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 impl Workspace {
     /// [`Workspace::open_file`]: the file and the path shown to the user.

@@ -162,8 +162,8 @@ impl Workspace {
     }
 
     /// [`Workspace::is_secret`], for the fuzz target `workspace_paths` (fuzz/; only with
-    /// `--cfg fuzzing`).
-    #[cfg(fuzzing)]
+    /// `fuzzing` feature only).
+    #[cfg(feature = "fuzzing")]
     #[doc(hidden)]
     pub fn fuzz_is_secret(&self, rel: &Path) -> bool {
         self.is_secret(rel)

@@ -195,8 +195,8 @@ impl Workspace {
 }
 
 /// The fuzz target `workspace_paths`'s door to [`Workspace::write_target`] (fuzz/; only with
-/// `--cfg fuzzing`): where a write would go, nothing written.
-#[cfg(fuzzing)]
+/// `fuzzing` feature only): where a write would go, nothing written.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 impl Workspace {
     /// The parent directory opened beneath its root, the entry's name in it, and the real

@@ -37,7 +37,7 @@ mod env;
 mod job_tools;
 pub mod jobs;
 pub(crate) mod policy;
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use policy::fuzz_decide;
 pub mod os;

@@ -719,12 +719,12 @@ impl Policy {
     }
 }
 
-/// The fuzz target `command_policy`'s door (fuzz/; only with `--cfg fuzzing`): build a
+/// The fuzz target `command_policy`'s door (fuzz/; `fuzzing` feature only): build a
 /// policy from `[exec]`'s `allow`, `deny` and `confirm_rules` lists as [`Policy::new`] does
 /// and judge `program args…`, with `place` as (working directory, real roots). `Ok`: the
 /// [`Decision`] as its `Debug` text (`Allow`, `Deny { … }`, `Confirm { … }`); `Err`: a rule
 /// that does not parse.
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_decide(
     [allow, deny, confirm_rules]: [&[String]; 3],

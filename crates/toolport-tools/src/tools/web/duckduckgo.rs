@@ -188,10 +188,10 @@ impl SearchProvider for DuckDuckGo {
     }
 }
 
-/// The fuzz target `duckduckgo_html`'s door (fuzz/; only with `--cfg fuzzing`): parse a result
+/// The fuzz target `duckduckgo_html`'s door (fuzz/; `fuzzing` feature only): parse a result
 /// page for `count` hits as `web_search` does. `Ok`: each hit as (title, URL, snippet); `Err`:
 /// the failure's message.
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_parse(body: &[u8], count: usize) -> Result<Vec<(String, String, String)>, String> {
     let query = Query {

@@ -30,7 +30,7 @@ use crate::typed::{ToolSpec, TypedTool};
 pub(crate) mod brave;
 pub(crate) mod cache;
 pub(crate) mod duckduckgo;
-#[cfg(fuzzing)]
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use duckduckgo::fuzz_parse as fuzz_duckduckgo;
 pub(crate) mod extract;

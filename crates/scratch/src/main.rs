@@ -60,8 +60,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .filter_map(|d| d["function"]["name"].as_str())
         .collect();
-    println!("{} OpenAI-form definitions: {}", names.len(), names.join(", "));
-    assert!(names.contains(&"read_file") && names.contains(&"shout"), "{names:?}");
+    println!(
+        "{} OpenAI-form definitions: {}",
+        names.len(),
+        names.join(", ")
+    );
+    assert!(
+        names.contains(&"read_file") && names.contains(&"shout"),
+        "{names:?}"
+    );
 
     let ctx = toolbox.context();
     let read = toolbox
