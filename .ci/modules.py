@@ -11,9 +11,10 @@ form no cycle. A module may use its own children and its children may use it (th
 The crate root (lib.rs) and main.rs compose everything and are not checked.
 
 Runs over both crates: the `toolport-tools` library (crates/toolport-tools/src), where the
-layering rule also holds — the tool model and the workspace never reach up into the tools,
-the plugins, the upstreams or the helper processes — and the `toolport` binary (src/), whose modules reach
-the library's only through the crate boundary (which Cargo itself keeps one-way).
+layering rule also holds (the tool model and the workspace never reach up into the tools, the
+plugins, the upstreams, the helper processes, the config file's loader or the `host` door), and
+the `toolport` binary (src/), whose modules reach the library's only through the crate boundary
+(which Cargo itself keeps one-way), by the library's `host` door.
 
 Exits 1 naming every cycle and violation found; prints a one-line summary otherwise.
 """
@@ -28,7 +29,7 @@ CRATES = [
     (REPO / "crates" / "toolport-tools" / "src",
      {"schema", "settings", "secret", "size", "instructions", "tool", "definition", "typed",
       "registry", "workspace", "background"},
-     {"hidden", "tools", "plugins", "toolbox", "upstreams"}),
+     {"hidden", "tools", "plugins", "toolbox", "upstreams", "config", "host"}),
     (REPO / "src", set(), set()),
 ]
 

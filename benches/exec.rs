@@ -8,7 +8,7 @@
 //!      through the real MCP handler (`ToolportServer` over an in-memory duplex pipe with
 //!      toolport's `StdioTransport`, driven by an rmcp client), as in `benches/registry.rs`;
 //!    - `exec_pieces/*`: pieces of that path, to show where the time goes:
-//!      `toolport_tools::tools::exec::process::run` alone (no policy, validation or rendering), and a
+//!      `toolport_tools::host::exec::process::run` alone (no policy, validation or rendering), and a
 //!      `tokio::process` spawn with the same stdio and environment set-up done the naive way
 //!      (a bare program name under a replaced environment, so std forks), without reader tasks.
 //!
@@ -58,8 +58,8 @@ use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 use toolport::config::Config;
 use toolport::server::Shared;
-use toolport_tools::tool::{NoProgress, ToolContext};
-use toolport_tools::tools::exec::process::{self, RunSpec};
+use toolport_tools::host::exec::process::{self, RunSpec};
+use toolport_tools::{NoProgress, ToolContext};
 
 use crate::common::config::{ALLOW_SHELLS, config_file};
 use crate::common::object;
@@ -342,7 +342,7 @@ fn exec_pieces(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a current-thread runtime");
-    let env = toolport_tools::tools::exec::child_env(&[], None).expect("the default environment");
+    let env = toolport_tools::host::exec::child_env(&[], None).expect("the default environment");
     let cancel = CancellationToken::new();
     let spec = |dir: &Path| RunSpec {
         program: PROGRAM.into(),

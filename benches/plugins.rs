@@ -70,8 +70,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use toolport::config::{Cli, Config, PluginSettings};
 use toolport::server::Shared;
-use toolport_tools::registry::ToolRegistry;
-use toolport_tools::tool::{JsonObject, ToolContext};
+use toolport_tools::{JsonObject, ToolContext, ToolRegistry};
 
 use crate::common::args::{bench_mode, wants};
 use crate::common::config::config_file;

@@ -22,7 +22,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 use toolport::config::Config;
 use toolport::server::Shared;
-use toolport_tools::tool::ToolContext;
+use toolport_tools::ToolContext;
 
 use crate::common::object;
 

@@ -13,15 +13,15 @@ use std::sync::Arc;
 
 use regex::Regex;
 use serde_json::Value;
+use toolport_tools::host::{self, AlwaysConfirm};
+use toolport_tools::{ExecuteError, ToolContext, ToolFilter};
 
 use crate::config::{
     CallArgs, Cli, Command, Config, PluginsCommand, ToolsArgs, Transport, UpstreamsCommand,
 };
 use crate::observe::audit::Outcome;
 use crate::observe::{Call, Failure, TOOL_ERROR};
-use crate::registry::{ExecuteError, ToolFilter};
 use crate::server::Shared;
-use crate::tool::{AlwaysConfirm, ToolContext};
 
 /// This very binary, however it was started: the command watchdog runs as
 /// `toolport __watchdog`. On Linux `/proc/self/exe`, which names it even if the file was
@@ -176,7 +176,7 @@ async fn command(command: Command, config: Config) -> ExitCode {
                     !catalog.dirs().is_empty() || !config.upstreams.is_empty(),
                 );
                 shared.upstreams.configure(config.upstreams.clone());
-                crate::plugins::reload::spawn(
+                host::reload::spawn(
                     catalog.clone(),
                     shared.registry.clone(),
                     config_source(config),
@@ -218,7 +218,7 @@ async fn command(command: Command, config: Config) -> ExitCode {
 /// root that does not exist, an unknown tool name) is a usage error. With upstreams
 /// configured they are started and waited for (each within its `start_timeout`), so their
 /// tools are listed and callable as the server would serve them; the caller stops them
-/// ([`Upstreams::shutdown`](crate::upstreams::Upstreams::shutdown)), and they die with this
+/// ([`Upstreams::shutdown`](host::Upstreams::shutdown)), and they die with this
 /// process in any case.
 async fn build(config: &Config) -> Result<Arc<Shared>, ExitCode> {
     let (shared, catalog) = crate::assemble(config).map_err(|error| usage_error(&error))?;
@@ -227,9 +227,7 @@ async fn build(config: &Config) -> Result<Arc<Shared>, ExitCode> {
         shared.upstreams.configure(config.upstreams.clone());
         shared.upstreams.settled().await;
         let live = shared.registry.clone();
-        let _ =
-            tokio::task::spawn_blocking(move || crate::plugins::reload::reload(&catalog, &live))
-                .await;
+        let _ = tokio::task::spawn_blocking(move || host::reload::reload(&catalog, &live)).await;
     }
     Ok(Arc::new(shared))
 }
@@ -241,10 +239,10 @@ async fn stop(shared: &Shared, code: ExitCode) -> ExitCode {
 }
 
 /// The config file, for the reload of its `[[upstreams]]` (SIGHUP, a change of the file).
-fn config_source(config: &Config) -> Option<crate::plugins::reload::ConfigSource> {
+fn config_source(config: &Config) -> Option<host::reload::ConfigSource> {
     let path = config.config_file.clone()?;
     let read_from = path.clone();
-    Some(crate::plugins::reload::ConfigSource {
+    Some(host::reload::ConfigSource {
         path,
         read_upstreams: Box::new(move || crate::config::read_upstreams(&read_from)),
     })
@@ -253,7 +251,7 @@ fn config_source(config: &Config) -> Option<crate::plugins::reload::ConfigSource
 /// `toolport upstreams status`: each configured upstream's state after its start, as a table
 /// (or JSON); exit status 1 when an enabled one is not ready.
 fn upstreams_status(shared: &Shared, config: &Config, json: bool) -> ExitCode {
-    use crate::upstreams::State;
+    use toolport_tools::host::UpstreamState;
     if config.upstreams.is_empty() {
         eprintln!(
             "toolport: no upstreams are configured: add [[upstreams]] entries to the config file (docs/upstreams.md)"
@@ -288,7 +286,7 @@ fn upstreams_status(shared: &Shared, config: &Config, json: bool) -> ExitCode {
     let written = emit(&text);
     let failed = status
         .iter()
-        .any(|s| !matches!(s.state, State::Ready | State::Disabled));
+        .any(|s| !matches!(s.state, UpstreamState::Ready | UpstreamState::Disabled));
     if failed { ExitCode::FAILURE } else { written }
 }
 
@@ -301,14 +299,8 @@ fn usage_error(error: &crate::Error) -> ExitCode {
 /// when `execute_command` is served, plugin tools may be (a reload can add them) or upstream
 /// servers are started (`others`).
 fn prepare_commands(shared: &Shared, others: bool) {
-    if others
-        || shared
-            .registry
-            .load()
-            .get(crate::tools::exec::NAME)
-            .is_some()
-    {
-        crate::tools::exec::prepare_host(&self_exe());
+    if others || shared.registry.load().get(host::exec::NAME).is_some() {
+        host::exec::prepare_host(&self_exe());
     }
 }
 
@@ -418,7 +410,7 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
     // Audited and counted like a call over MCP, as transport `cli`.
     let audit = shared.audit.as_ref().map(|log| {
         log.begin(
-            crate::tool::Session::new_id(),
+            host::Session::new_id(),
             "cli",
             None,
             &args.tool,
@@ -487,13 +479,13 @@ fn check_plugins(config: &Config, dirs: &[std::path::PathBuf]) -> ExitCode {
         );
         return ExitCode::from(USAGE_ERROR);
     }
-    let catalog = match crate::tools::builtin_tools(config.builtin_settings())
+    let catalog = match host::builtin_tools(config.builtin_settings())
         .map_err(crate::Error::from)
         .and_then(|builtins| {
-            crate::plugins::Catalog::new(
+            host::Catalog::new(
                 builtins,
                 dirs,
-                crate::tools::ToolSelection::default(),
+                host::ToolSelection::default(),
                 config.exec.timeout_max,
             )
             .map_err(crate::Error::from)

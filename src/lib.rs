@@ -1,19 +1,20 @@
 //! toolport: one binary that serves AI tools to any MCP client.
 //!
-//! A [`registry::ToolRegistry`] of [`tool::AiTool`]s is the single source of truth; the
-//! [`server::ToolportServer`] maps it onto MCP `tools/list`, `tools/call` and prompts, and the
-//! transports in [`transport`] carry it. Every path a tool touches goes through
-//! [`workspace::Workspace`], the one place that turns a path into a file handle.
+//! The tools, their registry and the workspace are the `toolport-tools` library's: a
+//! [`ToolRegistry`](toolport_tools::ToolRegistry) of [`AiTool`](toolport_tools::AiTool)s is
+//! the single source of truth, and every path a tool touches goes through
+//! [`Workspace`](toolport_tools::Workspace), the one place that turns a path into a file
+//! handle. This crate reaches the rest of the library (the live registry, the plugin catalog,
+//! upstreams, background jobs, the config file's format, secrets) through its one door,
+//! `toolport_tools::host`. The [`server::ToolportServer`] maps the registry onto MCP
+//! `tools/list`, `tools/call` and prompts, and the transports in [`transport`] carry it.
 //!
 //! Module map:
+//! - [`cli`]: the commands (`serve`, `tools`, `call`, `config`, …);
 //! - [`config`]: command line + TOML file + environment → one validated, immutable `Config`;
-//! - [`tool`]: the `AiTool` trait, `ToolContext`, `ToolOutput`, `ToolError`;
-//! - [`definition`]: `ToolDefinition` and its MCP/OpenAI/Anthropic/Ollama forms;
-//! - [`registry`]: register, filter, validate, execute;
 //! - [`server`]: the rmcp `ServerHandler`;
 //! - [`transport`]: the stdio and HTTP transports;
-//! - [`workspace`]: roots, confinement, secret rules;
-//! - [`tools`]: the built-in tools.
+//! - [`observe`]: the audit log, metrics, call budgets and traces.
 
 pub mod cli;
 pub mod config;
@@ -22,16 +23,14 @@ pub mod server;
 mod shutdown;
 pub mod transport;
 
-// The tool model, the workspace and the tools live in the `toolport-tools` library; the
-// server's modules reach them under the same names.
-pub(crate) use toolport_tools::{
-    background, definition, plugins, registry, secret, settings, size, tool, tools, upstreams,
-    workspace,
-};
-
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
+use toolport_tools::Workspace;
+use toolport_tools::host::{
+    BackgroundTable, Catalog, LiveRegistry, SelectionError, Upstreams, WorkspaceError,
+    builtin_tools,
+};
 
 use crate::config::Config;
 use crate::server::{Shared, ToolportServer};
@@ -45,10 +44,10 @@ pub enum Error {
     Config(#[from] config::ConfigError),
     /// A root cannot be used or a secret pattern is invalid.
     #[error(transparent)]
-    Workspace(#[from] workspace::WorkspaceError),
+    Workspace(#[from] WorkspaceError),
     /// The tool selection names an unknown tool.
     #[error(transparent)]
-    Selection(#[from] tools::SelectionError),
+    Selection(#[from] SelectionError),
     /// The MCP session failed.
     #[error("the MCP session failed: {0}")]
     Serve(String),
@@ -65,15 +64,15 @@ pub fn build(config: &Config) -> Result<Shared, Error> {
 
 /// [`build`], also returning the plugin catalog a reload rebuilds the tool set from. Plugin
 /// problems (a bad manifest, an unreadable directory) are logged, never fatal.
-pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>), Error> {
-    let workspace = workspace::Workspace::new(&config.roots, &config.workspace.secret_patterns)?;
+pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<Catalog>), Error> {
+    let workspace = Workspace::new(&config.roots, &config.workspace.secret_patterns)?;
     // Started by the commands that use them (`cli::start_upstreams`), once commands can run.
-    let upstreams = upstreams::Upstreams::new(
+    let upstreams = Upstreams::new(
         config.roots.first().cloned().unwrap_or_default(),
         config.fs.read_only(),
     );
-    let catalog = plugins::Catalog::new(
-        tools::builtin_tools(config.builtin_settings())?,
+    let catalog = Catalog::new(
+        builtin_tools(config.builtin_settings())?,
         config.plugins.dirs_to_read(&config.roots),
         config.tools.clone(),
         config.exec.timeout_max,
@@ -88,13 +87,13 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<plugins::Catalog>
     // The HTTP token (configured or generated) is added by the HTTP transport, which knows it.
     let secrets = config.secrets();
     let shared = Shared {
-        registry: Arc::new(registry::LiveRegistry::new(built.registry)),
+        registry: Arc::new(LiveRegistry::new(built.registry)),
         workspace: Arc::new(workspace),
         confirm_fallback: config.exec.confirm,
         audit: observe::audit::AuditLog::open(&config.audit, secrets),
         metrics: observe::metrics::Metrics::new(catalog.commands_running(), catalog.web_requests()),
         budgets: Arc::new(config.limits.calls.clone()),
-        jobs: background::BackgroundTable::new(Arc::new(catalog.jobs())),
+        jobs: BackgroundTable::new(Arc::new(catalog.jobs())),
         payload: config.tools.payload,
         result_cap: config.tools.result_cap,
         upstreams,

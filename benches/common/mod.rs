@@ -19,7 +19,7 @@ pub(crate) mod stdio;
 pub(crate) use session::{Session, mcp_session};
 
 use serde_json::Value;
-use toolport_tools::tool::JsonObject;
+use toolport_tools::JsonObject;
 
 /// The map inside a `json!` object, as tool arguments are passed.
 pub(crate) fn object(value: Value) -> JsonObject {
@@ -39,9 +39,9 @@ pub(crate) fn toolport_bin() -> std::path::PathBuf {
 /// As the server binary does before it runs commands: no controlling terminal, and the
 /// watchdog every spawned command registers with (so its cost is part of the measurement).
 pub(crate) fn prepare_commands() {
-    toolport_tools::tools::exec::prepare_host(toolport_bin().as_os_str());
+    toolport_tools::host::exec::prepare_host(toolport_bin().as_os_str());
     assert!(
-        toolport_tools::tools::exec::os::unix::watchdog::installed(),
+        toolport_tools::host::exec::watchdog::installed(),
         "the watchdog was not armed"
     );
 }

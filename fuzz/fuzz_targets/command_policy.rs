@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use toolport_tools::tools::exec::fuzz_decide;
+use toolport_tools::host::fuzz_decide;
 
 #[derive(Debug, Default)]
 struct Case {

@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolport_tools::tools::web::fuzz_duckduckgo;
+use toolport_tools::host::fuzz_duckduckgo;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&count, body)) = data.split_first() else {

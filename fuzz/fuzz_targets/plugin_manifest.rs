@@ -18,7 +18,7 @@
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Number, Value, json};
-use toolport_tools::plugins::{fuzz_argv, fuzz_load, fuzz_text};
+use toolport_tools::host::{fuzz_argv, fuzz_load, fuzz_text};
 
 const PARAMS: [&str; 4] = ["a", "b", "c", "d"];
 

@@ -17,7 +17,7 @@ use std::fmt;
 use libfuzzer_sys::fuzz_target;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
-use toolport_tools::upstreams::fuzz_oversize;
+use toolport_tools::host::fuzz_oversize;
 
 /// The longest id the watch keeps (`MAX_ID_BYTES`).
 const MAX_ID_BYTES: usize = 256;

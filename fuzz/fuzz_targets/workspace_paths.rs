@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use libfuzzer_sys::fuzz_target;
 use toolport_tools::Workspace;
-use toolport_tools::workspace::WorkspaceSettings;
+use toolport_tools::host::WorkspaceSettings;
 
 struct Scratch {
     _dir: tempfile::TempDir,

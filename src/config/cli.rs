@@ -5,10 +5,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use toolport_tools::ToolFormat;
+use toolport_tools::host::config::ToolArgs;
 
-use toolport_tools::config::ToolArgs;
-
-use crate::definition::ToolFormat;
 use crate::observe::audit::AuditArgs;
 use crate::transport::http::settings::HttpArgs;
 

@@ -3,14 +3,14 @@
 //! the defaults into one immutable [`Config`].
 //!
 //! This module only composes: each feature owns its settings (file section, flags, defaults,
-//! validation; see [`crate::settings`]). The tool sections — roots, `[tools]`, `[limits]`,
-//! `[fs]`, `[workspace]`, `[exec]`, `[web]`, `[plugins]`, `[[upstreams]]` — are loaded by the
-//! library's [`ToolConfig::load`], the code `Settings::from_toml` runs too; the server's own
-//! (`log_level`, `[http]`, `[audit]`, `[telemetry]`, the call budgets of `[limits]`) are
-//! loaded here from the same parsed file ([`FileConfig`], the library's: the whole file's
-//! format is there). Precedence, lowest first: built-in defaults < TOML file (`--config`,
-//! else `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` (and the
-//! standard `OTEL_*`) environment < flags.
+//! validation; see [`toolport_tools::host::settings`]). The tool sections — roots, `[tools]`,
+//! `[limits]`, `[fs]`, `[workspace]`, `[exec]`, `[web]`, `[plugins]`, `[[upstreams]]` — are
+//! loaded by the library's [`ToolConfig::load`], the code `Settings::from_toml` runs too; the
+//! server's own (`log_level`, `[http]`, `[audit]`, `[telemetry]`, the call budgets of
+//! `[limits]`) are loaded here from the same parsed file ([`FileConfig`], the library's: the
+//! whole file's format is there). Precedence, lowest first: built-in defaults < TOML file
+//! (`--config`, else `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` (and
+//! the standard `OTEL_*`) environment < flags.
 //! An unknown key in the file is an error that names the key; a key read under a deprecated
 //! name is warned about once logging is up ([`Config::warn_deprecated`]).
 //!
@@ -25,28 +25,28 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use toolport_tools::config::{Environment, FileConfig, ToolConfig, absolute};
+use toolport_tools::host::config::{Environment, FileConfig, ToolConfig, absolute};
+use toolport_tools::host::secret::Secret;
+use toolport_tools::host::settings::{Deprecated, SettingError, commented};
+use toolport_tools::host::{BuiltinSettings, WorkspaceSettings};
 
 mod cli;
 
 pub(crate) use cli::{CallArgs, Command, PluginsCommand, ToolsArgs, UpstreamsCommand};
 pub use cli::{Cli, GlobalArgs};
 
-use crate::settings::{Deprecated, SettingError, commented};
-use crate::tools::BuiltinSettings;
 // Each feature's settings, as the composed `Config` holds them.
 pub use crate::observe::audit::AuditSettings;
 pub use crate::observe::budget::BudgetSettings;
 pub use crate::observe::trace::TelemetrySettings;
-pub use crate::plugins::PluginSettings;
-pub use crate::tools::ToolSelection;
-pub use crate::tools::exec::ExecSettings;
-pub use crate::tools::fs::FsSettings;
-pub use crate::tools::fs::WriteSettings;
-pub use crate::tools::web::settings::WebSettings;
 pub use crate::transport::http::settings::HttpSettings;
-pub use crate::upstreams::UpstreamSettings;
-use crate::workspace::WorkspaceSettings;
+pub use toolport_tools::host::ExecSettings;
+pub use toolport_tools::host::FsSettings;
+pub use toolport_tools::host::PluginSettings;
+pub use toolport_tools::host::ToolSelection;
+pub use toolport_tools::host::UpstreamSettings;
+pub use toolport_tools::host::WebSettings;
+pub use toolport_tools::host::WriteSettings;
 
 /// Why the configuration is unusable. Each message names the file or the setting.
 #[derive(Debug, thiserror::Error)]
@@ -264,8 +264,8 @@ impl Config {
 
     /// The secrets the audit log scrubs wherever they appear from the start: the web keys.
     /// (The upstreams tell theirs as they are configured and connect:
-    /// [`Upstreams::on_secret`](crate::upstreams::Upstreams::on_secret).)
-    pub(crate) fn secrets(&self) -> Vec<crate::secret::Secret> {
+    /// [`Upstreams::on_secret`](toolport_tools::host::Upstreams::on_secret).)
+    pub(crate) fn secrets(&self) -> Vec<Secret> {
         self.web.secrets()
     }
 
@@ -600,8 +600,8 @@ mod tests {
         assert_eq!(
             c.web.providers,
             vec![
-                crate::tools::web::settings::ProviderId::Brave,
-                crate::tools::web::settings::ProviderId::Duckduckgo
+                toolport_tools::host::ProviderId::Brave,
+                toolport_tools::host::ProviderId::Duckduckgo
             ]
         );
         let shown = c.to_toml();

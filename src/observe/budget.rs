@@ -26,9 +26,8 @@ use std::time::Duration;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde::Serialize;
-
-use crate::settings::{SettingError, check_range};
-use crate::tools::fs::{FileBudget, FileLimits};
+use toolport_tools::host::settings::{SettingError, check_range};
+use toolport_tools::host::{FileBudget, FileLimits};
 
 /// Largest `max_calls_per_session`: beyond any real session, below overflow.
 const MAX_CALLS_PER_SESSION: u64 = 1_000_000_000;

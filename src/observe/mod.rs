@@ -16,10 +16,11 @@ pub mod trace;
 use std::sync::Arc;
 use std::time::Instant;
 
+use toolport_tools::ToolError;
+use toolport_tools::host::{CallFacts, json_size};
+
 use audit::{Ending, Outcome, Pending};
 use metrics::{InFlight, Metrics};
-
-use crate::tool::{CallFacts, ToolError};
 
 /// Why a call failed, for the audit log and the metrics.
 #[derive(Debug)]
@@ -88,7 +89,7 @@ impl Call {
     /// otherwise, without serializing anything.
     pub(crate) fn size_of(&self, result: &impl serde::Serialize) -> usize {
         if self.audit.is_some() {
-            crate::size::json_size(result).unwrap_or(0)
+            json_size(result).unwrap_or(0)
         } else {
             0
         }

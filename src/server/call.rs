@@ -5,22 +5,22 @@
 //! Tool errors are `isError` results; an unknown tool is JSON-RPC -32602. A call that needs
 //! confirmation from a 2026-07-28 client is answered with an `InputRequiredResult` and
 //! recorded only when the client retries it. A tasks-capable client's call that left work
-//! running ([`crate::background`]) is answered with that work as a task; otherwise a result
-//! that names such work links its output.
+//! running ([`BackgroundTable`](toolport_tools::host::BackgroundTable)) is answered with that
+//! work as a task; otherwise a result that names such work links its output.
 
 use std::sync::Arc;
 
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
+use toolport_tools::host::{CallFacts, CallJob, Elicitor};
+use toolport_tools::{ExecuteError, ToolContext, ToolRegistry};
 
 use super::confirm::{self, McpConfirmer, McpElicitor};
 use super::resources::job_links;
 use super::{ToolportServer, clients, error_result, progress, tasks, tool_result};
 use crate::observe::audit::Outcome;
 use crate::observe::{Call, Failure, TOOL_ERROR};
-use crate::registry::{ExecuteError, ToolRegistry};
-use crate::tool::{CallFacts, CallJob, ToolContext};
 
 /// The error kind of a call refused by a budget (`[limits]`).
 const OVER_BUDGET: &str = "over_budget";
@@ -120,7 +120,7 @@ impl ToolportServer {
 
     /// The served tools, once they hold `name` or nothing more is coming: a tool an upstream
     /// is about to serve (it is starting, or has just connected) is waited for, bounded
-    /// ([`Upstreams::pending_for`](crate::upstreams::Upstreams::pending_for)).
+    /// ([`Upstreams::pending_for`](toolport_tools::host::Upstreams::pending_for)).
     async fn registry_with(&self, name: &str) -> Arc<ToolRegistry> {
         let mut registry = self.shared.registry.load();
         if registry.get(name).is_some() {
@@ -291,8 +291,7 @@ impl ToolportServer {
             session: self.job_owner(context),
             payload: clients::payload_for(self.shared.payload, client),
             result_cap: clients::result_cap_for(self.shared.result_cap, client),
-            elicitor: McpElicitor::for_request(context)
-                .map(|e| Arc::new(e) as Arc<dyn crate::tool::Elicitor>),
+            elicitor: McpElicitor::for_request(context).map(|e| Arc::new(e) as Arc<dyn Elicitor>),
             traceparent: crate::observe::trace::traceparent(context.meta.get_traceparent()),
         }
     }

@@ -25,8 +25,7 @@
 //! it or continues it after a `-` (`visual-studio-code` matches `visual-studio-code-insiders`,
 //! `claude-code` does not match `claude-ai`).
 
-use crate::tool::Payload;
-use crate::tools::{PayloadSetting, ResultCapSetting};
+use toolport_tools::host::{Payload, PayloadSetting, ResultCapSetting};
 
 /// What a known client's model reads of a result that has both a text block and
 /// `structuredContent`.

@@ -12,8 +12,8 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
-
-use crate::tool::{ConfirmFallback, Confirmation, Confirmer};
+use toolport_tools::host::Elicitor;
+use toolport_tools::{ConfirmFallback, Confirmation, Confirmer};
 
 /// How long the user has to answer a confirmation dialog. Generous (a human reads the
 /// command), but bounded so an abandoned dialog does not hold a call forever.
@@ -169,7 +169,7 @@ impl McpElicitor {
 }
 
 #[async_trait]
-impl crate::tool::Elicitor for McpElicitor {
+impl Elicitor for McpElicitor {
     async fn elicit(&self, request: ElicitRequestParams) -> Result<ElicitResult, String> {
         self.peer
             .create_elicitation_with_timeout(request, Some(CONFIRM_TIMEOUT))

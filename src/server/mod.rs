@@ -1,5 +1,5 @@
 //! The MCP server: an rmcp [`ServerHandler`] whose tools, prompts and instructions all come from
-//! the [`ToolRegistry`](crate::registry::ToolRegistry). One [`ToolportServer`] serves one
+//! the [`ToolRegistry`](toolport_tools::ToolRegistry). One [`ToolportServer`] serves one
 //! connection (session); the registry and the operator's workspace are shared ([`Shared`]).
 //! This file holds the session and the handler, which delegates each request to the file that
 //! owns its concern.
@@ -18,9 +18,9 @@
 //!   listed tools ([`changes`]). Each request reads the registry once, so a call in flight
 //!   finishes with the tool it started with;
 //! - MCP tasks ([`tasks`]): for a client that declares the tasks extension, a call that left
-//!   work running ([`crate::background`]: a command that became a job) is answered with a
-//!   task (that work), and `tasks/get`/`tasks/cancel` reach it; the work's output is a
-//!   resource ([`resources`]);
+//!   work running ([`BackgroundTable`](toolport_tools::host::BackgroundTable): a command that
+//!   became a job) is answered with a task (that work), and `tasks/get`/`tasks/cancel` reach
+//!   it; the work's output is a resource ([`resources`]);
 //! - where a session's results carry their payload, and the result cap its default pages fit
 //!   under ([`clients`]: by the client's name, or as the operator fixed it);
 //! - per-tool `_meta` hints in tools/list for Claude Code (`anthropic/searchHint`,
@@ -50,15 +50,14 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
+use toolport_tools::host::{
+    BackgroundTable, LiveRegistry, PayloadSetting, ResultCapSetting, Session, Upstreams,
+};
+use toolport_tools::{ConfirmFallback, ToolOutput, Workspace};
 
-use crate::background::BackgroundTable;
 use crate::observe::audit::AuditLog;
 use crate::observe::budget::{BudgetSettings, SessionBudget};
 use crate::observe::metrics::{Metrics, SessionOpen};
-use crate::registry::LiveRegistry;
-use crate::tool::{ConfirmFallback, Session, ToolOutput};
-use crate::tools::{PayloadSetting, ResultCapSetting};
-use crate::workspace::Workspace;
 
 /// What every session shares: built once at start-up.
 #[derive(Debug)]
@@ -84,7 +83,7 @@ pub struct Shared {
     /// The result cap default pages fit under (`[tools] result_cap`).
     pub result_cap: ResultCapSetting,
     /// The other MCP servers whose tools are served (`[[upstreams]]`), for their status.
-    pub upstreams: Arc<crate::upstreams::Upstreams>,
+    pub upstreams: Arc<Upstreams>,
 }
 
 /// A tool's output as a successful `tools/call` result: the text block, then one `image`
@@ -113,9 +112,9 @@ fn tool_result(output: ToolOutput) -> CallToolResult {
 
 /// A failed call as an `isError` result: the error's message for the model, or, for a
 /// result the tool reported whole (an upstream's own `isError` result), that result.
-fn error_result(error: crate::tool::ToolError) -> CallToolResult {
+fn error_result(error: toolport_tools::ToolError) -> CallToolResult {
     match error {
-        crate::tool::ToolError::Reported(output) => {
+        toolport_tools::ToolError::Reported(output) => {
             let mut result = tool_result(*output);
             result.is_error = Some(true);
             result
@@ -163,7 +162,7 @@ impl ToolportServer {
             refreshing: Arc::new(tokio::sync::Mutex::new(())),
             session_ended: ended.clone(),
             _end_guard: Arc::new(ended.drop_guard()),
-            session_id: crate::tool::Session::new_id(),
+            session_id: Session::new_id(),
             transport: "stdio",
             session_open: Arc::default(),
             budget,

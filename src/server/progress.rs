@@ -7,8 +7,7 @@ use async_trait::async_trait;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
-
-use crate::tool::{NoProgress, ProgressSink};
+use toolport_tools::{NoProgress, ProgressSink};
 
 /// Where a call's progress goes: to the client, when the request asked for it.
 pub(super) fn sink(context: &RequestContext<RoleServer>) -> Arc<dyn ProgressSink> {

@@ -1,7 +1,8 @@
 //! Resources: `toolport://metrics` (the metrics as JSON), `toolport://upstreams` (the upstream
 //! MCP servers' states, when some are configured) and the output of work a call left running
-//! ([`crate::background`]), `toolport://jobs/ID/stdout` and `/stderr`, linked from the results
-//! that name such work and readable by the session that owns it.
+//! ([`BackgroundTable`](toolport_tools::host::BackgroundTable)), `toolport://jobs/ID/stdout`
+//! and `/stderr`, linked from the results that name such work and readable by the session that
+//! owns it.
 
 use rmcp::ErrorData as McpError;
 use rmcp::RoleServer;
@@ -9,9 +10,9 @@ use rmcp::model::{
     ContentBlock, ListResourcesResult, ReadResourceResult, Resource, ResourceContents,
 };
 use rmcp::service::RequestContext;
+use toolport_tools::host::{OutputStream, UpstreamStatus};
 
 use super::{Shared, ToolportServer};
-use crate::background::OutputStream;
 use crate::observe::metrics;
 
 /// Where a job's output is offered as a resource: `toolport://jobs/ID/stdout` and `/stderr`.
@@ -79,7 +80,7 @@ impl ToolportServer {
                     .upstreams
                     .status()
                     .into_iter()
-                    .map(crate::upstreams::UpstreamStatus::for_clients)
+                    .map(UpstreamStatus::for_clients)
                     .collect::<Vec<_>>(),
             )
             .map_err(|e| McpError::internal_error(e.to_string(), None))?,

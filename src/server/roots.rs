@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::{Peer, RoleServer};
+use toolport_tools::Workspace;
+use toolport_tools::host::client_root_path;
 
 use super::ToolportServer;
-use crate::workspace::{Workspace, client_root_path};
 
 /// How long to wait for the client's answer to `roots/list`. A client that declares roots but
 /// never answers must not stall tool calls; after this the operator's roots stay in force.

@@ -1,11 +1,11 @@
 //! MCP tasks (the 2026-07-28 `io.modelcontextprotocol/tasks` extension, SEP-2663) over the
-//! work calls leave running ([`crate::background`]; today `execute_command`'s jobs). A task
-//! *is* that work: a tasks-capable client's call that left work running is answered with a
-//! task of the same id, `tasks/get` reports where the work stands, `tasks/cancel` ends it. So a
-//! task belongs to its caller exactly as the work does (its owner's rule), lives as long as the
-//! work (for a job, its retention after the end, or less when the job is evicted to keep at
-//! most `exec.max_jobs` finished ones: then `tasks/get` says "unknown task", as for any job
-//! that is gone), and stays reachable by the job tools.
+//! work calls leave running ([`BackgroundTable`](toolport_tools::host::BackgroundTable); today
+//! `execute_command`'s jobs). A task *is* that work: a tasks-capable client's call that left
+//! work running is answered with a task of the same id, `tasks/get` reports where the work
+//! stands, `tasks/cancel` ends it. So a task belongs to its caller exactly as the work does (its
+//! owner's rule), lives as long as the work (for a job, its retention after the end, or less
+//! when the job is evicted to keep at most `exec.max_jobs` finished ones: then `tasks/get` says
+//! "unknown task", as for any job that is gone), and stays reachable by the job tools.
 //!
 //! - `working` while the command runs (`statusMessage`: its latest output line);
 //! - `completed` once it ended by itself or at its time limit, with the result a call that
@@ -25,10 +25,9 @@ use rmcp::model::{
 use rmcp::RoleServer;
 use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::service::RequestContext;
+use toolport_tools::host::{Background, BackgroundState, BackgroundTable, Session};
 
 use super::ToolportServer;
-use crate::background::{Background, BackgroundState, BackgroundTable};
-use crate::tool::Session;
 
 /// How often a client should poll a working task: the pace at which a waiting call reports
 /// progress. A command's state is worth reading about once a second; faster polling only

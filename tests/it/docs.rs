@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use toolport::config::Config;
-use toolport_tools::instructions::param_docs;
+use toolport_tools::host::param_docs;
 
 use crate::common::{bare_command, tempdir, within};
 

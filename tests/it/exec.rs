@@ -739,8 +739,8 @@ async fn landlock_confines_commands_to_the_roots_and_the_temp_dir() {
     let mut cmd = command(&root, &["--config", config.to_str().unwrap()]);
     cmd.env("TMPDIR", &server_tmp);
     let client = connect_command(cmd, TestClient::default()).await;
-    let probe = toolport_tools::tools::exec::sandbox::probe(
-        &toolport_tools::tools::exec::sandbox::SandboxSpec {
+    let probe = toolport_tools::host::exec::sandbox::probe(
+        &toolport_tools::host::exec::sandbox::SandboxSpec {
             writable: vec![root.clone(), server_tmp.clone()],
             readable: vec![],
             no_network: false,

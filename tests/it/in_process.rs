@@ -12,11 +12,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use toolport::server::Shared;
 use toolport::transport::stdio::StdioTransport;
-use toolport_tools::registry::ToolRegistry;
-use toolport_tools::tool::{
-    AiTool, ConfirmFallback, JsonObject, ToolContext, ToolError, ToolOutput,
+use toolport_tools::{
+    AiTool, ConfirmFallback, JsonObject, ToolContext, ToolError, ToolOutput, ToolRegistry,
+    Workspace,
 };
-use toolport_tools::workspace::Workspace;
 
 use crate::common::*;
 
@@ -79,7 +78,7 @@ fn serve(
         registry.register(tool).unwrap();
     }
     let shared = Arc::new(Shared {
-        registry: Arc::new(toolport_tools::registry::LiveRegistry::new(registry)),
+        registry: Arc::new(toolport_tools::host::LiveRegistry::new(registry)),
         workspace: Arc::new(Workspace::new(std::slice::from_ref(&root), &[]).unwrap()),
         confirm_fallback: ConfirmFallback::Deny,
         audit: None,
@@ -88,7 +87,7 @@ fn serve(
         jobs: Default::default(),
         payload: Default::default(),
         result_cap: Default::default(),
-        upstreams: toolport_tools::upstreams::Upstreams::new(root.clone(), false),
+        upstreams: toolport_tools::host::Upstreams::new(root.clone(), false),
     });
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);

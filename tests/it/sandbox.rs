@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use toolport_tools::tools::exec::sandbox::{SandboxSpec, probe, shim_command};
+use toolport_tools::host::exec::sandbox::{SandboxSpec, probe, shim_command};
 
 use crate::common::bin;
 

@@ -13,8 +13,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use toolport::config::{Cli, Config};
-use toolport_tools::registry::{ExecuteError, ToolRegistry};
-use toolport_tools::tool::{ToolContext, ToolOutput};
+use toolport_tools::{ExecuteError, ToolContext, ToolOutput, ToolRegistry};
 
 use crate::common::web_fixture::{BRAVE_KEY, Fixture, GOOGLE_KEY, TAVILY_KEY};
 use crate::common::*;

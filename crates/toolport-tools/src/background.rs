@@ -20,19 +20,31 @@ use crate::tool::{Session, ToolError, ToolOutput};
 /// Where a piece of background work stands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BackgroundState {
-    /// It runs; a line saying how far it got.
-    Running { message: String },
-    /// It ended by itself: the result a call that waited for the end would have returned,
-    /// and a line saying how it ended.
-    Ended { output: ToolOutput, message: String },
-    /// It was killed (cancelled, or its session ended); how, in a line.
-    Killed { message: String },
+    /// It runs.
+    Running {
+        /// A line saying how far it got.
+        message: String,
+    },
+    /// It ended by itself.
+    Ended {
+        /// The result a call that waited for the end would have returned.
+        output: ToolOutput,
+        /// A line saying how it ended.
+        message: String,
+    },
+    /// It was killed (cancelled, or its session ended).
+    Killed {
+        /// How, in a line.
+        message: String,
+    },
 }
 
 /// One of the two output streams background work keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputStream {
+    /// Standard output.
     Stdout,
+    /// Standard error.
     Stderr,
 }
 

@@ -49,14 +49,14 @@ pub enum DefinitionError {
 /// `npm pack @anthropic-ai/claude-code-linux-x64@<version>`, untar, and search `package/claude`
 /// for `anthropic/maxResultSizeChars` (the package `@anthropic-ai/claude-code` itself ships
 /// only a launcher since the native builds).
-pub const META_SEARCH_HINT: &str = "anthropic/searchHint";
+pub(crate) const META_SEARCH_HINT: &str = "anthropic/searchHint";
 /// See [`META_SEARCH_HINT`]: `true` keeps the tool in the prompt, never deferred behind
 /// Claude Code's tool search.
-pub const META_ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
+pub(crate) const META_ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
 /// See [`META_SEARCH_HINT`]: the most characters one result of the tool can have. Claude Code
 /// then keeps results up to `min(value, 500000)` characters in the conversation instead of
 /// cutting them at its `MAX_MCP_OUTPUT_TOKENS` cap (25,000 tokens by default).
-pub const META_MAX_RESULT_SIZE_CHARS: &str = "anthropic/maxResultSizeChars";
+pub(crate) const META_MAX_RESULT_SIZE_CHARS: &str = "anthropic/maxResultSizeChars";
 
 /// What a tool's `tools/list` entry tells Claude Code beyond the definition (see
 /// [`META_SEARCH_HINT`]). Whether a tool is always loaded is the operator's choice, set by the
@@ -84,7 +84,8 @@ impl ToolHints {
 }
 
 /// A target format for exported tool definitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "host", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum ToolFormat {
     /// MCP `tools/list` entries (with title and annotations).

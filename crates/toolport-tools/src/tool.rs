@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::instructions::{InstructionsFor, render_instructions};
-pub use crate::schema::JsonObject;
+pub(crate) use crate::schema::JsonObject;
 use crate::workspace::{PathError, Workspace};
 
 /// MCP tool annotations: hints for the client about what a call does. They are hints, not a
@@ -446,8 +446,11 @@ pub trait Elicitor: Send + Sync {
 pub struct CommandFacts {
     /// The program and its arguments as the policy saw them (not the sandbox shim).
     pub argv: Vec<String>,
+    /// Its exit code, when it exited.
     pub exit_code: Option<i32>,
+    /// The signal that ended it, by name (`SIGKILL`), when one did.
     pub signal: Option<String>,
+    /// Whether it was killed at its timeout.
     pub timed_out: bool,
 }
 

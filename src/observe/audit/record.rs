@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-
-use crate::tool::{CallFacts, CommandFacts, ToolError};
+use toolport_tools::ToolError;
+use toolport_tools::host::{CallFacts, CommandFacts};
 
 /// How a call ended, as the audit log names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -3,9 +3,11 @@
 //! removed value wherever else it appears).
 
 use serde_json::{Map, Value, json};
+use toolport_tools::host::secret::{
+    Secret, hide_userinfo, replace_all, secret_name, url_credentials,
+};
 
 use super::record::Record;
-use crate::secret::{Secret, hide_userinfo, secret_name, url_credentials};
 
 /// What replaces a redacted value.
 pub(crate) const REDACTED: &str = "[redacted]";
@@ -183,7 +185,7 @@ fn scrub_strings(value: Value, scrub: &impl Fn(&str) -> String) -> Value {
 /// `text` with the userinfo of every URL in it hidden ([`hide_userinfo`]) and every pattern
 /// replaced by [`REDACTED`].
 fn scrub(text: &str, patterns: &[&str]) -> String {
-    crate::secret::replace_all(&hide_userinfo(text), patterns.iter().copied(), REDACTED)
+    replace_all(&hide_userinfo(text), patterns.iter().copied(), REDACTED)
 }
 
 #[cfg(test)]
@@ -193,7 +195,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::super::record::Outcome;
-    use crate::tool::CommandFacts;
+    use toolport_tools::host::CommandFacts;
 
     fn args(value: Value) -> Map<String, Value> {
         match value {

@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::Serialize;
-use toolport_tools::config::FileAudit;
-
-use crate::settings::{SettingError, check_range};
+use toolport_tools::host::config::FileAudit;
+use toolport_tools::host::settings::{SettingError, check_range};
 
 /// Default size at which the log is rotated: large enough for days of calls, small enough to
 /// open in an editor.

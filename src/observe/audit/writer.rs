@@ -11,12 +11,12 @@ use std::sync::{Arc, PoisonError, RwLock, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
+use toolport_tools::host::secret::Secret;
 
 use super::private_file::{self, Narrowing};
 use super::record::{Ending, Record};
 use super::redact::render;
 use super::settings::AuditSettings;
-use crate::secret::Secret;
 
 /// How often a failing audit log is reported on stderr.
 const ERROR_REPORT_INTERVAL: Duration = Duration::from_secs(60);

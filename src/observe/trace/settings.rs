@@ -6,11 +6,10 @@
 use std::borrow::Cow;
 
 use serde::{Serialize, Serializer};
-use toolport_tools::config::FileTelemetry;
+use toolport_tools::host::config::FileTelemetry;
+use toolport_tools::host::secret::display_url;
+use toolport_tools::host::settings::{Note, SettingError};
 use url::Url;
-
-use crate::secret::display_url;
-use crate::settings::{Note, SettingError};
 
 /// `service.name` when nothing else names the service.
 const DEFAULT_SERVICE_NAME: &str = "toolport";

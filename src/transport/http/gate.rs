@@ -44,9 +44,9 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::{Serialize, Serializer};
 use subtle::ConstantTimeEq;
+use toolport_tools::host::secret::Secret;
 
 use super::refusal::{REFUSED, refusal};
-use crate::secret::Secret;
 
 /// The gate's rules, built once from the settings.
 #[derive(Debug)]

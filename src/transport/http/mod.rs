@@ -36,11 +36,11 @@ use axum::middleware;
 use axum::routing::get;
 use axum::serve::ListenerExt;
 use tokio_util::sync::CancellationToken;
+use toolport_tools::host::secret::{Secret, random_token};
 
 use self::gate::Gate;
 use self::sessions::SessionSlots;
 use self::settings::{AuthMode, GENERATED_TOKEN_BYTES, HttpSettings};
-use crate::secret::{Secret, random_token};
 use crate::server::Shared;
 
 /// How long shutdown waits for connections to finish after cancelling every call. Cancelled

@@ -2,9 +2,9 @@
 //! and their validation into one immutable [`HttpSettings`].
 //!
 //! The HTTP feature's settings module, in the shape every feature's settings share
-//! ([`crate::settings`]): `config/` only flattens [`HttpArgs`] into its flags and calls
-//! [`HttpSettings::load`] with the file's `[http]` ([`FileHttp`], the library's: the library
-//! owns the file's format), which returns a [`SettingError`] naming the key and what is
+//! ([`toolport_tools::host::settings`]): `config/` only flattens [`HttpArgs`] into its flags
+//! and calls [`HttpSettings::load`] with the file's `[http]` ([`FileHttp`], the library's: the
+//! library owns the file's format), which returns a [`SettingError`] naming the key and what is
 //! allowed. The gate's rules are parsed with the gate
 //! ([`super::gate::OriginRule`], [`super::gate::normalize_host`]).
 //!
@@ -21,11 +21,13 @@ use std::time::Duration;
 
 use clap::Args;
 use serde::{Serialize, Serializer};
-use toolport_tools::config::FileHttp;
+use toolport_tools::host::config::FileHttp;
+use toolport_tools::host::secret::{Secret, Source, random_token};
+use toolport_tools::host::settings::{
+    Note, SettingError, check_range, duration_setting, serialize_duration,
+};
 
 use super::gate::{Gate, OriginRule, normalize_host};
-use crate::secret::{Secret, Source, random_token};
-use crate::settings::{Note, SettingError, check_range, duration_setting, serialize_duration};
 
 /// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
 /// bounds what one request can make the server buffer. Matches rmcp's own default.
@@ -475,7 +477,7 @@ pub fn fuzz_gate_check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::secret::MASK;
+    use toolport_tools::host::secret::MASK;
 
     fn args(http: &str) -> HttpArgs {
         HttpArgs {

@@ -36,10 +36,10 @@ use serde::Deserialize;
 use tokio::sync::{RwLock, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::{CancellationToken, PollSender};
+use toolport_tools::host::secret::random_token;
 
 use super::refusal::{PARSE_ERROR, REFUSED, UNKNOWN_SESSION, refusal};
 use super::sessions::{SessionSlots, Slot, read_body, sessions_full};
-use crate::secret::random_token;
 use crate::server::{Shared, ToolportServer};
 use crate::transport::serve_until_stopped;
 

@@ -10,11 +10,11 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use axum::response::Response;
 use tokio_util::sync::CancellationToken;
+use toolport_tools::host::secret::Secret;
 use tower::ServiceExt;
 
 use super::router;
 use super::settings::HttpSettings;
-use crate::secret::Secret;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;

@@ -18,12 +18,11 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
-
 mod file;
 mod server;
 
 pub use file::FileConfig;
+#[cfg(feature = "host")]
 pub use server::{FileAudit, FileHttp, FileTelemetry};
 
 use crate::plugins::{PluginArgs, PluginSettings};
@@ -36,28 +35,32 @@ use crate::upstreams::UpstreamSettings;
 use crate::workspace::WorkspaceSettings;
 
 /// The tools' flags (the server's command line flattens them into its own).
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "host", derive(clap::Args))]
 pub struct ToolArgs {
     /// A workspace root: tools may only touch paths inside the roots. Repeat for several; the
     /// first one is where relative paths resolve. Default: the current directory.
     /// [env: TOOLPORT_ROOTS, a path list like PATH]
-    #[arg(long = "root", value_name = "DIR", global = true)]
+    #[cfg_attr(
+        feature = "host",
+        arg(long = "root", value_name = "DIR", global = true)
+    )]
     pub roots: Vec<PathBuf>,
 
     /// `read_file` / `list_directory` limits, `--read-only`.
-    #[command(flatten)]
+    #[cfg_attr(feature = "host", command(flatten))]
     pub(crate) fs: FsArgs,
 
     /// Which tools are served.
-    #[command(flatten)]
+    #[cfg_attr(feature = "host", command(flatten))]
     pub(crate) selection: SelectionArgs,
 
     /// `execute_command`'s flags (`--sandbox`).
-    #[command(flatten)]
+    #[cfg_attr(feature = "host", command(flatten))]
     pub(crate) exec: ExecArgs,
 
     /// Plugin folders (`--plugins`).
-    #[command(flatten)]
+    #[cfg_attr(feature = "host", command(flatten))]
     pub(crate) plugins: PluginArgs,
 }
 

@@ -25,7 +25,7 @@ use crate::tools::{Builtins, SelectionError, ToolSelection};
 use crate::upstreams::Upstreams;
 
 mod manifest;
-pub mod reload;
+pub(crate) mod reload;
 mod settings;
 mod template;
 mod tool;
@@ -40,7 +40,7 @@ pub use template::{fuzz_argv, fuzz_text};
 
 pub(crate) use manifest::ManifestError;
 pub(crate) use settings::FilePlugins;
-pub use settings::PluginArgs;
+pub(crate) use settings::PluginArgs;
 pub use settings::PluginSettings;
 use tool::PluginTool;
 

@@ -6,19 +6,22 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::settings::Note;
 
 /// The plugin flags.
-#[derive(Debug, Clone, Default, Args)]
-pub struct PluginArgs {
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "host", derive(clap::Args))]
+pub(crate) struct PluginArgs {
     /// Read plugin manifests (*.toml) from this directory (repeatable; in this order; env
     /// TOOLPORT_PLUGIN_DIRS, a path list like PATH). Default: ~/.config/toolport/plugins if it
     /// exists.
-    #[arg(long = "plugins", value_name = "DIR", global = true)]
+    #[cfg_attr(
+        feature = "host",
+        arg(long = "plugins", value_name = "DIR", global = true)
+    )]
     pub(crate) dirs: Vec<PathBuf>,
 }
 

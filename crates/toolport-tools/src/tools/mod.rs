@@ -8,15 +8,16 @@ use std::sync::Arc;
 use crate::tool::AiTool;
 use crate::typed::{typed, typed_bounded};
 
-pub mod exec;
-pub mod fs;
+pub(crate) mod exec;
+pub(crate) mod fs;
 mod selection;
-pub mod web;
+pub(crate) mod web;
 
 pub(crate) use selection::FileTools;
-pub use selection::SelectionArgs;
+pub(crate) use selection::SelectionArgs;
 pub use selection::ToolSelection;
-pub use selection::{CapWord, PayloadSetting, ResultCapSetting};
+#[cfg(feature = "host")]
+pub use selection::{PayloadSetting, ResultCapSetting};
 
 /// What the built-in tools are built with: each tool family's own settings.
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,6 @@
 //! `TOOLPORT_DISABLED_TOOLS`, `TOOLPORT_PAYLOAD`, `TOOLPORT_ALWAYS_LOAD`,
 //! `TOOLPORT_RESULT_CAP`).
 
-use clap::Args;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
@@ -14,25 +13,32 @@ use crate::registry::{ToolFilter, ToolRegistry};
 use crate::settings::{SettingError, check_range};
 
 /// The selection flags.
-#[derive(Debug, Clone, Default, Args)]
-pub struct SelectionArgs {
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "host", derive(clap::Args))]
+pub(crate) struct SelectionArgs {
     /// Serve only these tools (comma-separated or repeated). Default: all.
-    #[arg(
-        long = "enable-tool",
-        value_name = "NAME",
-        value_delimiter = ',',
-        env = "TOOLPORT_ENABLED_TOOLS",
-        global = true
+    #[cfg_attr(
+        feature = "host",
+        arg(
+            long = "enable-tool",
+            value_name = "NAME",
+            value_delimiter = ',',
+            env = "TOOLPORT_ENABLED_TOOLS",
+            global = true
+        )
     )]
     pub(crate) enabled_tools: Vec<String>,
 
     /// Never serve these tools (comma-separated or repeated).
-    #[arg(
-        long = "disable-tool",
-        value_name = "NAME",
-        value_delimiter = ',',
-        env = "TOOLPORT_DISABLED_TOOLS",
-        global = true
+    #[cfg_attr(
+        feature = "host",
+        arg(
+            long = "disable-tool",
+            value_name = "NAME",
+            value_delimiter = ',',
+            env = "TOOLPORT_DISABLED_TOOLS",
+            global = true
+        )
     )]
     pub(crate) disabled_tools: Vec<String>,
 
@@ -40,18 +46,24 @@ pub struct SelectionArgs {
     /// `auto` (by the client: structuredContent for Claude Code, Codex and VS Code, the text
     /// block for Claude Desktop, Zed, Continue, Cline, Goose and opencode, both for every other
     /// client), `text`, `structured`, or `both`.
-    #[arg(long, value_name = "FORM", env = "TOOLPORT_PAYLOAD", global = true)]
+    #[cfg_attr(
+        feature = "host",
+        arg(long, value_name = "FORM", env = "TOOLPORT_PAYLOAD", global = true)
+    )]
     pub(crate) payload: Option<PayloadSetting>,
 
     /// Tools a client that defers tools behind a search (Claude Code) keeps loaded: listed
     /// with `anthropic/alwaysLoad` (comma-separated or repeated). Default: read_file, grep,
     /// glob, edit_file, execute_command.
-    #[arg(
-        long = "always-load",
-        value_name = "NAME",
-        value_delimiter = ',',
-        env = "TOOLPORT_ALWAYS_LOAD",
-        global = true
+    #[cfg_attr(
+        feature = "host",
+        arg(
+            long = "always-load",
+            value_name = "NAME",
+            value_delimiter = ',',
+            env = "TOOLPORT_ALWAYS_LOAD",
+            global = true
+        )
     )]
     pub(crate) always_load: Vec<String>,
 
@@ -59,7 +71,10 @@ pub struct SelectionArgs {
     /// read_file, read_many_files, grep and command output fits under: `auto` (the client's
     /// own cap when it is known: 500000 for Claude Code; none for others), `off`, or a number
     /// of characters for every client.
-    #[arg(long, value_name = "CAP", env = "TOOLPORT_RESULT_CAP", global = true)]
+    #[cfg_attr(
+        feature = "host",
+        arg(long, value_name = "CAP", env = "TOOLPORT_RESULT_CAP", global = true)
+    )]
     pub(crate) result_cap: Option<ResultCapSetting>,
 }
 
@@ -127,7 +142,8 @@ pub(crate) const DEFAULT_ALWAYS_LOAD: &[&str] =
 
 /// Where results' payload goes (`[tools] payload`, `--payload`); `auto` decides per session
 /// from the client's name (see `server::clients`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "host", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum PayloadSetting {
     /// By the client.

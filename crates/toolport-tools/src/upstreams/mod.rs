@@ -43,7 +43,8 @@ pub use oversize::fuzz as fuzz_oversize;
 mod settings;
 mod tool;
 
-pub use settings::{Endpoint, FileUpstream, PrefixMode, UpstreamSettings};
+pub use settings::UpstreamSettings;
+pub(crate) use settings::{FileUpstream, PrefixMode};
 
 use client::{Routes, UpstreamClient};
 use connect::{Connection, Failure, connect};

@@ -35,26 +35,26 @@ use crate::typed::{ToolSpec, TypedTool};
 
 mod env;
 mod job_tools;
-pub mod jobs;
+pub(crate) mod jobs;
 pub(crate) mod policy;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use policy::fuzz_decide;
-pub mod os;
-pub mod process;
+pub(crate) mod os;
+pub(crate) mod process;
 mod request;
 mod runner;
-pub mod sandbox;
+pub(crate) mod sandbox;
 mod settings;
 mod tasks;
 
 pub(crate) use env::check_variable;
 pub use env::child_env;
 pub(crate) use job_tools::job_tools;
-pub use jobs::JobTable;
+pub(crate) use jobs::JobTable;
 pub(crate) use request::CommandRequest;
 pub(crate) use runner::{ExecResult, Executor};
-pub use settings::ExecArgs;
+pub(crate) use settings::ExecArgs;
 pub use settings::ExecSettings;
 pub(crate) use settings::FileExec;
 

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::{
@@ -60,7 +59,8 @@ const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(10 * 60);
 const MAX_JOB_RETENTION: Duration = Duration::from_secs(24 * 3600);
 
 /// Kernel confinement for executed commands.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "host", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum SandboxKind {
     /// No kernel confinement (the default): commands can touch anything the server's user can.
@@ -72,11 +72,15 @@ pub(crate) enum SandboxKind {
 }
 
 /// `execute_command`'s flags.
-#[derive(Debug, Clone, Default, Args)]
-pub struct ExecArgs {
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "host", derive(clap::Args))]
+pub(crate) struct ExecArgs {
     /// Confine execute_command with a kernel sandbox: "landlock" (Linux) or "none".
     /// With landlock, commands are refused when the kernel cannot enforce it.
-    #[arg(long, value_name = "KIND", env = "TOOLPORT_SANDBOX", global = true)]
+    #[cfg_attr(
+        feature = "host",
+        arg(long, value_name = "KIND", env = "TOOLPORT_SANDBOX", global = true)
+    )]
     pub(crate) sandbox: Option<SandboxKind>,
 }
 

@@ -41,12 +41,14 @@ pub(crate) use move_path::MovePath;
 pub(crate) use path_info::PathInfo;
 pub(crate) use read_file::ReadFile;
 pub(crate) use read_many::ReadManyFiles;
+#[cfg(feature = "host")]
+pub use settings::FileBudget;
 pub(crate) use settings::FileFs;
-pub use settings::FsArgs;
+pub use settings::FileLimits;
+pub(crate) use settings::FsArgs;
 pub use settings::FsSettings;
+pub(crate) use settings::WriteMode;
 pub use settings::WriteSettings;
-pub use settings::{DeleteMode, WriteMode};
-pub use settings::{FileBudget, FileLimits};
 pub(crate) use undo::UndoLastChange;
 pub(crate) use write_file::WriteFile;
 

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 
-use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::{SettingError, check_range};
@@ -43,39 +42,49 @@ pub(crate) const DEFAULT_LIST_MAX_DEPTH: usize = 10;
 pub(crate) const MAX_LIST_MAX_DEPTH: usize = 64;
 
 /// The file tools' flags.
-#[derive(Debug, Clone, Default, Args)]
-pub struct FsArgs {
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "host", derive(clap::Args))]
+pub(crate) struct FsArgs {
     /// Most bytes of text one read_file call returns (default 1048576 = 1 MiB).
-    #[arg(
-        long,
-        value_name = "BYTES",
-        env = "TOOLPORT_READ_MAX_BYTES",
-        global = true
+    #[cfg_attr(
+        feature = "host",
+        arg(
+            long,
+            value_name = "BYTES",
+            env = "TOOLPORT_READ_MAX_BYTES",
+            global = true
+        )
     )]
     pub(crate) read_max_bytes: Option<u64>,
 
     /// Largest image file (PNG, JPEG, GIF, WebP) read_file returns as an image (default
     /// 5242880 = 5 MiB).
-    #[arg(
-        long,
-        value_name = "BYTES",
-        env = "TOOLPORT_IMAGE_MAX_BYTES",
-        global = true
+    #[cfg_attr(
+        feature = "host",
+        arg(
+            long,
+            value_name = "BYTES",
+            env = "TOOLPORT_IMAGE_MAX_BYTES",
+            global = true
+        )
     )]
     pub(crate) image_max_bytes: Option<u64>,
 
     /// Most entries one list_directory call returns (default 1000).
-    #[arg(
-        long,
-        value_name = "N",
-        env = "TOOLPORT_LIST_MAX_ENTRIES",
-        global = true
+    #[cfg_attr(
+        feature = "host",
+        arg(
+            long,
+            value_name = "N",
+            env = "TOOLPORT_LIST_MAX_ENTRIES",
+            global = true
+        )
     )]
     pub(crate) list_max_entries: Option<usize>,
 
     /// Serve no tool that writes (write_file, edit_file, apply_patch, create_directory,
     /// move_path, copy_path, delete_path, undo_last_change): the same as `[fs] write = "off"`.
-    #[arg(long, env = "TOOLPORT_READ_ONLY", global = true)]
+    #[cfg_attr(feature = "host", arg(long, env = "TOOLPORT_READ_ONLY", global = true))]
     pub(crate) read_only: bool,
 }
 
@@ -184,7 +193,7 @@ impl FsSettings {
 /// What the write tools do (`[fs] write`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum WriteMode {
+pub(crate) enum WriteMode {
     /// Served, and a write runs without asking (clients that ask before destructive tools
     /// still ask: write_file, edit_file and move_path are annotated destructive).
     #[default]
@@ -199,7 +208,7 @@ pub enum WriteMode {
 /// What `delete_path` does with what it deletes (`[fs] delete`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum DeleteMode {
+pub(crate) enum DeleteMode {
     /// Move it to the system's trash (the user can restore it from there), without asking
     /// unless `[fs] write = "confirm"`.
     #[default]
@@ -233,7 +242,7 @@ pub struct WriteSettings {
 impl WriteSettings {
     /// Whether no tool may write (`--read-only`, `[fs] write = "off"`): also what upstream
     /// servers' tools are served (only those that declare themselves read-only).
-    pub fn read_only(&self) -> bool {
+    pub fn read_only(self) -> bool {
         self.write == WriteMode::Off
     }
 

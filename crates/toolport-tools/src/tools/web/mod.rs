@@ -40,8 +40,8 @@ pub(crate) mod google;
 pub(crate) mod guard;
 pub(crate) mod provider;
 pub(crate) mod searxng;
-pub mod settings;
-pub mod tavily;
+pub(crate) mod settings;
+pub(crate) mod tavily;
 pub(crate) mod throttle;
 
 pub(crate) use fetch_url::FetchUrl;

@@ -19,7 +19,7 @@
 //! and [`dispatch_helper`]. What a system cannot do is said in its file, never papered over.
 
 #[cfg(unix)]
-pub mod unix;
+pub(crate) mod unix;
 #[cfg(unix)]
 use unix as imp;
 

@@ -25,7 +25,8 @@ mod provider;
 mod search;
 
 pub(crate) use fetch::{DEFAULT_FETCH_PAGE_CHARS, FetchSettings};
-pub use provider::{DUCKDUCKGO_USER_AGENT, ProviderId};
+pub(crate) use provider::DUCKDUCKGO_USER_AGENT;
+pub use provider::ProviderId;
 pub(crate) use search::FileWeb;
 pub use search::WebSettings;
 

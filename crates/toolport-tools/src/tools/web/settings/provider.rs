@@ -19,7 +19,7 @@ use crate::settings::{
 };
 
 /// DuckDuckGo's HTML endpoint serves its bot challenge to unknown agents far more often.
-pub const DUCKDUCKGO_USER_AGENT: &str =
+pub(crate) const DUCKDUCKGO_USER_AGENT: &str =
     "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
 /// One search provider. The declaration order is the order of the `[web.<provider>]`

@@ -21,10 +21,10 @@
 
 #[cfg(any(target_os = "macos", test))]
 mod procargs;
-pub mod reaper;
+pub(crate) mod reaper;
 #[cfg(target_os = "macos")]
 mod scan_macos;
-pub mod watchdog;
+pub(crate) mod watchdog;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};

@@ -147,7 +147,7 @@ pub fn installed() -> bool {
 }
 
 /// Tell the watchdog a command's process group exists (call right after the spawn).
-pub fn register(pgid: Pid) {
+pub(crate) fn register(pgid: Pid) {
     if let Some(watchdog) = WATCHDOG.get() {
         watchdog.send('+', pgid);
     }
