@@ -1,7 +1,8 @@
 //! Real Landlock tests through `toolport __sandbox-exec`: what the kernel allows and refuses.
 //!
 //! When Landlock cannot enforce a spec here, each test checks that the shim fails closed
-//! (exit 125, nothing run) instead.
+//! (exit 125, nothing run) instead, unless `EXPECT_LANDLOCK` is set (`.ci/run` sets it): then
+//! the test fails.
 
 use std::ffi::{OsStr, OsString};
 use std::net::TcpListener;
@@ -45,6 +46,12 @@ fn landlock_or_fail_closed(spec: &SandboxSpec) -> Option<String> {
     match probe(spec) {
         Ok(abi) => Some(abi),
         Err(why) => {
+            // CI sets EXPECT_LANDLOCK: there, a kernel that cannot enforce the spec fails the
+            // test instead of passing it on the fail-closed branch below.
+            assert!(
+                std::env::var_os("EXPECT_LANDLOCK").is_none(),
+                "EXPECT_LANDLOCK is set, but Landlock cannot enforce {spec:?} here: {why}"
+            );
             eprintln!("Landlock cannot enforce {spec:?} here: {why}");
             let marker = std::env::temp_dir().join(format!("ran-{}", std::process::id()));
             let out = sh(spec, &format!("touch {}", marker.display()));
