@@ -25,7 +25,7 @@
 //! it or continues it after a `-` (`visual-studio-code` matches `visual-studio-code-insiders`,
 //! `claude-code` does not match `claude-ai`).
 
-use toolport_tools::host::{Payload, PayloadSetting, ResultCapSetting};
+use toolport_tools::host::{CLAUDE_CODE_RESULT_CAP, Payload, PayloadSetting, ResultCapSetting};
 
 /// What a known client's model reads of a result that has both a text block and
 /// `structuredContent`.
@@ -47,19 +47,14 @@ struct Known {
     cap: Option<u64>,
 }
 
-/// Claude Code's cap on a result of an MCP tool that declares `anthropic/maxResultSizeChars`:
-/// `maxResultSizeChars:Ct?Math.min(Ee,Rpe):…` with `Rpe=500000` (characters), in
-/// `@anthropic-ai/claude-code-linux-x64@2.1.332` `package/claude`, bytes 385065494 and
-/// 330696206. A longer result is saved to a file and the model sees a 2,000-character
-/// preview.
-const CLAUDE_CODE_RESULT_CAP: u64 = 500_000;
-
 /// The clients whose behaviour has been seen, in their own code or tracker.
 const KNOWN: &[Known] = &[
     // Claude Code sends `claude-code` (with its CLI version as the version) and hands the
     // model `JSON.stringify(structuredContent)` whenever it is present, dropping the text:
     // anthropics/claude-code #79944 (checked with marker strings on 2.1.280), #55677, #9962
-    // (since 2.0.21).
+    // (since 2.0.21). Its cap on a result of a tool that declares
+    // `anthropic/maxResultSizeChars` is the most toolport's listing declares (the library's
+    // CLAUDE_CODE_RESULT_CAP says where it was read).
     Known {
         name: "claude-code",
         reads: Reads::Structured,

@@ -89,8 +89,9 @@ async fn every_tool_is_listed_with_a_search_hint_and_the_paged_ones_with_their_l
         json!("read file: filesystem text image")
     );
     // The byte limits that bound a result, as characters: six times the payload (JSON's
-    // `\u001b` for a control character, the worst escaping) and the envelope. read_file, read_many_files and grep follow read_max_bytes; a
-    // command's two streams max_output_bytes (100 KiB) each.
+    // `\u001b` for a control character, the worst escaping) and the envelope, never more than
+    // Claude Code keeps. read_file, read_many_files and grep follow read_max_bytes; a
+    // command's two streams max_output_bytes (100 KiB) each, past the cap.
     for tool in ["read_file", "read_many_files", "grep"] {
         assert_eq!(
             meta(&tools, tool)["anthropic/maxResultSizeChars"],
@@ -100,7 +101,7 @@ async fn every_tool_is_listed_with_a_search_hint_and_the_paged_ones_with_their_l
     }
     assert_eq!(
         meta(&tools, "execute_command")["anthropic/maxResultSizeChars"],
-        json!(6 * 2 * 100 * 1024 + ENVELOPE)
+        json!(CLAUDE_CODE_CAP)
     );
     // A tool no byte limit bounds declares nothing (Claude Code's own cap applies).
     assert!(!meta(&tools, "list_directory").contains_key("anthropic/maxResultSizeChars"));
@@ -109,6 +110,32 @@ async fn every_tool_is_listed_with_a_search_hint_and_the_paged_ones_with_their_l
     let mut core = CORE.to_vec();
     core.sort_unstable();
     assert_eq!(loaded, core);
+    within(client.cancel()).await.unwrap();
+}
+
+/// Issue 40: the default limits (1 MiB for read_file, read_many_files and grep, 100 KiB per
+/// stream for a command) were declared as 6,356,992 and 1,294,336 characters, more than Claude
+/// Code keeps (`min(value, 500000)`): the declaration is capped at what it honours, and a
+/// Claude Code page fits under what is declared.
+#[tokio::test]
+async fn the_declared_largest_result_is_what_claude_code_keeps() {
+    let (_d, root) = tempdir();
+    big_file(&root, "big.txt", 40_000);
+    let client = connect_command(default_form(&root, &[]), named("claude-code")).await;
+    let tools = within(client.list_all_tools()).await.unwrap();
+    for tool in ["read_file", "read_many_files", "grep", "execute_command"] {
+        assert_eq!(
+            meta(&tools, tool)["anthropic/maxResultSizeChars"],
+            json!(CLAUDE_CODE_CAP),
+            "{tool}"
+        );
+    }
+    let result = call(&client, "read_file", json!({"path": "big.txt"})).await;
+    assert!(model_chars(&result) <= CLAUDE_CODE_CAP);
+    // The page is the most that fits at the worst escaping (six characters a byte) with the
+    // envelope.
+    let page = ok(&result)["content"].as_str().unwrap().len() as u64;
+    assert!(page <= (CLAUDE_CODE_CAP as u64 - ENVELOPE) / 6, "{page}");
     within(client.cancel()).await.unwrap();
 }
 

@@ -55,8 +55,17 @@ pub(crate) const META_SEARCH_HINT: &str = "anthropic/searchHint";
 pub(crate) const META_ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
 /// See [`META_SEARCH_HINT`]: the most characters one result of the tool can have. Claude Code
 /// then keeps results up to `min(value, 500000)` characters in the conversation instead of
-/// cutting them at its `MAX_MCP_OUTPUT_TOKENS` cap (25,000 tokens by default).
+/// cutting them at its `MAX_MCP_OUTPUT_TOKENS` cap (25,000 tokens by default), so the value
+/// declared is at most [`CLAUDE_CODE_RESULT_CAP`].
 pub(crate) const META_MAX_RESULT_SIZE_CHARS: &str = "anthropic/maxResultSizeChars";
+
+/// The most characters of one result Claude Code keeps for a tool that declares
+/// [`META_MAX_RESULT_SIZE_CHARS`]: `maxResultSizeChars:Ct?Math.min(Ee,Rpe):…` with
+/// `Rpe=500000` (see [`META_SEARCH_HINT`] for where; the same in 2.1.197). A longer result is
+/// saved to a file and the model sees a 2,000-character preview. The one value both for what
+/// a tool declares (no more than Claude Code honours) and for the result cap its pages fit
+/// under for a `claude-code` client (the server's client table).
+pub const CLAUDE_CODE_RESULT_CAP: u64 = 500_000;
 
 /// What a tool's `tools/list` entry tells Claude Code beyond the definition (see
 /// [`META_SEARCH_HINT`]). Whether a tool is always loaded is the operator's choice, set by the
@@ -77,7 +86,9 @@ impl ToolHints {
             meta.insert(META_SEARCH_HINT.into(), Value::String(hint.clone()));
         }
         if let Some(chars) = self.max_result_chars {
-            meta.insert(META_MAX_RESULT_SIZE_CHARS.into(), Value::from(chars));
+            // Claude Code keeps no more than its cap, whatever a tool declares.
+            let declared = chars.min(CLAUDE_CODE_RESULT_CAP);
+            meta.insert(META_MAX_RESULT_SIZE_CHARS.into(), Value::from(declared));
         }
         (!meta.is_empty()).then(|| rmcp::model::MetaObject(meta))
     }
@@ -315,6 +326,21 @@ mod tests {
         assert_eq!(
             mcp["_meta"],
             json!({"anthropic/searchHint": "search the web", "anthropic/maxResultSizeChars": 4096})
+        );
+    }
+
+    #[test]
+    fn the_declared_largest_result_is_no_more_than_claude_code_keeps() {
+        let def = ToolDefinition::new("read", "Read a file", schema(), None).unwrap();
+        let hints = ToolHints {
+            search_hint: None,
+            max_result_chars: Some(6_356_992),
+        };
+        let mcp =
+            serde_json::to_value(def.to_mcp_with(None, Annotations::default(), &hints)).unwrap();
+        assert_eq!(
+            mcp["_meta"],
+            json!({"anthropic/maxResultSizeChars": CLAUDE_CODE_RESULT_CAP})
         );
     }
 }

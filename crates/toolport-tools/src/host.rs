@@ -26,8 +26,10 @@ pub use crate::plugins::Catalog;
 pub use crate::registry::LiveRegistry;
 pub use crate::tools::{SelectionError, builtin_tools};
 
-// A call: its session, where its payload goes, who answers an upstream's questions, what it
-// did for the audit log, and the client's roots it runs under.
+// A call: its session, where its payload goes (and what Claude Code keeps of a result: the
+// cap its pages fit under, the most a tool declares), who answers an upstream's questions,
+// what it did for the audit log, and the client's roots it runs under.
+pub use crate::definition::CLAUDE_CODE_RESULT_CAP;
 pub use crate::size::json_size;
 pub use crate::tool::{
     AlwaysConfirm, CallFacts, CallJob, CommandFacts, Elicitor, Payload, Session,

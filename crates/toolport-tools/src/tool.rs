@@ -297,7 +297,8 @@ const MIN_PAGE_BYTES: u64 = 1024;
 const JSON_ESCAPE_WORST: u64 = 6;
 
 /// The most characters a result can have whose payload is at most `payload_bytes` bytes of
-/// text: what a tool declares as its largest result (`anthropic/maxResultSizeChars`). A
+/// text: a tool's largest result (`anthropic/maxResultSizeChars` declares it, at most
+/// [`CLAUDE_CODE_RESULT_CAP`](crate::definition::CLAUDE_CODE_RESULT_CAP)). A
 /// character is never more than its UTF-8 bytes, and JSON escaping makes at most
 /// [`JSON_ESCAPE_WORST`] characters of one, so even a page of control characters stays under
 /// it (under-stating makes a client cut the result; over-stating costs nothing).
