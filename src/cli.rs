@@ -430,14 +430,14 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
             kind: "unknown_tool",
             message: other.to_string(),
             outcome: Outcome::Error,
-            error_type: TOOL_ERROR,
+            error_type: TOOL_ERROR.into(),
         }),
         // Only a client can ask its user; here the confirmer answers at once.
         Err(other @ ExecuteError::ConfirmationRequired { .. }) => Some(Failure {
             kind: "confirmation_required",
             message: other.to_string(),
             outcome: Outcome::Denied,
-            error_type: TOOL_ERROR,
+            error_type: TOOL_ERROR.into(),
         }),
     };
     let size = result.as_ref().map_or(0, |output| {

@@ -13,6 +13,7 @@ pub mod budget;
 pub mod metrics;
 pub mod trace;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,7 +34,7 @@ pub(crate) struct Failure {
     pub(crate) outcome: Outcome,
     /// The OpenTelemetry `error.type`: `tool_error` for an `isError` result, the JSON-RPC
     /// error code for a protocol error.
-    pub(crate) error_type: &'static str,
+    pub(crate) error_type: Cow<'static, str>,
 }
 
 impl Failure {
@@ -43,7 +44,7 @@ impl Failure {
             kind: error.kind(),
             message: error.to_string(),
             outcome: audit::outcome_of(error, facts),
-            error_type: TOOL_ERROR,
+            error_type: TOOL_ERROR.into(),
         }
     }
 }
@@ -112,7 +113,7 @@ impl Call {
             ),
             None => (Outcome::Ok, None, None),
         };
-        self.record(outcome, error, error_type, bytes_out);
+        self.record(outcome, error, error_type.as_deref(), bytes_out);
     }
 
     /// The call is not over (the client retries it with the user's answer): record nothing.

@@ -28,12 +28,6 @@ const OVER_BUDGET: &str = "over_budget";
 /// The metrics' tool label for a call to a tool that does not exist.
 const UNKNOWN_TOOL_LABEL: &str = "(unknown)";
 
-/// JSON-RPC's "internal error" code as an `error.type`.
-const INTERNAL_ERROR_CODE: &str = "-32603";
-
-/// JSON-RPC's "invalid params" code as the `error.type` of an unknown tool.
-const INVALID_PARAMS_CODE: &str = "-32602";
-
 /// How a call ended: the answer, and what to record of it.
 struct Finished {
     answer: Result<CallToolResponse, McpError>,
@@ -57,22 +51,22 @@ impl Finished {
     /// A call to a tool that does not exist: JSON-RPC -32602.
     fn unknown_tool(message: String) -> Self {
         let error = McpError::invalid_params(message, None);
-        Self::error(error, "unknown_tool", INVALID_PARAMS_CODE)
+        Self::error(error, "unknown_tool")
     }
 
     /// A call that failed inside the server: JSON-RPC -32603.
     fn internal_error(message: String) -> Self {
         let error = McpError::internal_error(message, None);
-        Self::error(error, "internal_error", INTERNAL_ERROR_CODE)
+        Self::error(error, "internal_error")
     }
 
-    /// A JSON-RPC error, recorded as an error of `kind` with `error_type`.
-    fn error(error: McpError, kind: &'static str, error_type: &'static str) -> Self {
+    /// A JSON-RPC error, recorded as an error of `kind` with its code as the error type.
+    fn error(error: McpError, kind: &'static str) -> Self {
         let failure = Failure {
             kind,
             message: error.message.to_string(),
             outcome: Outcome::Error,
-            error_type,
+            error_type: error.code.0.to_string().into(),
         };
         Self {
             answer: Err(error),
@@ -195,7 +189,7 @@ impl ToolportServer {
                     kind: OVER_BUDGET,
                     message: denial.to_string(),
                     outcome: Outcome::Denied,
-                    error_type: TOOL_ERROR,
+                    error_type: TOOL_ERROR.into(),
                 };
                 return Finished {
                     record: Record::Ended {

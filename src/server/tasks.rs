@@ -19,7 +19,8 @@ use std::time::{Duration, SystemTime};
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolResult, CreateTaskResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus,
+    CallToolResult, CreateTaskResult, DetailedTask, ErrorCode, JsonObject, Task, TaskPayload,
+    TaskStatus,
 };
 
 use rmcp::RoleServer;
@@ -33,9 +34,6 @@ use super::ToolportServer;
 /// progress. A command's state is worth reading about once a second; faster polling only
 /// costs requests.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
-
-/// JSON-RPC's "internal error", for a task whose result cannot be serialised.
-const INTERNAL_ERROR: i32 = -32603;
 
 /// The work behind task `id` of `session`; another session's task, or one that is gone, is
 /// "not found" (SEP-2663: an unknown task id is -32602 invalid params).
@@ -170,7 +168,8 @@ fn call_result_object(result: CallToolResult) -> Result<JsonObject, JsonObject> 
 
 fn internal_error(message: String) -> JsonObject {
     let mut error = JsonObject::new();
-    error.insert("code".into(), INTERNAL_ERROR.into());
+    // JSON-RPC's "internal error": the result cannot be serialised.
+    error.insert("code".into(), ErrorCode::INTERNAL_ERROR.0.into());
     error.insert("message".into(), message.into());
     error
 }

@@ -114,6 +114,15 @@ async fn the_metrics_resource_moves_with_calls_over_stdio() {
         ),
         Some(1.0)
     );
+    // Its duration carries the JSON-RPC code as its error type.
+    assert_eq!(
+        sample(
+            &after,
+            "mcp_server_operation_duration_seconds_count",
+            &json!({"mcp_method_name": "tools/call", "gen_ai_tool_name": "(unknown)", "error_type": "-32602"})
+        ),
+        Some(1.0)
+    );
     assert!(!after.to_string().contains("no_such_tool_x1"));
     assert_eq!(
         sample(&after, "toolport_calls_in_flight", &json!({})),

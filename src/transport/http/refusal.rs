@@ -3,9 +3,10 @@
 //! MCP client reads the reason the way it reads any other error instead of failing to parse
 //! plain text. The status code still says what happened (401, 403, 404, 413, 429, 503 …).
 //!
-//! The codes: `-32700` for a body that is not JSON-RPC (the parse error of JSON-RPC 2.0),
-//! `-32001` for an unknown session (what the reference TypeScript SDK's transports send) and
-//! `-32000` (an implementation-defined server error) for the rest.
+//! The codes: `-32700` for a body that is not JSON-RPC (the parse error of JSON-RPC 2.0,
+//! rmcp's [`ErrorCode::PARSE_ERROR`]), and two of the range JSON-RPC leaves to a server,
+//! defined here alone: [`UNKNOWN_SESSION`] `-32001` for an unknown session (what the
+//! reference TypeScript SDK's transports send) and [`REFUSED`] `-32000` for the rest.
 //!
 //! rmcp's Streamable HTTP service answers its own refusals (no session id, an unknown session,
 //! a missing `Accept`) in plain text; [`json_rpc_errors`], a layer around the whole router,
@@ -15,17 +16,16 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use rmcp::model::ErrorCode;
 use serde_json::json;
 
-/// JSON-RPC 2.0's parse error: the body is not one JSON-RPC message.
-pub(crate) const PARSE_ERROR: i64 = -32700;
 /// The session named by the request is unknown or closed.
-pub(crate) const UNKNOWN_SESSION: i64 = -32001;
+pub(crate) const UNKNOWN_SESSION: ErrorCode = ErrorCode(-32001);
 /// Any other refusal by the HTTP layer.
-pub(crate) const REFUSED: i64 = -32000;
+pub(crate) const REFUSED: ErrorCode = ErrorCode(-32000);
 
 /// An answer with `status` and a JSON-RPC error body carrying `code` and `message`.
-pub(crate) fn refusal(status: StatusCode, code: i64, message: impl Into<String>) -> Response {
+pub(crate) fn refusal(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
     let body = json!({
         "jsonrpc": "2.0",
         "id": null,

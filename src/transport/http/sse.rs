@@ -31,14 +31,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::{Stream, StreamExt};
 use rmcp::ServiceExt;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ErrorCode, ServerJsonRpcMessage};
 use serde::Deserialize;
 use tokio::sync::{RwLock, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::{CancellationToken, PollSender};
 use toolport_tools::host::secret::random_token;
 
-use super::refusal::{PARSE_ERROR, REFUSED, UNKNOWN_SESSION, refusal};
+use super::refusal::{REFUSED, UNKNOWN_SESSION, refusal};
 use super::sessions::{SessionSlots, Slot, read_body, sessions_full};
 use crate::server::{Shared, ToolportServer};
 use crate::transport::serve_until_stopped;
@@ -224,7 +224,7 @@ async fn message(
         Err(error) => {
             return refusal(
                 StatusCode::BAD_REQUEST,
-                PARSE_ERROR,
+                ErrorCode::PARSE_ERROR,
                 format!("the body is not one JSON-RPC 2.0 message: {error}"),
             );
         }

@@ -135,7 +135,7 @@ fn error_line(id: &[u8], bytes: usize) -> Option<Vec<u8>> {
         "jsonrpc": "2.0",
         "id": id,
         "error": {
-            "code": -32603,
+            "code": rmcp::model::ErrorCode::INTERNAL_ERROR,
             "message": format!("the answer was {bytes} bytes, more than the {MAX_MESSAGE_BYTES} toolport reads of one message"),
             "data": { TOO_LARGE_KEY: bytes },
         },
@@ -508,6 +508,8 @@ mod tests {
         let error_end = added.iter().position(|&b| b == b'\n').unwrap() + 1;
         let error: Value = serde_json::from_slice(&added[..error_end]).unwrap();
         assert_eq!(error["id"], 4);
+        // JSON-RPC's internal error, as on the wire.
+        assert_eq!(error["error"]["code"], -32603);
         let error: rmcp::ErrorData = serde_json::from_value(error["error"].clone()).unwrap();
         assert_eq!(too_large_bytes(&error), Some(over.len()));
         // A line at the bound, and the lines after, pass as they came.
