@@ -304,7 +304,7 @@ impl Config {
                 .collect(),
         ]
         .concat();
-        commented(&header, &notes, &toml)
+        commented(&header, &notes, &self.web.unset(), &toml)
     }
 }
 
@@ -563,8 +563,11 @@ mod tests {
         .unwrap();
         assert_eq!(c.roots, vec![std::env::current_dir().unwrap()]);
         let shown = c.to_toml();
+        // No key noted as set from the environment: Brave's key is shown as unset.
         assert!(
-            !shown.contains("TOOLPORT_BRAVE_API_KEY") && !shown.contains(placeholder),
+            !shown.contains("web.brave.api_key:")
+                && shown.contains("web.brave.api_key_file = \"…\"  (or TOOLPORT_BRAVE_API_KEY)")
+                && !shown.contains(placeholder),
             "{shown}"
         );
         let mut ignored = c.unexpanded_env;

@@ -385,6 +385,48 @@ service_name = "svc"
     assert_eq!(again.code, 0, "{}", again.stderr);
 }
 
+/// Issue 40: `toolport config` showed `web.providers` only as a note when it was unset, and
+/// nothing said where a search key or the SearXNG instance is set, so a reader of the
+/// effective configuration could not see how to add a provider. The unset keys are printed as
+/// comments with the environment variable each can come from, and the file still loads back
+/// the same; a key that is set is not among them.
+#[tokio::test]
+async fn config_shows_where_to_set_a_search_provider() {
+    let (_d, root) = tempdir();
+    let defaults = round_trip(&root, &[], &[]).await;
+    let unset = [
+        "#   web.providers = [\"searxng\", \"brave\", \"tavily\", \"google\", \"duckduckgo\"]  (or TOOLPORT_WEB_PROVIDERS)\n",
+        "#   web.searxng.base_url = \"…\"  (or TOOLPORT_SEARXNG_URL)\n",
+        "#   web.brave.api_key_file = \"…\"  (or TOOLPORT_BRAVE_API_KEY)\n",
+        "#   web.tavily.api_key_file = \"…\"  (or TOOLPORT_TAVILY_API_KEY)\n",
+        "#   web.google.api_key_file = \"…\"  (or TOOLPORT_GOOGLE_API_KEY)\n",
+        "#   web.google.cx = \"…\"  (or TOOLPORT_GOOGLE_CX)\n",
+    ];
+    for wanted in unset {
+        assert!(defaults.contains(wanted), "{wanted}: {defaults}");
+    }
+
+    // Set from the environment, SearXNG's instance and Brave's key are no longer unset.
+    let env = [
+        ("TOOLPORT_SEARXNG_URL", "http://127.0.0.1:8888"),
+        ("TOOLPORT_BRAVE_API_KEY", "brave-key-planted"),
+    ];
+    let printed = round_trip(&root, &[], &env).await;
+    assert!(!printed.contains("planted"), "{printed}");
+    assert!(
+        printed.contains("base_url = \"http://127.0.0.1:8888\"\n"),
+        "{printed}"
+    );
+    for gone in ["web.searxng.base_url = ", "web.brave.api_key_file = "] {
+        assert!(!printed.contains(gone), "{gone}: {printed}");
+    }
+    for kept in &unset[2..] {
+        if !kept.contains("brave") {
+            assert!(printed.contains(kept), "{kept}: {printed}");
+        }
+    }
+}
+
 /// The duration keys named after a unit are still read under those names (a bare number in
 /// that unit), with a warning naming the old and the new key; both names at once is an error
 /// naming both.
@@ -640,7 +682,12 @@ async fn serve_takes_roots_as_arguments_and_ignores_unexpanded_placeholders() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stderr}");
-    assert!(!stdout.contains("TOOLPORT_BRAVE_API_KEY"), "{stdout}");
+    // Brave's key is unset: no note says it is set, and it is listed as unset.
+    assert!(
+        !stdout.contains("web.brave.api_key:")
+            && stdout.contains("web.brave.api_key_file = \"…\"  (or TOOLPORT_BRAVE_API_KEY)"),
+        "{stdout}"
+    );
     assert!(
         stderr.contains("TOOLPORT_BRAVE_API_KEY holds an unexpanded placeholder"),
         "{stderr}"

@@ -73,7 +73,7 @@ pub mod config {
 /// The one settings shape every section shares: errors, notes, range checks, durations.
 pub mod settings {
     pub use crate::settings::{
-        Deprecated, Note, SettingError, check_range, commented, duration_setting,
+        Deprecated, Note, SettingError, Unset, check_range, commented, duration_setting,
         serialize_duration,
     };
 }

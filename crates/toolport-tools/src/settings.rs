@@ -197,16 +197,52 @@ impl Note {
     }
 }
 
-/// `toml` (a rendered config) under a comment block: the `header` lines, then the notes. Each
-/// comment is one line whatever the text holds (a path may hold a newline), so no text can
-/// turn into a key.
-pub fn commented(header: &[String], notes: &[Note], toml: &str) -> String {
+/// A key that is not set and that an operator is likely to set (a search provider's key or
+/// instance): `toolport config` prints it as a comment, with an example value and the
+/// environment variable it can come from instead, so the effective configuration shows how
+/// to set it and still loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unset {
+    /// The setting, as the file would name it (`web.searxng.base_url`).
+    key: String,
+    /// An example value, as TOML (`"…"` for a string to fill in).
+    example: String,
+    /// The environment variable that sets it too (`TOOLPORT_SEARXNG_URL`).
+    env: &'static str,
+}
+
+impl Unset {
+    /// Unset `key`, which `example` shows and `env` can set too.
+    pub fn new(key: impl Into<String>, example: impl Into<String>, env: &'static str) -> Self {
+        Self {
+            key: key.into(),
+            example: example.into(),
+            env,
+        }
+    }
+}
+
+/// `toml` (a rendered config) under a comment block: the `header` lines, the notes, then the
+/// unset keys. Each comment is one line whatever the text holds (a path may hold a newline),
+/// so no text can turn into a key.
+pub fn commented(header: &[String], notes: &[Note], unset: &[Unset], toml: &str) -> String {
     let line = |text: &str| format!("# {}\n", text.replace(['\n', '\r'], " "));
     let mut out: String = header.iter().map(|h| line(h)).collect();
     if !notes.is_empty() {
         out.push_str(&line("In effect, but not printed as keys:"));
         for note in notes {
             out.push_str(&line(&format!("  {}: {}", note.key, note.text)));
+        }
+    }
+    if !unset.is_empty() {
+        out.push_str(&line(
+            "Not set (each as a key under its section, or from its environment variable):",
+        ));
+        for unset in unset {
+            out.push_str(&line(&format!(
+                "  {} = {}  (or {})",
+                unset.key, unset.example, unset.env
+            )));
         }
     }
     out.push('\n');
@@ -474,13 +510,14 @@ mod tests {
         let out = commented(
             &["Header.".into()],
             &[Note::new("a.b", "set\n[exec]\nallow_shells = true")],
+            &[Unset::new("a.c", "\"…\"", "TOOLPORT_C")],
             "x = 1\n",
         );
         assert_eq!(
             out,
-            "# Header.\n# In effect, but not printed as keys:\n#   a.b: set [exec] allow_shells = true\n\nx = 1\n"
+            "# Header.\n# In effect, but not printed as keys:\n#   a.b: set [exec] allow_shells = true\n# Not set (each as a key under its section, or from its environment variable):\n#   a.c = \"…\"  (or TOOLPORT_C)\n\nx = 1\n"
         );
-        assert_eq!(commented(&[], &[], "x = 1\n"), "\nx = 1\n");
+        assert_eq!(commented(&[], &[], &[], "x = 1\n"), "\nx = 1\n");
     }
 
     #[test]

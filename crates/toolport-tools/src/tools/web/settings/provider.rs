@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::{MAX_MIN_INTERVAL, Secret, check_url, invalid};
 use crate::secret::{Source, no_key_file, serialize_key_file};
 use crate::settings::{
-    Deprecated, DurationValue, LegacyUnit, SettingError, env_value, renamed_duration,
+    Deprecated, DurationValue, LegacyUnit, SettingError, Unset, env_value, renamed_duration,
     serialize_duration,
 };
 
@@ -333,6 +333,32 @@ impl ProviderSettings {
         })
     }
 
+    /// The keys of provider `id` (whose settings these are) that set it up and are not set:
+    /// its instance, its API key (as `api_key_file`, the form `toolport config` prints), its
+    /// search engine id; each with the environment variable that sets it too.
+    pub(crate) fn unset(&self, id: ProviderId) -> Vec<Unset> {
+        let row = id.row();
+        let key = |field: &str| format!("web.{}.{field}", row.name);
+        let fill_in = "\"…\"";
+        let mut unset = Vec::new();
+        if let (None, Endpoint::Instance { env }) = (&self.base_url, row.endpoint) {
+            unset.push(Unset::new(key("base_url"), fill_in, env));
+        }
+        match row.credentials {
+            Credentials::None => {}
+            Credentials::ApiKey { env } | Credentials::ApiKeyAndEngine { env, .. }
+                if self.api_key.is_none() =>
+            {
+                unset.push(Unset::new(key("api_key_file"), fill_in, env));
+            }
+            Credentials::ApiKey { .. } | Credentials::ApiKeyAndEngine { .. } => {}
+        }
+        if let (None, Credentials::ApiKeyAndEngine { cx_env, .. }) = (&self.cx, row.credentials) {
+            unset.push(Unset::new(key("cx"), fill_in, cx_env));
+        }
+        unset
+    }
+
     /// What provider `id` (whose settings these are) lacks to be usable, in words naming
     /// where to set it; `None` when it is ready.
     pub(crate) fn missing(&self, id: ProviderId) -> Option<String> {
@@ -445,6 +471,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("TOOLPORT_BRAVE_API_KEY"), "{err}");
+    }
+
+    #[test]
+    fn only_what_a_provider_still_lacks_is_shown_as_unset() {
+        let s = load("", &[("TOOLPORT_GOOGLE_API_KEY", "g")]).unwrap();
+        assert_eq!(
+            s.provider(ProviderId::Google).unset(ProviderId::Google),
+            [Unset::new("web.google.cx", "\"…\"", "TOOLPORT_GOOGLE_CX")]
+        );
+        let s = load("[searxng]\nbase_url = \"http://127.0.0.1:8888\"\n", &[]).unwrap();
+        assert!(
+            s.provider(ProviderId::Searxng)
+                .unset(ProviderId::Searxng)
+                .is_empty()
+        );
+        assert!(
+            s.provider(ProviderId::Duckduckgo)
+                .unset(ProviderId::Duckduckgo)
+                .is_empty()
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ use super::{
 };
 use crate::secret::Source;
 use crate::settings::{
-    Deprecated, DurationValue, LegacyUnit, Note, SettingError, check_range, env_value,
+    Deprecated, DurationValue, LegacyUnit, Note, SettingError, Unset, check_range, env_value,
     renamed_duration, serialize_duration,
 };
 
@@ -54,6 +54,9 @@ pub(crate) const MAX_MAX_RETRIES: u32 = 5;
 const MAX_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 /// Most cached queries an operator may set.
 pub(crate) const MAX_CACHE_MAX_ENTRIES: usize = 100_000;
+
+/// The environment variable that lists the providers, as `web.providers` does.
+const PROVIDERS_ENV: &str = "TOOLPORT_WEB_PROVIDERS";
 
 /// The `[web]` section of the config file.
 #[derive(Debug, Default, Deserialize)]
@@ -271,7 +274,7 @@ impl WebSettings {
             deprecated,
         )?;
 
-        let explicit = match env_value(&env, "TOOLPORT_WEB_PROVIDERS") {
+        let explicit = match env_value(&env, PROVIDERS_ENV) {
             Some(list) => Some(parse_provider_list(&list)?),
             None => file.providers,
         };
@@ -347,6 +350,28 @@ impl WebSettings {
         notes
     }
 
+    /// The keys that add a search provider, for `toolport config` to print as comments while
+    /// they are unset: the provider order, then each provider's instance, key and engine id,
+    /// in the default order.
+    pub fn unset(&self) -> Vec<Unset> {
+        let mut unset = Vec::new();
+        if !self.explicit {
+            let all: Vec<String> = ProviderId::DEFAULT_ORDER
+                .iter()
+                .map(|id| format!("\"{}\"", id.as_str()))
+                .collect();
+            unset.push(Unset::new(
+                "web.providers",
+                format!("[{}]", all.join(", ")),
+                PROVIDERS_ENV,
+            ));
+        }
+        for id in ProviderId::DEFAULT_ORDER {
+            unset.extend(self.provider(id).unset(id));
+        }
+        unset
+    }
+
     /// One provider's settings.
     pub(crate) fn provider(&self, id: ProviderId) -> &ProviderSettings {
         self.sections.get(id)
@@ -377,7 +402,7 @@ fn parse_provider_list(list: &str) -> Result<Vec<ProviderId>, SettingError> {
                 .find(|id| id.as_str().eq_ignore_ascii_case(name))
                 .ok_or_else(|| {
                     invalid(
-                        "TOOLPORT_WEB_PROVIDERS".into(),
+                        PROVIDERS_ENV.into(),
                         format!(
                             "unknown provider {name:?}; known are duckduckgo, brave, google, searxng, tavily"
                         ),
