@@ -1,6 +1,9 @@
 //! What the library's docs promise, from outside: build a registry from settings, print the
 //! OpenAI-form definitions, call `read_file` and a tool of one's own, see a path outside the
 //! roots refused. Exits nonzero on any surprise.
+//!
+//! It prints to stdout on purpose: this is a user's own program, not an MCP server (no
+//! JSON-RPC channel to keep clean), and tests/as_a_user.rs reads what it prints.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
