@@ -310,7 +310,7 @@ impl Visitor<'_> {
                 && !self.workspace.is_secret(&self.base.join(&entry_rel)))
             .then(|| {
                 let mut file = Workspace::open_listed(dir, &name).ok()?;
-                media::sniff(&mut file).ok()?
+                media::sniff(&mut file).ok()?.map(media::Format::mime)
             })
             .flatten();
             self.out.entries.push(Entry {

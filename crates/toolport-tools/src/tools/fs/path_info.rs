@@ -162,7 +162,9 @@ impl TypedTool for PathInfo {
 /// the other fields already say what the path is.
 fn image_type(ws: &crate::workspace::Workspace, path: &str) -> Option<String> {
     let mut opened = ws.open_file(path).ok()?;
-    media::sniff(&mut opened.file).ok()?.map(str::to_owned)
+    media::sniff(&mut opened.file)
+        .ok()?
+        .map(|f| f.mime().to_owned())
 }
 
 fn render(r: &PathInfoResult) -> String {

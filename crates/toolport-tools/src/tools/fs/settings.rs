@@ -1,6 +1,6 @@
 //! The file tools' settings: the `[limits]` section of the config file, the
-//! `--read-max-bytes` / `--image-max-bytes` / `--list-max-entries` flags (and their
-//! `TOOLPORT_*` variables), and
+//! `--read-max-bytes` / `--image-max-bytes` / `--image-max-side` / `--image-send-max-bytes` /
+//! `--list-max-entries` flags (and their `TOOLPORT_*` variables), and
 //! [`FsSettings`], what `read_file` and `list_directory` are built with; and the `[fs]`
 //! section with `--read-only`, [`WriteSettings`]: whether the write tools are served, whether
 //! each write asks the user, and whether `.git/` may be written.
@@ -23,15 +23,30 @@ const MIN_READ_MAX_BYTES: u64 = 1024;
 /// Largest `read_max_bytes` an operator may set: one call should never be able to flood a
 /// client with more than this.
 const MAX_READ_MAX_BYTES: u64 = 64 * 1024 * 1024;
-/// Default cap on the size of an image `read_file` returns: 5 MiB holds a full-screen PNG
-/// screenshot or a plot and is about what model APIs take per image (Anthropic's is 5 MB);
-/// base64 makes it a third larger on the wire.
-pub(crate) const DEFAULT_IMAGE_MAX_BYTES: u64 = 5 * 1024 * 1024;
+/// Default cap on the size of an image file `read_file` reads: 32 MiB holds a 12-megapixel
+/// photo (3 to 8 MB as JPEG) and a 4K or 5K screenshot (up to about 30 MB as PNG) with room;
+/// what is sent is a copy within the two bounds below. The file is held whole in memory while
+/// it is decoded.
+pub(crate) const DEFAULT_IMAGE_MAX_BYTES: u64 = 32 * 1024 * 1024;
 /// Smallest `image_max_bytes`: below this even an icon would be refused.
 const MIN_IMAGE_MAX_BYTES: u64 = 1024;
 /// Largest `image_max_bytes` an operator may set: the same bound as `read_max_bytes`, for
-/// the same reason (an image is held whole in memory and sent in one message).
+/// the same reason (an image is held whole in memory).
 const MAX_IMAGE_MAX_BYTES: u64 = MAX_READ_MAX_BYTES;
+/// Default longest side of an image sent to a model: 1,568 px, what Anthropic's API
+/// downsizes larger images to (after the whole upload is paid for); OpenAI's and Google's
+/// scale theirs to 2,048 px or less, so this fits all three.
+pub(crate) const DEFAULT_IMAGE_MAX_SIDE: u32 = 1568;
+/// Smallest `image_max_side`: the smallest copy made to fit the byte bound.
+const MIN_IMAGE_MAX_SIDE: u32 = super::media::MIN_SIDE;
+/// Largest `image_max_side`: Anthropic's API refuses images over 8,000 px on a side.
+const MAX_IMAGE_MAX_SIDE: u32 = 8000;
+/// Default most bytes of an image sent to a model: 3.75 MiB, whose base64 is the 5 MiB a
+/// single image may be in Anthropic's API (the smallest of the model APIs' limits).
+pub(crate) const DEFAULT_IMAGE_SEND_MAX_BYTES: u64 = 3 * 1024 * 1024 + 768 * 1024;
+/// Smallest `image_send_max_bytes`: a copy of [`MIN_IMAGE_MAX_SIDE`] px a side with alpha
+/// and incompressible pixels (256 KiB) fits, so downscaling always ends with an image.
+const MIN_IMAGE_SEND_MAX_BYTES: u64 = 512 * 1024;
 /// Default cap on entries returned by one `list_directory` call.
 pub(crate) const DEFAULT_LIST_MAX_ENTRIES: usize = 1000;
 /// Largest `list_max_entries` an operator may set.
@@ -57,8 +72,9 @@ pub(crate) struct FsArgs {
     )]
     pub(crate) read_max_bytes: Option<u64>,
 
-    /// Largest image file (PNG, JPEG, GIF, WebP) read_file returns as an image (default
-    /// 5242880 = 5 MiB).
+    /// Largest image file (PNG, JPEG, GIF, WebP) read_file reads as an image (default
+    /// 33554432 = 32 MiB); what is sent is a copy within --image-max-side and
+    /// --image-send-max-bytes.
     #[cfg_attr(
         feature = "host",
         arg(
@@ -69,6 +85,32 @@ pub(crate) struct FsArgs {
         )
     )]
     pub(crate) image_max_bytes: Option<u64>,
+
+    /// Longest side, in pixels, of an image read_file sends; larger images are downscaled
+    /// (default 1568, what Anthropic's API scales images to).
+    #[cfg_attr(
+        feature = "host",
+        arg(
+            long,
+            value_name = "PIXELS",
+            env = "TOOLPORT_IMAGE_MAX_SIDE",
+            global = true
+        )
+    )]
+    pub(crate) image_max_side: Option<u32>,
+
+    /// Most bytes of an image read_file sends; a larger one is re-encoded or downscaled
+    /// (default 3932160 = 3.75 MiB, 5 MiB as base64: Anthropic's per-image limit).
+    #[cfg_attr(
+        feature = "host",
+        arg(
+            long,
+            value_name = "BYTES",
+            env = "TOOLPORT_IMAGE_SEND_MAX_BYTES",
+            global = true
+        )
+    )]
+    pub(crate) image_send_max_bytes: Option<u64>,
 
     /// Most entries one list_directory call returns (default 1000).
     #[cfg_attr(
@@ -98,6 +140,8 @@ pub(crate) struct FsArgs {
 pub struct FileLimits {
     read_max_bytes: Option<u64>,
     image_max_bytes: Option<u64>,
+    image_max_side: Option<u32>,
+    image_send_max_bytes: Option<u64>,
     list_max_entries: Option<usize>,
     list_max_depth: Option<usize>,
     /// The server's: calls admitted in one session.
@@ -129,8 +173,12 @@ pub struct FileBudget {
 pub struct FsSettings {
     /// Most bytes of text one `read_file` call returns.
     pub read_max_bytes: u64,
-    /// Largest image file one `read_file` call returns as an image.
+    /// Largest image file one `read_file` call reads as an image.
     pub(crate) image_max_bytes: u64,
+    /// Longest side, in pixels, of an image sent to a model.
+    pub(crate) image_max_side: u32,
+    /// Most bytes of an image sent to a model.
+    pub(crate) image_send_max_bytes: u64,
     /// Most entries one `list_directory` call returns.
     pub list_max_entries: usize,
     /// Deepest `list_directory` recursion.
@@ -142,6 +190,8 @@ impl Default for FsSettings {
         Self {
             read_max_bytes: DEFAULT_READ_MAX_BYTES,
             image_max_bytes: DEFAULT_IMAGE_MAX_BYTES,
+            image_max_side: DEFAULT_IMAGE_MAX_SIDE,
+            image_send_max_bytes: DEFAULT_IMAGE_SEND_MAX_BYTES,
             list_max_entries: DEFAULT_LIST_MAX_ENTRIES,
             list_max_depth: DEFAULT_LIST_MAX_DEPTH,
         }
@@ -154,6 +204,14 @@ impl FsSettings {
     /// much ([`ToolContext::page_bytes`]); the result says where to go on.
     pub(crate) fn read_page_bytes(&self, ctx: &ToolContext) -> u64 {
         ctx.page_bytes(self.read_max_bytes)
+    }
+
+    /// The bounds of an image sent to a model.
+    pub(crate) fn image_bounds(&self) -> super::media::Bounds {
+        super::media::Bounds {
+            max_side: self.image_max_side,
+            max_bytes: self.image_send_max_bytes,
+        }
     }
 
     /// Layer the file < flags/environment over the defaults, and validate.
@@ -173,6 +231,20 @@ impl FsSettings {
                     .or(file.image_max_bytes)
                     .unwrap_or(defaults.image_max_bytes),
                 MIN_IMAGE_MAX_BYTES..=MAX_IMAGE_MAX_BYTES,
+            )?,
+            image_max_side: check_range(
+                "limits.image_max_side",
+                args.image_max_side
+                    .or(file.image_max_side)
+                    .unwrap_or(defaults.image_max_side),
+                MIN_IMAGE_MAX_SIDE..=MAX_IMAGE_MAX_SIDE,
+            )?,
+            image_send_max_bytes: check_range(
+                "limits.image_send_max_bytes",
+                args.image_send_max_bytes
+                    .or(file.image_send_max_bytes)
+                    .unwrap_or(defaults.image_send_max_bytes),
+                MIN_IMAGE_SEND_MAX_BYTES..=MAX_IMAGE_MAX_BYTES,
             )?,
             list_max_entries: check_range(
                 "limits.list_max_entries",

@@ -13,15 +13,19 @@
 //! `next_byte_offset`: the byte where the rest begins. A call with `byte_offset` reads raw
 //! text from any character boundary, so every byte of such a line is reachable.
 //!
-//! An image (PNG, JPEG, GIF, WebP, known by its first bytes: `media.rs`) is returned whole as
-//! an image content block, up to `[limits] image_max_bytes`, with a line of text saying what
-//! it is for clients that cannot show images. This is `read_file` rather than a tool of its
+//! An image (PNG, JPEG, GIF, WebP, known by its first bytes and proved by decoding it whole:
+//! `media/`) is returned as an image content block, up to `[limits] image_max_bytes`, sized
+//! for a model (`image_max_side`, `image_send_max_bytes`: larger images are downscaled, and
+//! `original_size` asks for the full size), with a line of text saying what it is and what
+//! was sent, for clients that cannot show images. A file that claims to be an image and does
+//! not decode is refused with what was found: a model API refuses the whole request that
+//! carries an image it cannot decode, and every later turn that still carries it. This is `read_file` rather than a tool of its
 //! own because a model asks to read a file by its path without knowing, or checking first,
 //! what is in it (a screenshot named `.txt`, a plot it just wrote): a separate tool would
 //! make every such read a refusal naming the other tool, two calls instead of one, and one
 //! more tool in every listing. The result says which it is in `kind` ([`ReadOutput`]): the
 //! text fields for a text file, the image's facts for an image. The window arguments (offset,
-//! limit, head, tail, byte_offset) and `encoding` are for text; an image is returned whole.
+//! limit, head, tail, byte_offset) and `encoding` are for text, `original_size` for an image.
 //!
 //! One concern per file:
 //! - `mod.rs` (this file): the tool surface: [`Params`], [`ReadFileResult`], the
@@ -33,8 +37,8 @@
 //!   offsets to read on from, and when a kept digest may be used.
 //! - `scan.rs`: one decoding pass ([`Pass`](scan::Pass)): strict decoding inside the window,
 //!   lines counted everywhere, the text collected within the byte budget.
-//! - `image.rs`: an image file: the size cap, its dimensions, the base64 for the content
-//!   block ([`ImageFile`]).
+//! - `image.rs`: an image file: the size cap, the decode and the copy sent (from `media/`),
+//!   the base64 for the content block ([`ImageFile`]).
 //! - `digest.rs`: the file's sha256: hashed inline or on a helper thread beside the decoding
 //!   ([`FileHash`](digest::FileHash)), and the cache of digests of files read unchanged
 //!   ([`HashCache`]).
@@ -73,9 +77,10 @@ const INLINE_READ_MAX: u64 = scan::CHUNK as u64;
 /// The tool's description, stating the operator's real limit.
 fn description(settings: &FsSettings) -> String {
     format!(
-        "Read a text file, or an image, inside the workspace roots. Returns at most {} of text per call (the server's limit); page through larger files by lines with `offset` (1-based) and `limit`, or take `head`/`tail` lines, and follow `next_offset` while it is not null. A line longer than the limit is cut: pass `next_byte_offset` as `byte_offset` to read on from where it stopped. The result's `sha256` (of the file's bytes) is what write_file and edit_file take as `expected_sha256`. Decodes utf-8 by default or any WHATWG encoding label (utf-16le, latin1, shift_jis, gbk …); a byte-order mark wins. A PNG, JPEG, GIF or WebP image (known by its first bytes, not its name) of at most {} is returned whole as an image, with its type and size in pixels (the paging arguments are for text); SVG is text. Other binary files, directories, devices and secrets (.env, keys) are refused.",
+        "Read a text file, or an image, inside the workspace roots. Returns at most {} of text per call (the server's limit); page through larger files by lines with `offset` (1-based) and `limit`, or take `head`/`tail` lines, and follow `next_offset` while it is not null. A line longer than the limit is cut: pass `next_byte_offset` as `byte_offset` to read on from where it stopped. The result's `sha256` (of the file's bytes) is what write_file and edit_file take as `expected_sha256`. Decodes utf-8 by default or any WHATWG encoding label (utf-16le, latin1, shift_jis, gbk …); a byte-order mark wins. A PNG, JPEG, GIF or WebP image (known by its first bytes, not its name; a file of at most {}) is returned as an image, with its type and size in pixels, downscaled to {} px on its longest side when larger (`original_size` sends the full size); a file that does not decode as an image is refused. SVG is text. Other binary files, directories, devices and secrets (.env, keys) are refused.",
         human_bytes(settings.read_max_bytes),
-        human_bytes(settings.image_max_bytes)
+        human_bytes(settings.image_max_bytes),
+        settings.image_max_side
     )
 }
 
@@ -106,6 +111,11 @@ pub(crate) struct Params {
     /// the size limit, ignoring line boundaries: for a line longer than the limit, pass the
     /// previous result's next_byte_offset. Cannot be combined with offset, limit, head or tail.
     byte_offset: Option<u64>,
+    /// For an image: send it at its full size in pixels instead of downscaled to the server's
+    /// bound for a model (it must still fit the server's byte bound for one image). Default
+    /// false.
+    #[serde(default)]
+    original_size: bool,
 }
 
 fn default_encoding() -> String {
@@ -123,6 +133,7 @@ impl Params {
             head: None,
             tail: None,
             byte_offset: None,
+            original_size: false,
         }
     }
 }
@@ -257,28 +268,28 @@ impl TypedTool for ReadFile {
         let mut opened = ctx.workspace.open_file(&p.path)?;
         let sniffed = media::sniff(&mut opened.file).map_err(|e| read_failed(&opened, &e))?;
         let max_bytes = self.settings.read_page_bytes(ctx);
-        let Some(mime) = sniffed else {
+        let Some(format) = sniffed else {
             let text = self.read_opened(opened, window, requested, max_bytes, ctx);
             return text.await.map(ReadOutput::Text);
         };
-        let image_max_bytes = self.settings.image_max_bytes;
+        let settings = self.settings.clone();
         let size = opened.metadata.len();
-        let (image, opened) = self
-            .off_worker(size, move || {
-                let mut opened = opened;
-                let display = opened.display.display().to_string();
-                let image = image::read(&mut opened.file, &display, size, mime, image_max_bytes)?;
-                Ok((image, opened))
-            })
-            .await?;
-        match image {
-            Some(image) => Ok(ReadOutput::Image(image)),
-            // Not an image after all (no dimensions in its headers): read as any other file.
-            None => self
-                .read_opened(opened, window, requested, max_bytes, ctx)
-                .await
-                .map(ReadOutput::Text),
-        }
+        // Decoding costs in proportion to the pixels, not the file's bytes (a small PNG can
+        // hold millions of pixels of one colour): always on the blocking pool, in a turn.
+        self.in_turn(move || {
+            let mut file = opened.file;
+            let display = opened.display.display().to_string();
+            image::read(
+                &mut file,
+                &display,
+                size,
+                format,
+                &settings,
+                p.original_size,
+            )
+        })
+        .await
+        .map(ReadOutput::Image)
     }
 }
 
@@ -304,12 +315,13 @@ impl ReadFile {
         let requested = encoding_for_label(&p.encoding)?;
         let mut opened = ctx.workspace.open_file(&p.path)?;
         let sniffed = media::sniff(&mut opened.file).map_err(|e| read_failed(&opened, &e))?;
-        if let Some(mime) = sniffed {
+        if let Some(format) = sniffed {
             // Its text would be refused as binary, "read_file only returns text": no longer
             // true, so say where the image can be seen.
             return Err(ToolError::InvalidArguments(format!(
-                "{} is an image ({mime}); read_many_files returns only text: read it with read_file, which returns it as an image",
-                opened.display.display()
+                "{} is an image ({}); read_many_files returns only text: read it with read_file, which returns it as an image",
+                opened.display.display(),
+                format.mime()
             )));
         }
         self.read_opened(opened, window, requested, max_bytes, ctx)
@@ -355,10 +367,18 @@ impl ReadFile {
         if size <= INLINE_READ_MAX {
             work()
         } else {
-            // The semaphore is never closed, so a permit always comes.
-            let _turn = self.large_reads.acquire().await.ok();
-            blocking(work).await
+            self.in_turn(work).await
         }
+    }
+
+    /// Run `work` on the blocking pool in one of the large-read turns.
+    async fn in_turn<R: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<R, ToolError> + Send + 'static,
+    ) -> Result<R, ToolError> {
+        // The semaphore is never closed, so a permit always comes.
+        let _turn = self.large_reads.acquire().await.ok();
+        blocking(work).await
     }
 }
 
