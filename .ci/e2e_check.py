@@ -18,6 +18,9 @@ exits non-zero with a clear message when the result is not what toolport must an
   e2e_check.py structured   OUT.json KEY JSON         a call succeeded and structuredContent[KEY] == JSON
   e2e_check.py file-is      OUT.json FILE TEXT        a call succeeded and FILE now holds exactly TEXT
   e2e_check.py text-has     OUT.json KEY TEXT         a call succeeded, its text block contains TEXT and structuredContent has KEY (the payload in both halves)
+  e2e_check.py image        OUT.json MIME FILE        read_file returned FILE as one MIME image block, with a text line
+  e2e_check.py downscaled   OUT.json MIME W H         read_file of a W x H image returned one MIME image block that Pillow decodes whole within the default bounds (.ci/images.py; run with the frameworks venv's python)
+  e2e_check.py refused-with OUT.json TEXT             the call was refused (isError) saying TEXT, with no image block
 """
 
 import json
@@ -262,12 +265,45 @@ def image(out: str, mime: str, expected_file: str) -> None:
     print(f"ok: read_file -> an image block ({mime}, {len(want)} bytes) and a text line: {texts[0].get('text', '')[:80]!r}")
 
 
+def downscaled(out: str, mime: str, width: str, height: str) -> None:
+    """read_file of a large image: one `image` block, in the file's format, that Pillow decodes
+    whole within the default bounds (.ci/images.py), and the file's own size in the facts."""
+    import base64
+
+    import images
+
+    facts = succeeded(out)
+    size = (int(width), int(height))
+    if facts.get("kind") != "image" or facts.get("mime_type") != mime:
+        fail(f"{out}: structuredContent is not an image's facts: {json.dumps(facts)[:500]}")
+    if (facts.get("width"), facts.get("height")) != size or facts.get("resized") is not True:
+        fail(f"{out}: the facts do not state the original {size} and resized: {json.dumps(facts)[:500]}")
+    result = load_result(out)
+    blocks = [c for c in result.get("content", []) if c.get("type") == "image"]
+    if len(blocks) != 1 or blocks[0].get("mimeType") != mime:
+        fail(f"{out}: expected one {mime} image block, got {[(c.get('type'), c.get('mimeType')) for c in result.get('content', [])]}")
+    data = base64.b64decode(blocks[0].get("data", ""))
+    try:
+        sent = images.check_sent(data, mime)
+    except Exception as e:  # noqa: BLE001: Pillow's refusal is the finding
+        fail(f"{out}: the image sent is not one a model API takes: {type(e).__name__}: {e}")
+    said = facts.get("sent", {})
+    if sent != images.SENT or (said.get("width"), said.get("height")) != sent:
+        fail(f"{out}: the image sent is {sent}, expected {images.SENT}, said {said}")
+    texts = " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
+    if f"{size[0]}x{size[1]}" not in texts or f"{sent[0]}x{sent[1]}" not in texts:
+        fail(f"{out}: the text line does not say both sizes: {texts[:300]!r}")
+    print(f"ok: read_file -> {mime} {size[0]}x{size[1]} sent as {sent[0]}x{sent[1]} ({len(data)} bytes), decoded whole by Pillow")
+
+
 def refused_with(out: str, text: str) -> None:
-    """An isError result whose text says `text`."""
+    """An isError result whose text says `text`, and no image block."""
     result = load_result(out)
     said = " ".join(c.get("text", "") for c in result.get("content", []))
     if result.get("isError") is not True or text not in said:
         fail(f"{out}: expected isError with {text!r}, got: {json.dumps(result)[:800]}")
+    if any(c.get("type") == "image" for c in result.get("content", [])):
+        fail(f"{out}: a refusal carries an image block")
     print(f"ok: refused, naming {text!r}")
 
 
@@ -288,6 +324,7 @@ def main(argv: list[str]) -> None:
         "file-is": (file_is, 3),
         "text-has": (text_has, 3),
         "image": (image, 3),
+        "downscaled": (downscaled, 4),
         "refused-with": (refused_with, 2),
     }
     if len(argv) < 2 or argv[1] not in checks or len(argv) - 2 != checks[argv[1]][1]:

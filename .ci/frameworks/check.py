@@ -20,7 +20,10 @@ with a tool call, as LangGraph's `ToolNode` does, and the `ToolMessage` is what 
 - The MCP Python SDK's `ClientSession`, as itself (the name it sends, `mcp`, is no client
   toolport knows: both forms carry the payload) and as Claude Code (`claude-code`: the payload
   once, in `structuredContent`); and through it, read_file of a PNG after tools/list arrives as
-  one `ImageContent` (image/png, the file's bytes) that passes the SDK's output-schema check.
+  one `ImageContent` (image/png, the file's bytes) that passes the SDK's output-schema check,
+  a 4000x3000 PNG screenshot and a 12-megapixel JPEG arrive downscaled to at most 1568 px, in
+  their format, decoded whole by Pillow, with their original size in `structuredContent`, and
+  a truncated PNG and a JPEG signature over garbage are refused with no image (.ci/images.py).
 
 Every check prints `ok: …` or `FAIL: …`; the exit code is the number of failures (capped).
 """
@@ -40,6 +43,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# .ci/images.py: the image files and the Pillow check of what comes back, shared with .ci/run.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import images  # noqa: E402
 
 #: How long one framework run (connect, one or two model turns, one tool call) may take.
 #: A run takes well under a second here; the margin is for a loaded 2-core CI machine.
@@ -302,9 +309,11 @@ async def sdk_claude_code(server: Server, case: Case) -> str:
 
 
 # A 1x1 PNG: read_file returns it as an MCP image block, which the SDK must parse as one.
+# (Until issue 40 this file's IDAT chunk was a byte short, and it was sent as an image anyway:
+# Pillow refuses it, and toolport now does too.)
 PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c63f8ffff3f0005fe02fea73581840000000049454e44ae426082"
+    "1f15c4890000000d4944415478da63f8cfc0f01f00050001ff56c72f0d0000000049454e44ae426082"
 )
 
 
@@ -322,12 +331,47 @@ async def sdk_image(server: Server) -> str:
     return f"an image block (image/png, {len(PNG_1X1)} bytes)"
 
 
+async def sdk_large_images(server: Server) -> str:
+    """read_file of the large images through the SDK's ClientSession (after tools/list, so the
+    SDK checks each result against the output schema): one `ImageContent` each, downscaled
+    within the bounds, that Pillow decodes whole; the original size in structuredContent."""
+    import base64
+
+    seen = []
+    for path, mime in [("shot.png", "image/png"), ("photo.jpg", "image/jpeg")]:
+        result = await sdk_call(server, None, "read_file", {"path": path}, list_first=True)
+        blocks = [b for b in result.content if getattr(b, "type", "") == "image"]
+        if result.isError or len(blocks) != 1 or blocks[0].mimeType != mime:
+            raise AssertionError(f"{path}: expected one {mime} image block, got {result.content!r:.800}")
+        sent = images.check_sent(base64.b64decode(blocks[0].data), mime)
+        facts = result.structuredContent or {}
+        if sent != images.SENT or (facts.get("width"), facts.get("height")) != (images.WIDTH, images.HEIGHT):
+            raise AssertionError(f"{path}: sent {sent}, facts {json.dumps(facts)[:400]}")
+        seen.append(f"{path} {images.WIDTH}x{images.HEIGHT} as {sent[0]}x{sent[1]}")
+    for path, format_name in [("cut.png", "PNG"), ("garbage.jpg", "JPEG")]:
+        result = await sdk_call(server, None, "read_file", {"path": path}, list_first=True)
+        if not result.isError or any(getattr(b, "type", "") == "image" for b in result.content):
+            raise AssertionError(f"{path}: expected a refusal with no image, got {result.content!r:.800}")
+        said = texts(result)
+        if f"starts like a {format_name} image" not in said:
+            raise AssertionError(f"{path}: the refusal does not say what was found: {said[:400]}")
+        seen.append(f"{path} refused")
+    return ", ".join(seen)
+
+
 FRAMEWORKS: list[tuple[str, Callable[[Server, Case], Awaitable[str]]]] = [
     ("pydantic-ai", pydantic_ai),
     ("langchain-mcp-adapters", langchain),
     ("openai-agents", openai_agents),
     ("mcp-python-sdk (unknown client: both halves)", sdk_unknown),
     ("mcp-python-sdk as claude-code (structuredContent only)", sdk_claude_code),
+]
+
+
+#: The image reads through the MCP Python SDK, over each transport.
+IMAGE_CHECKS: list[tuple[str, Callable[[Server], Awaitable[str]]]] = [
+    ("read_file of an image", sdk_image),
+    ("read_file of large, truncated and garbage images", sdk_large_images),
 ]
 
 
@@ -340,6 +384,7 @@ def workspace(base: Path) -> Path:
     (root / "notes.txt").write_text(FILE_TEXT, encoding="utf-8")
     (root / "only-in-the-listing.md").write_text("# listed\n", encoding="utf-8")
     (root / "dot.png").write_bytes(PNG_1X1)
+    images.make(root)
     return root
 
 
@@ -397,13 +442,14 @@ async def run_all(binary: str, base: Path) -> int:
                             flush=True,
                         )
         for server in servers:
-            label = f"mcp-python-sdk over {server.transport}: read_file of an image"
-            try:
-                seen = await asyncio.wait_for(sdk_image(server), RUN_TIMEOUT_S)
-                print(f"ok: {label}: {seen}", flush=True)
-            except Exception as e:  # noqa: BLE001: reported, then counted
-                failures += 1
-                print(f"FAIL: {label}: {type(e).__name__}: {e}", flush=True)
+            for what, check in IMAGE_CHECKS:
+                label = f"mcp-python-sdk over {server.transport}: {what}"
+                try:
+                    seen = await asyncio.wait_for(check(server), RUN_TIMEOUT_S)
+                    print(f"ok: {label}: {seen}", flush=True)
+                except Exception as e:  # noqa: BLE001: reported, then counted
+                    failures += 1
+                    print(f"FAIL: {label}: {type(e).__name__}: {e}", flush=True)
     finally:
         http.terminate()
         try:
@@ -423,7 +469,7 @@ def main() -> int:
     binary = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory(prefix="toolport-frameworks.") as base:
         failures = asyncio.run(run_all(binary, Path(base)))
-    total = len(FRAMEWORKS) * 2 * len(CASES) + 2  # + the image read over each transport
+    total = len(FRAMEWORKS) * 2 * len(CASES) + 2 * len(IMAGE_CHECKS)  # + the images, each transport
     print(f"frameworks: {total - failures} of {total} passed")
     return min(failures, 100)
 

@@ -69,7 +69,7 @@ pub(super) fn png(bytes: &[u8]) -> Result<(), String> {
             }
             _ => {
                 return Err(format!(
-                    "its {} chunk at byte {at} says it holds {length} bytes, past the end of the file at byte {}: the file is truncated (a partial download or copy) or the chunk is corrupt",
+                    "the chunk at byte {at} ({}) says it holds {length} bytes, past the end of the file at byte {}: the file is truncated (a partial download or copy) or the chunk is corrupt",
                     printable(kind),
                     bytes.len()
                 ));
