@@ -29,7 +29,7 @@ pub(crate) const MAX_PIXELS: u64 = 50_000_000;
 /// 16 bits a channel with alpha (8 bytes a pixel), and not more.
 const MAX_ALLOC: u64 = MAX_PIXELS * 8;
 
-/// An image decoded whole: what [`fit`](super::fit) sends a copy of.
+/// An image decoded whole: what [`fit()`](super::fit()) sends a copy of.
 pub(crate) struct Decoded {
     /// The format the file is (its first bytes claimed it, and it decoded as one).
     pub(crate) format: Format,

@@ -4,8 +4,8 @@
 //!
 //! The file is read whole, up to `[limits] image_max_bytes` (checked against its size before
 //! anything is read, and against what the read returned: a file growing meanwhile), decoded
-//! whole ([`media::decode`]: a file that does not decode as the image its first bytes claim is
-//! refused, saying what was found), and sent as the copy [`media::fit`] makes within
+//! whole ([`media::decode()`]: a file that does not decode as the image its first bytes claim is
+//! refused, saying what was found), and sent as the copy [`media::fit()`] makes within
 //! `image_max_side` and `image_send_max_bytes` (the file itself when it is within them).
 
 use std::fs::File;
