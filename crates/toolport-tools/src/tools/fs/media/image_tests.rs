@@ -252,3 +252,34 @@ fn an_animated_gif_sends_its_first_frame() {
         .to_rgba8();
     assert_eq!(first.get_pixel(0, 0), &Rgba([0, 0, 0, 255]));
 }
+
+/// A photo whose EXIF orientation says "turn 90 degrees clockwise" (6) is sent upright, as a
+/// copy: a model that ignores EXIF would otherwise see it on its side.
+#[test]
+fn a_photo_with_an_exif_orientation_is_sent_upright() {
+    use image::ImageEncoder as _;
+    use image::codecs::jpeg::JpegEncoder;
+    // A big-endian TIFF header with one IFD entry: Orientation (0x0112), SHORT, 1, value 6.
+    let exif = [
+        b'M', b'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0,
+    ];
+    let stored = photo(60, 20).to_rgb8();
+    let mut file = Vec::new();
+    let mut encoder = JpegEncoder::new_with_quality(&mut file, 90);
+    encoder.set_exif_metadata(exif.to_vec()).unwrap();
+    encoder
+        .write_image(&stored, 60, 20, image::ExtendedColorType::Rgb8)
+        .unwrap();
+    let decoded = decode(&file, Format::Jpeg).unwrap();
+    assert!(decoded.turned);
+    assert_eq!((decoded.image.width(), decoded.image.height()), (20, 60));
+    let sent = fit(&file, &decoded, bounds(), false).unwrap();
+    assert_eq!(
+        (sent.format, sent.width, sent.height),
+        (Format::Jpeg, 20, 60)
+    );
+    let copy = sent.bytes.expect("a copy, turned");
+    let again = decode(&copy, Format::Jpeg).unwrap();
+    assert!(!again.turned, "the copy carries no orientation");
+    assert_eq!((again.image.width(), again.image.height()), (20, 60));
+}
