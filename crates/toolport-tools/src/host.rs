@@ -57,6 +57,8 @@ pub use crate::plugins::{fuzz_argv, fuzz_load, fuzz_text};
 #[cfg(feature = "fuzzing")]
 pub use crate::tools::exec::fuzz_decide;
 #[cfg(feature = "fuzzing")]
+pub use crate::tools::fs::fuzz_image;
+#[cfg(feature = "fuzzing")]
 pub use crate::tools::web::fuzz_duckduckgo;
 #[cfg(feature = "fuzzing")]
 pub use crate::upstreams::fuzz_oversize;

@@ -17,6 +17,9 @@ mod grep;
 mod journal;
 mod list_directory;
 mod media;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use media::fuzz as fuzz_image;
 mod move_path;
 mod path_info;
 mod read_file;

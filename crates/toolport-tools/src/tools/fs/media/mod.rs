@@ -7,9 +7,9 @@
 //! it cannot decode refuses the whole request, and the block stays in the conversation, so
 //! every later turn fails too; and it refuses or shrinks (after paying for the upload) one
 //! larger than its bound. So an image is served only after:
-//! - `decode.rs`: a full decode under bounds ([`decode`]) that proves the file is the image
+//! - `decode.rs`: a full decode under bounds ([`decode()`]) that proves the file is the image
 //!   its first bytes claim, or a refusal that says what was found;
-//! - `fit.rs`: the copy a model is sent ([`fit`]): the file itself when it is within the
+//! - `fit.rs`: the copy a model is sent ([`fit()`]): the file itself when it is within the
 //!   bounds, else downscaled (and re-encoded where that is what shrinks it).
 //!
 //! The `image` crate does the decoding, resizing and encoding; `structure.rs` adds the two
@@ -93,7 +93,7 @@ pub(crate) fn named_like_image(name: &std::ffi::OsStr) -> bool {
 
 /// The image format `reader`'s first [`HEADER_LEN`] bytes claim (read from where it is; the
 /// caller reads the rest from its own offsets): `None` for anything else. A claim only: what
-/// [`decode`] proves.
+/// [`decode()`] proves.
 pub(crate) fn sniff(reader: &mut impl Read) -> io::Result<Option<Format>> {
     let mut header = Vec::with_capacity(HEADER_LEN);
     reader.take(HEADER_LEN as u64).read_to_end(&mut header)?;
@@ -136,3 +136,156 @@ mod tests {
 
 #[cfg(test)]
 mod image_tests;
+
+/// The `image_decode` fuzz target's door (FUZZING.md): a file through [`sniff()`],
+/// [`decode()`] and [`fit()`] as `read_file` takes it, under small bounds so a run stays fast,
+/// and the sent image checked again by [`sniff()`] and [`decode()`]. Results come back as plain data (MIME types, sizes,
+/// messages), so the target checks them with the `image` crate on its own.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz {
+    use super::{Bounds, Unfit};
+
+    /// The longest side of a copy: small, so the downscale and encodes are quick.
+    pub const MAX_SIDE: u32 = 64;
+    /// The larger longest side a target may choose: over [`super::MIN_SIDE`], so a copy too
+    /// large for the byte bound is made smaller once (320 px, then 256) before it is refused.
+    pub const MAX_SIDE_LARGE: u32 = 320;
+    /// The most bytes of a sent image.
+    pub const MAX_BYTES: u64 = 64 * 1024;
+    /// The most pixels a file's header may claim for it to be decoded here. `decode` allows
+    /// 50 megapixels, which a few bytes of one colour can claim, and decoding that under the
+    /// sanitizer takes seconds an input: past 4 megapixels the work grows, the code paths do
+    /// not. The header is read with the `image` crate's own reader, before `decode`.
+    pub const MAX_PIXELS: u64 = 4_000_000;
+    /// The most pixels of an image sent at its original size (`original_size`): a copy that
+    /// large is encoded up to three times, which for megapixels takes seconds under the
+    /// sanitizer; 512x512 and 16400x15 (past WebP's 16383 px a side) both fit.
+    pub const ORIGINAL_SIZE_MAX_PIXELS: u64 = 262_144;
+
+    /// What became of one input.
+    #[derive(Debug)]
+    pub enum Outcome {
+        /// Its first bytes claim no served format.
+        NotAnImage,
+        /// Its header claims more than [`MAX_PIXELS`]: not decoded here.
+        Skipped { width: u32, height: u32 },
+        /// `decode` refused it: the format it claims and what was found.
+        Unreadable { format: &'static str, found: String },
+        /// `decode` accepted it, and what `fit` made of it.
+        Decoded {
+            /// The MIME type it decoded as.
+            mime: &'static str,
+            /// Its size in pixels, upright.
+            width: u32,
+            height: u32,
+            /// The bounds it was fitted to, and whether at its original size.
+            max_side: u32,
+            max_bytes: u64,
+            original_size: bool,
+            fit: Fit,
+        },
+    }
+
+    /// What `fit` returned.
+    #[derive(Debug)]
+    pub enum Fit {
+        Sent {
+            mime: &'static str,
+            width: u32,
+            height: u32,
+            /// The bytes sent: the copy's, or the file's own when `original`.
+            bytes: Vec<u8>,
+            original: bool,
+            resized: bool,
+            /// The sent bytes through `sniff` and `decode` again: their MIME type and size in
+            /// pixels, or what was wrong.
+            again: Result<(&'static str, u32, u32), String>,
+        },
+        TooLarge {
+            width: u32,
+            height: u32,
+            mime: &'static str,
+            bytes: usize,
+        },
+        Encoding(String),
+    }
+
+    /// `file` as `read_file` takes it, fitted to [`MAX_SIDE`] (or [`MAX_SIDE_LARGE`] with
+    /// `large`) and [`MAX_BYTES`]; at its original size when `original_size` and it has at
+    /// most [`ORIGINAL_SIZE_MAX_PIXELS`].
+    pub fn check(file: &[u8], large: bool, original_size: bool) -> Outcome {
+        let Ok(Some(format)) = super::sniff(&mut &file[..]) else {
+            return Outcome::NotAnImage;
+        };
+        let claimed = image::ImageReader::with_format(std::io::Cursor::new(file), as_image(format))
+            .into_dimensions();
+        if let Ok((width, height)) = claimed
+            && u64::from(width) * u64::from(height) > MAX_PIXELS
+        {
+            return Outcome::Skipped { width, height };
+        }
+        let decoded = match super::decode(file, format) {
+            Ok(decoded) => decoded,
+            Err(unreadable) => {
+                return Outcome::Unreadable {
+                    format: unreadable.format.name(),
+                    found: unreadable.found,
+                };
+            }
+        };
+        let (width, height) = (decoded.image.width(), decoded.image.height());
+        let original_size =
+            original_size && u64::from(width) * u64::from(height) <= ORIGINAL_SIZE_MAX_PIXELS;
+        let bounds = Bounds {
+            max_side: if large { MAX_SIDE_LARGE } else { MAX_SIDE },
+            max_bytes: MAX_BYTES,
+        };
+        let fit = match super::fit(file, &decoded, bounds, original_size) {
+            Ok(sent) => {
+                let original = sent.bytes.is_none();
+                let bytes = sent.bytes.unwrap_or_else(|| file.to_vec());
+                let again = match super::sniff(&mut &bytes[..]) {
+                    Ok(Some(format)) => super::decode(&bytes, format)
+                        .map(|d| (format.mime(), d.image.width(), d.image.height()))
+                        .map_err(|unreadable| unreadable.found),
+                    _ => Err("its first bytes claim no image format".to_owned()),
+                };
+                Fit::Sent {
+                    mime: sent.format.mime(),
+                    width: sent.width,
+                    height: sent.height,
+                    bytes,
+                    original,
+                    resized: sent.resized,
+                    again,
+                }
+            }
+            Err(Unfit::TooLarge(copy)) => Fit::TooLarge {
+                width: copy.width,
+                height: copy.height,
+                mime: copy.format.mime(),
+                bytes: copy.bytes,
+            },
+            Err(Unfit::Encoding(error)) => Fit::Encoding(error.to_string()),
+        };
+        Outcome::Decoded {
+            mime: format.mime(),
+            width,
+            height,
+            max_side: bounds.max_side,
+            max_bytes: bounds.max_bytes,
+            original_size,
+            fit,
+        }
+    }
+
+    fn as_image(format: super::Format) -> image::ImageFormat {
+        match format {
+            super::Format::Png => image::ImageFormat::Png,
+            super::Format::Jpeg => image::ImageFormat::Jpeg,
+            super::Format::Gif => image::ImageFormat::Gif,
+            super::Format::Webp => image::ImageFormat::WebP,
+        }
+    }
+}
