@@ -29,6 +29,7 @@
 //! Run with `cargo bench --bench peers` (`TOOLPORT_PEERS_ROUNDS` sets the rounds, default 3).
 //! `TOOLPORT_PEERS_BASELINE=PATH` adds another toolport binary (say, a build of the previous
 //! commit) as one more server, so a change is measured against what it replaces in one run.
+//! `TOOLPORT_PEERS_TOOLPORT_ONLY=1` runs toolport (and the baseline) alone, without the peers.
 //! `TOOLPORT_PEERS_WRITE=1` also writes the table into BENCHMARKS.md between the
 //! `<!-- peers:begin -->` and `<!-- peers:end -->` markers. Under `cargo test --benches` it
 //! runs toolport alone, a few calls of each row, as a smoke test; those numbers are not
@@ -438,10 +439,15 @@ fn main() {
         if let Some(baseline) = std::env::var_os("TOOLPORT_PEERS_BASELINE") {
             peers.push(toolport(BASELINE, baseline.into()));
         }
-        for found in [rust_mcp_filesystem(), node_server()] {
-            match found {
-                Ok(peer) => peers.push(peer),
-                Err(why) => println!("peer skipped: {why}"),
+        if std::env::var_os("TOOLPORT_PEERS_TOOLPORT_ONLY").is_some() {
+            // A before/after run of toolport alone: no peer is found, installed or run.
+            println!("peers skipped: TOOLPORT_PEERS_TOOLPORT_ONLY is set");
+        } else {
+            for found in [rust_mcp_filesystem(), node_server()] {
+                match found {
+                    Ok(peer) => peers.push(peer),
+                    Err(why) => println!("peer skipped: {why}"),
+                }
             }
         }
     }
