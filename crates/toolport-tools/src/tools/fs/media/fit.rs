@@ -107,8 +107,17 @@ pub(crate) fn fit(
         });
         let (sent_width, sent_height) = image.dimensions();
         let mut smallest = None;
+        let mut failed = None;
         for &format in candidates(decoded.format, image.color().has_alpha()) {
-            let bytes = encode(&image, format).map_err(Unfit::Encoding)?;
+            // A format that cannot hold this image (WebP stops at 16,383 px a side) is one
+            // that does not fit: the next is tried.
+            let bytes = match encode(&image, format) {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    failed = Some(error);
+                    continue;
+                }
+            };
             if bytes.len() as u64 <= bounds.max_bytes {
                 return Ok(Sent {
                     format,
@@ -123,7 +132,18 @@ pub(crate) fn fit(
             }
         }
         if original_size || side <= MIN_SIDE {
-            let (format, bytes) = smallest.unwrap_or((decoded.format, file.len()));
+            let Some((format, bytes)) = smallest else {
+                // Every format failed to encode it (none does only for a bug or no memory).
+                return Err(failed.map_or(
+                    Unfit::TooLarge(TooLarge {
+                        width: sent_width,
+                        height: sent_height,
+                        format: decoded.format,
+                        bytes: file.len(),
+                    }),
+                    Unfit::Encoding,
+                ));
+            };
             return Err(Unfit::TooLarge(TooLarge {
                 width: sent_width,
                 height: sent_height,

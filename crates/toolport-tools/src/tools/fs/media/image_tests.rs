@@ -283,3 +283,21 @@ fn a_photo_with_an_exif_orientation_is_sent_upright() {
     assert!(!again.turned, "the copy carries no orientation");
     assert_eq!((again.image.width(), again.image.height()), (20, 60));
 }
+
+/// An image wider than WebP can hold (16,383 px) whose PNG is over the byte bound, at its
+/// original size: WebP's refusal is a format that does not fit, and JPEG is tried next (found
+/// by the image_decode fuzz target's author: the call failed with WebP's encoder error).
+#[test]
+fn a_format_that_cannot_hold_the_image_is_passed_over() {
+    let bytes = encoded(&photo(17_000, 20), ImageFormat::Png);
+    let decoded = decode(&bytes, Format::Png).unwrap();
+    let tight = Bounds {
+        max_side: 1568,
+        max_bytes: (bytes.len() as u64) / 2,
+    };
+    let sent = fit(&bytes, &decoded, tight, true).unwrap();
+    assert_eq!(
+        (sent.format, sent.width, sent.height),
+        (Format::Jpeg, 17_000, 20)
+    );
+}
