@@ -19,7 +19,7 @@ use toolport_tools::{ExecuteError, ToolContext, ToolFilter};
 use crate::config::{
     CallArgs, Cli, Command, Config, PluginsCommand, ToolsArgs, Transport, UpstreamsCommand,
 };
-use crate::observe::audit::Outcome;
+use crate::observe::audit::{Caller, Outcome};
 use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::server::Shared;
 
@@ -410,9 +410,12 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
     // Audited and counted like a call over MCP, as transport `cli`.
     let audit = shared.audit.as_ref().map(|log| {
         log.begin(
-            host::Session::new_id(),
-            "cli",
-            None,
+            Caller {
+                session: host::Session::new_id(),
+                transport: "cli",
+                client: None,
+                principal: None,
+            },
             &args.tool,
             registry
                 .get(&args.tool)

@@ -18,6 +18,7 @@
 
 pub mod cli;
 pub mod config;
+mod identity;
 pub mod observe;
 pub mod server;
 mod shutdown;

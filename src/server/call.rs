@@ -19,11 +19,15 @@ use toolport_tools::{ExecuteError, ToolContext, ToolRegistry};
 use super::confirm::{self, McpConfirmer, McpElicitor};
 use super::resources::job_links;
 use super::{ToolportServer, clients, error_result, progress, tasks, tool_result};
-use crate::observe::audit::Outcome;
+use crate::identity::{Principal, ToolClass};
+use crate::observe::audit::{Caller, Outcome};
 use crate::observe::{Call, Failure, TOOL_ERROR};
 
 /// The error kind of a call refused by a budget (`[limits]`).
 const OVER_BUDGET: &str = "over_budget";
+
+/// The error kind of a call outside the caller's access token's scopes.
+const OUT_OF_SCOPE: &str = "insufficient_scope";
 
 /// The metrics' tool label for a call to a tool that does not exist.
 const UNKNOWN_TOOL_LABEL: &str = "(unknown)";
@@ -52,6 +56,25 @@ impl Finished {
     fn unknown_tool(message: String) -> Self {
         let error = McpError::invalid_params(message, None);
         Self::error(error, "unknown_tool")
+    }
+
+    /// A call outside the caller's scopes: JSON-RPC -32600, audited as denied.
+    fn out_of_scope(tool: &str, class: &ToolClass) -> Self {
+        let error = McpError::invalid_request(
+            format!(
+                "insufficient_scope: the access token's scopes do not allow {tool} (a {class} tool); ask the authorization server for a token with a scope that grants it"
+            ),
+            None,
+        );
+        let mut finished = Self::error(error, OUT_OF_SCOPE);
+        if let Record::Ended {
+            failure: Some(failure),
+            ..
+        } = &mut finished.record
+        {
+            failure.outcome = Outcome::Denied;
+        }
+        finished
     }
 
     /// A call that failed inside the server: JSON-RPC -32603.
@@ -93,8 +116,23 @@ impl ToolportServer {
         let tool = registry.get(&request.name);
         let known = tool.is_some();
         let upstream = tool.as_deref().and_then(|t| t.upstream());
-        let call = self.begin_call(&request, &context, known, upstream, facts.clone());
-        let finished = if known {
+        let principal = Principal::of(&context);
+        let call = self.begin_call(
+            &request,
+            &context,
+            known,
+            upstream,
+            principal.as_deref(),
+            facts.clone(),
+        );
+        let class = tool.as_deref().map(ToolClass::of);
+        let finished = if let (Some(principal), Some(class)) = (&principal, &class)
+            && !principal.access.allows(class)
+        {
+            // The gate refuses such a call with 403 before it gets here; this one names a tool
+            // that was not served yet when the gate looked (an upstream's, just connected).
+            Finished::out_of_scope(&request.name, class)
+        } else if known {
             self.run_call(&call, &registry, request, &context, &facts)
                 .await
         } else {
@@ -151,14 +189,18 @@ impl ToolportServer {
         context: &RequestContext<RoleServer>,
         known: bool,
         upstream: Option<&str>,
+        principal: Option<&Principal>,
         facts: Arc<CallFacts>,
     ) -> Call {
         let name = request.name.as_ref();
         let audit = self.shared.audit.as_ref().map(|log| {
             log.begin(
-                self.session_id.clone(),
-                self.transport,
-                self.client_name(context),
+                Caller {
+                    session: self.session_id.clone(),
+                    transport: self.transport,
+                    client: self.client_name(context),
+                    principal,
+                },
                 name,
                 upstream,
                 request.arguments.as_ref().unwrap_or(&Default::default()),

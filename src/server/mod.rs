@@ -55,6 +55,7 @@ use toolport_tools::host::{
 };
 use toolport_tools::{ConfirmFallback, ToolOutput, Workspace};
 
+use crate::identity::Principal;
 use crate::observe::audit::AuditLog;
 use crate::observe::budget::{BudgetSettings, SessionBudget};
 use crate::observe::metrics::{Metrics, SessionOpen};
@@ -275,14 +276,24 @@ impl ServerHandler for ToolportServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.count_stdio_session();
         // At once, unless an upstream that is starting asks listings to wait for it.
         self.shared.upstreams.listing_ready().await;
-        Ok(ListToolsResult::with_all_items(
-            self.shared.registry.load().mcp_tools(),
-        ))
+        let registry = self.shared.registry.load();
+        let mut tools = registry.mcp_tools();
+        // A principal sees only the tools its access token's scopes allow.
+        if let Some(principal) = Principal::of(&context)
+            && !principal.access.is_all()
+        {
+            tools.retain(|tool| {
+                registry
+                    .get(&tool.name)
+                    .is_some_and(|t| principal.access.allows_tool(t.as_ref()))
+            });
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

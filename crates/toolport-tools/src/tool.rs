@@ -802,6 +802,14 @@ pub trait AiTool: Send + Sync + 'static {
         None
     }
 
+    #[doc(hidden)]
+    /// Whether this tool runs a program a plugin manifest declares (its category and hints
+    /// are the manifest's word, so a server classing tools by what they can do must not
+    /// take them for a built-in's); `false` (the default) for every other tool.
+    fn plugin(&self) -> bool {
+        false
+    }
+
     /// A human-readable description of this call if it is risky enough to need the user's
     /// confirmation first; `None` (the default) runs it without asking. `workspace` is the
     /// call's (a plugin resolves its path parameters to decide on the final argv).

@@ -31,4 +31,4 @@ pub(crate) use record::{Ending, Outcome, outcome_of};
 pub(crate) use settings::AuditArgs;
 pub use settings::AuditSettings;
 pub use writer::AuditLog;
-pub(crate) use writer::Pending;
+pub(crate) use writer::{Caller, Pending};

@@ -32,6 +32,8 @@ pub(crate) struct Record<'a> {
     pub(crate) session: &'a str,
     pub(crate) transport: &'a str,
     pub(crate) client: Option<&'a str>,
+    /// Who made the call (`sub`, `client_id`): an authenticated HTTP request's principal.
+    pub(crate) principal: Option<(&'a str, Option<&'a str>)>,
     pub(crate) tool: &'a str,
     /// The upstream MCP server the tool is served from (`[[upstreams]]`), if any.
     pub(crate) upstream: Option<&'a str>,

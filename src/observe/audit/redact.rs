@@ -76,6 +76,12 @@ pub(super) fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
         if let Some(upstream) = r.upstream {
             map.insert("upstream".into(), json!(upstream));
         }
+        if let Some((subject, client_id)) = r.principal {
+            map.insert(
+                "principal".into(),
+                json!({"sub": scrub(subject), "client_id": client_id.map(scrub)}),
+            );
+        }
         if let Some((kind, message)) = r.error {
             map.insert(
                 "error".into(),
@@ -219,6 +225,7 @@ mod tests {
                 session: "s",
                 transport: "stdio",
                 client: None,
+                principal: None,
                 upstream: None,
                 tool: "t",
                 args: &a,
@@ -284,6 +291,7 @@ mod tests {
                 session: "s",
                 transport: "stdio",
                 client: None,
+                principal: None,
                 upstream: None,
                 tool: "t",
                 args: &a,
@@ -322,6 +330,7 @@ mod tests {
                 session: "s1",
                 transport: "stdio",
                 client: Some("client 1.0"),
+                principal: Some(("alice", Some("claude"))),
                 upstream: None,
                 tool: "execute_command",
                 args: &a,
@@ -347,6 +356,10 @@ mod tests {
             json!({"kind": "execution_failed", "message": "boom"})
         );
         assert_eq!(v["argv"], json!(["false"]));
+        assert_eq!(
+            v["principal"],
+            json!({"sub": "alice", "client_id": "claude"})
+        );
         assert_eq!(v["exit_code"], json!(1));
         assert_eq!(v["duration_ms"], json!(12));
         assert!(v["ts"].as_str().is_some_and(|t| t.ends_with('Z')));

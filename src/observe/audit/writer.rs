@@ -17,6 +17,7 @@ use super::private_file::{self, Narrowing};
 use super::record::{Ending, Record};
 use super::redact::render;
 use super::settings::AuditSettings;
+use crate::identity::Principal;
 
 /// How often a failing audit log is reported on stderr.
 const ERROR_REPORT_INTERVAL: Duration = Duration::from_secs(60);
@@ -144,11 +145,22 @@ pub(crate) struct Pending {
     call: Started,
 }
 
+/// Who makes a call: the session, its transport, the client's name, and the principal of
+/// an authenticated HTTP request.
+pub(crate) struct Caller<'a> {
+    pub(crate) session: Arc<str>,
+    pub(crate) transport: &'static str,
+    pub(crate) client: Option<String>,
+    pub(crate) principal: Option<&'a Principal>,
+}
+
 /// Who made a call and with what.
 struct Started {
     session: Arc<str>,
     transport: &'static str,
     client: Option<String>,
+    /// Who (`sub`, `client_id`), for an authenticated HTTP request.
+    principal: Option<(String, Option<String>)>,
     tool: String,
     upstream: Option<String>,
     args: Map<String, Value>,
@@ -170,6 +182,10 @@ impl Finished {
                 session: &call.session,
                 transport: call.transport,
                 client: call.client.as_deref(),
+                principal: call
+                    .principal
+                    .as_ref()
+                    .map(|(subject, client)| (subject.as_str(), client.as_deref())),
                 tool: &call.tool,
                 upstream: call.upstream.as_deref(),
                 args: &call.args,
@@ -192,9 +208,7 @@ impl AuditLog {
     /// The call's identity, for the record written when it ends.
     pub(crate) fn begin(
         self: &Arc<Self>,
-        session: Arc<str>,
-        transport: &'static str,
-        client: Option<String>,
+        caller: Caller<'_>,
         tool: &str,
         upstream: Option<&str>,
         args: &Map<String, Value>,
@@ -202,9 +216,12 @@ impl AuditLog {
         Pending {
             log: self.clone(),
             call: Started {
-                session,
-                transport,
-                client,
+                session: caller.session,
+                transport: caller.transport,
+                client: caller.client,
+                principal: caller
+                    .principal
+                    .map(|p| (p.subject.clone(), p.client_id.clone())),
                 tool: tool.to_owned(),
                 upstream: upstream.map(str::to_owned),
                 args: args.clone(),

@@ -33,6 +33,7 @@ use super::SPAN_TARGET;
 use super::exporter::tracer;
 use super::parent::remote_parent;
 use super::span::{RequestSpan, Subject, answer, no_error, tool_error};
+use crate::identity::Principal;
 
 /// The `tracing` name of a request's log span (static); its `otel.name` field holds the
 /// conventions' name, which the exported span has as its name.
@@ -81,6 +82,8 @@ impl<H> Traced<H> {
             "mcp.resource.uri" = Empty,
             "mcp.session.id" = self.session.as_deref(),
             "jsonrpc.request.id" = %context.id,
+            "enduser.id" = Empty,
+            "oauth.client_id" = Empty,
             "error.type" = Empty,
         );
         let tracer = tracer();
@@ -96,10 +99,22 @@ impl<H> Traced<H> {
             Subject::Resource(uri) => (method.to_owned(), Some(("mcp.resource.uri", uri))),
             Subject::None => (method.to_owned(), None),
         };
+        // Who made the request (an authenticated HTTP request's principal): on the span, as
+        // the conventions' `enduser.id`, never as a metric label.
+        let principal = Principal::of(context);
+        let principal = principal
+            .as_deref()
+            .map(|p| (p.subject.as_str(), p.client_id.as_deref()));
         if !log.is_disabled() {
             log.record("otel.name", name.as_str());
             if let Some((key, value)) = attribute {
                 log.record(key, value);
+            }
+            if let Some((subject, client)) = principal {
+                log.record("enduser.id", subject);
+                if let Some(client) = client {
+                    log.record("oauth.client_id", client);
+                }
             }
         }
         let otel = tracer.map(|tracer| {
@@ -117,6 +132,12 @@ impl<H> Traced<H> {
             }
             if let Some(session) = &self.session {
                 attributes.push(KeyValue::new("mcp.session.id", session.to_string()));
+            }
+            if let Some((subject, client)) = principal {
+                attributes.push(KeyValue::new("enduser.id", subject.to_owned()));
+                if let Some(client) = client {
+                    attributes.push(KeyValue::new("oauth.client_id", client.to_owned()));
+                }
             }
             if let Some(version) = context.protocol_version() {
                 attributes.push(KeyValue::new(
@@ -138,7 +159,7 @@ impl<H> Traced<H> {
 }
 
 /// The most attributes a request span carries (room reserved up front).
-const ATTRIBUTES: usize = 8;
+const ATTRIBUTES: usize = 10;
 /// Requests answered inside their spans: `name(params…) -> answer, method constant`, then,
 /// for a request about something (a tool, a prompt, a resource), `, subject, error_of`.
 macro_rules! traced_requests {

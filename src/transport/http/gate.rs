@@ -10,7 +10,12 @@
 //!    Requests without `Origin` come from non-browser clients and pass.
 //! 3. `Authorization: Bearer TOKEN`, compared in constant time, unless the operator chose
 //!    `--no-auth` on loopback → 401 with `WWW-Authenticate: Bearer`. The scheme name is
-//!    case-insensitive (RFC 9110 §11.1: `bearer` passes too), the token is not.
+//!    case-insensitive (RFC 9110 §11.1: `bearer` passes too), the token is not. With
+//!    `[http.oauth]`, a token that is not the static one (when one is configured) is an OAuth
+//!    access token, checked by [`super::oauth`] (401 with the RFC 9728 challenge when it is
+//!    missing or bad); the request then carries its [`Principal`] (the static token's holder
+//!    is [`Principal::static_token`]), and a `tools/call` outside its scopes is refused with
+//!    403 after rule 5.
 //! 4. A declared `Content-Length` over the body cap → 413 before anything is read; bodies
 //!    without one are capped while they are read (by rmcp on `/mcp`, by
 //!    [`super::sessions::read_body`] elsewhere).
@@ -46,13 +51,19 @@ use serde::{Serialize, Serializer};
 use subtle::ConstantTimeEq;
 use toolport_tools::host::secret::Secret;
 
+use super::oauth::OAuth;
+use super::oauth::challenge::Challenge;
 use super::refusal::{REFUSED, refusal};
+use crate::identity::Principal;
 
 /// The gate's rules, built once from the settings.
 #[derive(Debug)]
 pub(crate) struct Gate {
-    /// The expected bearer token; `None` only with `--no-auth` on loopback.
+    /// The expected static bearer token; `None` with `--no-auth` on loopback, or with OAuth
+    /// alone.
     token: Option<Secret>,
+    /// The OAuth resource server, with `[http.oauth]`.
+    oauth: Option<Arc<OAuth>>,
     /// Accepted Host names (normalized); empty: any.
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<OriginRule>,
@@ -173,6 +184,7 @@ impl Gate {
     /// Build the gate; the token is the configured one or the one generated at start-up.
     pub(crate) fn new(
         token: Option<Secret>,
+        oauth: Option<Arc<OAuth>>,
         allowed_hosts: Vec<String>,
         allowed_origins: Vec<OriginRule>,
         max_body_bytes: usize,
@@ -180,6 +192,7 @@ impl Gate {
     ) -> Self {
         Self {
             token,
+            oauth,
             allowed_hosts,
             allowed_origins,
             max_body_bytes,
@@ -188,6 +201,11 @@ impl Gate {
                 limiter: RateLimiter::keyed(Quota::per_minute(per_minute)),
             }),
         }
+    }
+
+    /// The OAuth settings, when OAuth is on (for the metadata routes).
+    pub(crate) fn oauth_settings(&self) -> Option<Arc<super::oauth::settings::OAuthSettings>> {
+        self.oauth.as_ref().map(|oauth| oauth.settings())
     }
 
     /// Rule 5: count a request from `peer` (`None`: an in-process request without an
@@ -208,8 +226,16 @@ impl Gate {
             })
     }
 
-    /// Apply the rules, in order, to a request's headers.
+    /// Apply the rules, in order, to a request's headers (an access token passes here: it
+    /// is checked by the middleware, [`gate`]). For the tests and the fuzz target.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), Rejection> {
+        self.credential(headers)?;
+        self.check_size(headers)
+    }
+
+    /// Rules 1 to 3: Host, Origin, and the credential the request presents.
+    fn credential(&self, headers: &HeaderMap) -> Result<Credential, Rejection> {
         if !self.allowed_hosts.is_empty() {
             let raw = headers
                 .get(header::HOST)
@@ -226,23 +252,34 @@ impl Gate {
                 return Err(Rejection::Origin(origin));
             }
         }
-        if let Some(expected) = &self.token {
-            let value = headers
-                .get(header::AUTHORIZATION)
-                .ok_or(Rejection::NoToken)?
-                .as_bytes();
-            // The scheme is case-insensitive (RFC 9110 §11.1).
-            let presented = match value.split_at_checked(7) {
-                Some((scheme, rest)) if scheme.eq_ignore_ascii_case(b"bearer ") => {
-                    rest.trim_ascii()
-                }
-                _ => return Err(Rejection::WrongScheme),
-            };
-            // Constant time in the contents; only a length mismatch returns early.
-            if !bool::from(presented.ct_eq(expected.expose().as_bytes())) {
-                return Err(Rejection::WrongToken);
-            }
+        if self.token.is_none() && self.oauth.is_none() {
+            return Ok(Credential::Open);
         }
+        let value = headers
+            .get(header::AUTHORIZATION)
+            .ok_or(Rejection::NoToken)?
+            .as_bytes();
+        // The scheme is case-insensitive (RFC 9110 §11.1).
+        let presented = match value.split_at_checked(7) {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case(b"bearer ") => rest.trim_ascii(),
+            _ => return Err(Rejection::WrongScheme),
+        };
+        // Constant time in the contents; only a length mismatch returns early.
+        if let Some(expected) = &self.token
+            && bool::from(presented.ct_eq(expected.expose().as_bytes()))
+        {
+            return Ok(Credential::StaticToken);
+        }
+        match (&self.oauth, std::str::from_utf8(presented)) {
+            (Some(_), Ok(token)) if !token.is_empty() => {
+                Ok(Credential::AccessToken(token.to_owned()))
+            }
+            _ => Err(Rejection::WrongToken),
+        }
+    }
+
+    /// Rule 4: the declared body size.
+    fn check_size(&self, headers: &HeaderMap) -> Result<(), Rejection> {
         if let Some(length) = headers
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
@@ -256,29 +293,86 @@ impl Gate {
         }
         Ok(())
     }
+
+    /// The answer to a refused request, logged (without tokens). With OAuth, a missing or
+    /// wrong credential is answered with the OAuth challenge.
+    fn refuse(&self, rejection: Rejection, request: &Request, peer: Option<IpAddr>) -> Response {
+        tracing::warn!(
+            method = %request.method(),
+            path = %request.uri().path(),
+            reason = ?rejection,
+            "refused an HTTP request"
+        );
+        let challenge = match rejection {
+            Rejection::NoToken => Challenge::Missing,
+            Rejection::WrongScheme => Challenge::Scheme,
+            _ => return rejection.into_response(),
+        };
+        match &self.oauth {
+            Some(oauth) => oauth.challenge(&challenge, request.headers(), peer),
+            None => rejection.into_response(),
+        }
+    }
 }
 
-/// The gate, as axum middleware: refusals are answered here and logged (without tokens).
-pub(crate) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+/// What a request presents, once rules 1 and 2 passed.
+#[derive(Debug, PartialEq, Eq)]
+enum Credential {
+    /// Nothing is required (`--no-auth`).
+    Open,
+    /// The static token.
+    StaticToken,
+    /// Another bearer token: an OAuth access token to check.
+    AccessToken(String),
+}
+
+/// The gate, as axum middleware: refusals are answered here and logged (without tokens); a
+/// request that passes carries its [`Principal`] (when authentication is on).
+pub(crate) async fn gate(
+    State(gate): State<Arc<Gate>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip());
-    match gate
-        .check(request.headers())
+    let credential = match gate.credential(request.headers()) {
+        Ok(credential) => credential,
+        Err(rejection) => return gate.refuse(rejection, &request, peer),
+    };
+    let principal = match (credential, &gate.oauth) {
+        (Credential::Open, _) => None,
+        (Credential::StaticToken, _) => Some(Principal::static_token()),
+        (Credential::AccessToken(token), Some(oauth)) => {
+            match oauth.authenticate(&token, request.headers(), peer).await {
+                Ok(principal) => Some(principal),
+                Err(refusal) => return refusal,
+            }
+        }
+        (Credential::AccessToken(_), None) => {
+            return gate.refuse(Rejection::WrongToken, &request, peer);
+        }
+    };
+    if let Err(rejection) = gate
+        .check_size(request.headers())
         .and_then(|()| gate.check_rate(peer))
     {
-        Ok(()) => next.run(request).await,
-        Err(rejection) => {
-            tracing::warn!(
-                method = %request.method(),
-                path = %request.uri().path(),
-                reason = ?rejection,
-                "refused an HTTP request"
-            );
-            rejection.into_response()
-        }
+        return gate.refuse(rejection, &request, peer);
     }
+    if let Some(principal) = principal {
+        if let Some(oauth) = &gate.oauth {
+            request = match oauth
+                .admit_calls(&principal, request, gate.max_body_bytes, peer)
+                .await
+            {
+                Ok(request) => request,
+                Err(refusal) => return refusal,
+            };
+        }
+        request.extensions_mut().insert(Arc::new(principal));
+    }
+    next.run(request).await
 }
 
 /// The host part of a `Host` header value (no port, no IPv6 brackets, no trailing dot),
@@ -509,7 +603,7 @@ mod tests {
 
     #[test]
     fn the_rate_is_per_client_and_says_when_to_retry() {
-        let gate = Gate::new(None, Vec::new(), Vec::new(), 1024, NonZeroU32::new(2));
+        let gate = Gate::new(None, None, Vec::new(), Vec::new(), 1024, NonZeroU32::new(2));
         let a = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let b = Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)));
         assert_eq!(gate.check_rate(a), Ok(()));

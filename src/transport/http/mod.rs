@@ -10,6 +10,8 @@
 //! - [`refusal`]: the JSON-RPC error body of every answer the HTTP layer gives itself;
 //! - [`settings`]: the `--http` flags and the `[http]` section, validated into
 //!   [`HttpSettings`];
+//! - [`oauth`]: `[http.oauth]`, toolport as an OAuth 2.1 resource server: access tokens
+//!   checked for the gate, the RFC 9728 metadata (outside the gate), the 401/403 challenges;
 //! - here: [`router`] (the endpoints behind the gate, `/healthz` outside it, revealing
 //!   nothing) and [`serve`] (listen, print the address, shut down in bounds).
 //!
@@ -17,6 +19,7 @@
 //! from this file. `tests.rs` drives [`router`] in process, one gate rule at a time.
 
 pub(crate) mod gate;
+pub(crate) mod oauth;
 mod refusal;
 pub(crate) mod sessions;
 pub(crate) mod settings;
@@ -39,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 use toolport_tools::host::secret::{Secret, random_token};
 
 use self::gate::Gate;
+use self::oauth::OAuth;
 use self::sessions::SessionSlots;
 use self::settings::{AuthMode, GENERATED_TOKEN_BYTES, HttpSettings};
 use crate::server::Shared;
@@ -68,6 +72,9 @@ pub enum HttpError {
     /// The server failed while running.
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
+    /// The OAuth resource server cannot be set up (its HTTP client).
+    #[error("cannot set up OAuth: {0}")]
+    OAuth(String),
 }
 
 /// The media type of the `prometheus-client` text exposition (Prometheus scrapes it).
@@ -96,7 +103,7 @@ pub(crate) async fn serve(
     let bind = settings.bind.ok_or(HttpError::NoAddress)?;
     let token = match &settings.auth {
         AuthMode::Token(token, _) => Some(token.clone()),
-        AuthMode::Disabled => None,
+        AuthMode::Disabled | AuthMode::OAuth => None,
         AuthMode::Generate => {
             let token = random_token(GENERATED_TOKEN_BYTES)
                 .map_err(|e| HttpError::Random(e.to_string()))?;
@@ -111,7 +118,7 @@ pub(crate) async fn serve(
     if let (Some(audit), Some(token)) = (&shared.audit, &token) {
         audit.add_secret(token.clone());
     }
-    if token.is_none() {
+    if token.is_none() && settings.oauth.is_none() {
         tracing::warn!(
             "serving HTTP without authentication (--no-auth): any local process can use the tools"
         );
@@ -122,7 +129,17 @@ pub(crate) async fn serve(
     let local = listener.local_addr().map_err(HttpError::Serve)?;
 
     let stop = CancellationToken::new();
-    let gate = Arc::new(settings.gate(token));
+    let oauth = match &settings.oauth {
+        Some(oauth) => {
+            if let (Some(audit), Some(introspection)) = (&shared.audit, &oauth.introspection) {
+                audit.add_secret(introspection.client_secret.clone());
+            }
+            let resource = OAuth::new(oauth, shared.registry.clone()).map_err(HttpError::OAuth)?;
+            Some(Arc::new(resource))
+        }
+        None => None,
+    };
+    let gate = Arc::new(settings.gate_with(token, oauth));
     let app = router(shared, settings, gate, stop.clone());
 
     // A stable line on stderr: the operator learns the real port (with `:0`), tests read it.
@@ -187,7 +204,8 @@ pub(crate) fn router(
         max_body_bytes: settings.max_body_bytes,
         stop,
     });
-    Router::new()
+    let metadata = gate.oauth_settings();
+    let router = Router::new()
         .merge(mcp)
         .merge(legacy)
         .route(
@@ -200,7 +218,12 @@ pub(crate) fn router(
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(settings.max_body_bytes))
         .layer(middleware::from_fn_with_state(gate, gate::gate))
-        .layer(middleware::from_fn(refusal::json_rpc_errors))
-        // After the layers, so outside the gate (GET also answers HEAD).
-        .route("/healthz", get(healthz))
+        .layer(middleware::from_fn(refusal::json_rpc_errors));
+    let router = match metadata {
+        // Outside the gate: a client reads it after a 401, without a token.
+        Some(oauth) => router.merge(oauth::metadata::routes(oauth)),
+        None => router,
+    };
+    // After the layers, so outside the gate (GET also answers HEAD).
+    router.route("/healthz", get(healthz))
 }

@@ -17,6 +17,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -28,6 +29,8 @@ use toolport_tools::host::settings::{
 };
 
 use super::gate::{Gate, OriginRule, normalize_host};
+use super::oauth::OAuth;
+use super::oauth::settings::{OAuthArgs, OAuthSettings};
 
 /// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
 /// bounds what one request can make the server buffer. Matches rmcp's own default.
@@ -116,6 +119,10 @@ pub(crate) struct HttpArgs {
     /// Requests without an Origin header (non-browser clients) are always accepted.
     #[arg(long = "allowed-origin", value_name = "ORIGIN", global = true)]
     pub(crate) allowed_origins: Vec<String>,
+
+    /// `[http.oauth]`: OAuth access tokens.
+    #[command(flatten)]
+    pub(crate) oauth: OAuthArgs,
 }
 
 /// `allowed_hosts` entry that accepts any Host.
@@ -134,6 +141,8 @@ pub(crate) enum AuthMode {
     Generate,
     /// No authentication (`--no-auth`; loopback only).
     Disabled,
+    /// OAuth access tokens only (`[http.oauth]` without a static token).
+    OAuth,
 }
 
 /// The validated HTTP settings.
@@ -159,6 +168,8 @@ pub struct HttpSettings {
     pub(crate) sse_keep_alive: Duration,
     /// Requests per minute one client (peer address) may send; `None`: no limit.
     pub(crate) max_requests_per_minute: Option<NonZeroU32>,
+    /// OAuth access tokens (`[http.oauth]`), beside the static token when one is set.
+    pub(crate) oauth: Option<OAuthSettings>,
 }
 
 /// `[http]` as `toolport config` prints it: the keys [`FileHttp`] takes. The address is a
@@ -182,10 +193,12 @@ impl Serialize for HttpSettings {
             sse_keep_alive: Duration,
             #[serde(skip_serializing_if = "Option::is_none")]
             max_requests_per_minute: Option<NonZeroU32>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            oauth: Option<&'a OAuthSettings>,
         }
         let token_file = match &self.auth {
             AuthMode::Token(_, source) => source.file(),
-            AuthMode::Generate | AuthMode::Disabled => None,
+            AuthMode::Generate | AuthMode::Disabled | AuthMode::OAuth => None,
         };
         let allowed_hosts = if self.allowed_hosts.is_empty() {
             vec![ANY_HOST]
@@ -203,6 +216,7 @@ impl Serialize for HttpSettings {
             session_idle_timeout: self.session_idle_timeout,
             sse_keep_alive: self.sse_keep_alive,
             max_requests_per_minute: self.max_requests_per_minute,
+            oauth: self.oauth.as_ref(),
         }
         .serialize(serializer)
     }
@@ -221,6 +235,7 @@ impl Default for HttpSettings {
             session_idle_timeout: DEFAULT_SESSION_IDLE,
             sse_keep_alive: DEFAULT_SSE_KEEP_ALIVE,
             max_requests_per_minute: None,
+            oauth: None,
         }
     }
 }
@@ -282,10 +297,18 @@ fn check_token(token: &str, key: &'static str) -> Result<Secret, SettingError> {
 }
 
 impl HttpSettings {
-    /// The security gate these settings describe, holding `token` (when auth is on).
+    /// The security gate these settings describe, holding `token` (when auth is on), without
+    /// OAuth (the tests' and the fuzz target's).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn gate(&self, token: Option<Secret>) -> Gate {
+        self.gate_with(token, None)
+    }
+
+    /// The security gate these settings describe, holding `token` and `oauth`.
+    pub(crate) fn gate_with(&self, token: Option<Secret>, oauth: Option<Arc<OAuth>>) -> Gate {
         Gate::new(
             token,
+            oauth,
             self.allowed_hosts.clone(),
             self.allowed_origins.clone(),
             self.max_body_bytes,
@@ -329,6 +352,13 @@ impl HttpSettings {
             None
         };
         let no_auth = args.no_auth || file.no_auth.unwrap_or(false);
+        s.oauth = OAuthSettings::load(&args.oauth, file.oauth.as_ref())?;
+        if no_auth && s.oauth.is_some() {
+            return Err(SettingError::new(
+                "http.no_auth",
+                "[http.oauth] is configured and --no-auth is set; choose one",
+            ));
+        }
         s.auth = match (token, no_auth) {
             (Some(_), true) => {
                 return Err(SettingError::new(
@@ -338,11 +368,12 @@ impl HttpSettings {
             }
             (Some((token, source)), false) => AuthMode::Token(token, source),
             (None, true) => AuthMode::Disabled,
+            (None, false) if s.oauth.is_some() => AuthMode::OAuth,
             (None, false) => AuthMode::Generate,
         };
         if let Some(bind) = s.bind
             && !bind.ip().is_loopback()
-            && !matches!(s.auth, AuthMode::Token(..))
+            && !matches!(s.auth, AuthMode::Token(..) | AuthMode::OAuth)
         {
             let suggestion = random_token(GENERATED_TOKEN_BYTES)
                 .map(|t| format!(" For example, this freshly generated one: TOOLPORT_TOKEN={t}"))
@@ -350,7 +381,7 @@ impl HttpSettings {
             return Err(SettingError::new(
                 "--http",
                 format!(
-                    "refusing to serve on {bind} without a bearer token: that address is reachable from other machines, and anyone reaching it could run tools{}. Set a token with TOOLPORT_TOKEN, --token-file or [http] token_file (--no-auth is only allowed on loopback).{suggestion}",
+                    "refusing to serve on {bind} without a bearer token: that address is reachable from other machines, and anyone reaching it could run tools{}. Set a token with TOOLPORT_TOKEN, --token-file or [http] token_file, or an OAuth issuer with [http.oauth] (--no-auth is only allowed on loopback).{suggestion}",
                     if no_auth {
                         " (--no-auth is not allowed there)"
                     } else {
@@ -384,6 +415,15 @@ impl HttpSettings {
                 && !bind.ip().is_unspecified()
             {
                 s.allowed_hosts.push(normalize_host(&bind.ip().to_string()));
+            }
+            // Clients reach a server behind a tunnel or proxy by its public name.
+            if let Some(host) = s
+                .oauth
+                .as_ref()
+                .and_then(|o| o.public_url.as_ref())
+                .and_then(|url| url.host_str())
+            {
+                s.allowed_hosts.push(normalize_host(host));
             }
             s.allowed_hosts.sort();
             s.allowed_hosts.dedup();
@@ -449,6 +489,9 @@ impl HttpSettings {
         }
         if let AuthMode::Token(_, source) = &self.auth {
             notes.extend(source.note("http.token", "http.token_file or TOOLPORT_TOKEN"));
+        }
+        if let Some(oauth) = &self.oauth {
+            notes.extend(oauth.notes());
         }
         notes
     }

@@ -23,7 +23,7 @@ mod server;
 
 pub use file::FileConfig;
 #[cfg(feature = "host")]
-pub use server::{FileAudit, FileHttp, FileTelemetry};
+pub use server::{FileAudit, FileHttp, FileOAuth, FileTelemetry};
 
 use crate::plugins::{PluginArgs, PluginSettings};
 use crate::settings::SettingError;

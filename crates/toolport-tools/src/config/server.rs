@@ -39,6 +39,34 @@ pub struct FileHttp {
     pub sse_keep_alive: Option<DurationValue>,
     /// Requests per minute one client may send.
     pub max_requests_per_minute: Option<u32>,
+    /// `[http.oauth]`: accept OAuth 2.1 access tokens (the server as a resource server).
+    pub oauth: Option<FileOAuth>,
+}
+
+/// The `[http.oauth]` section: toolport as an OAuth 2.1 resource server.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileOAuth {
+    /// The canonical URL clients reach `/mcp` at (the protected resource).
+    pub public_url: Option<String>,
+    /// The authorization server's issuer identifier.
+    pub issuer: Option<String>,
+    /// The JWKS URL, instead of the one the issuer's metadata names.
+    pub jwks_uri: Option<String>,
+    /// RFC 7662 introspection endpoint, for opaque tokens.
+    pub introspection_endpoint: Option<String>,
+    /// The client id toolport introspects with.
+    pub client_id: Option<String>,
+    /// A file holding that client's secret.
+    pub client_secret_file: Option<PathBuf>,
+    /// The audience a token must name (default: the public URL).
+    pub audience: Option<String>,
+    /// Scope name -> the tool classes it grants.
+    pub scopes: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    /// Peers whose `X-Forwarded-Proto` / `X-Forwarded-Host` are believed.
+    pub trusted_proxies: Option<Vec<String>>,
+    /// Clock skew allowed on `exp` / `nbf`, such as "30s".
+    pub leeway: Option<DurationValue>,
 }
 
 /// The `[audit]` section: the audit log.

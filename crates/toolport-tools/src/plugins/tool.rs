@@ -259,6 +259,9 @@ impl AiTool for PluginTool {
     fn annotations(&self) -> Annotations {
         self.manifest.annotations
     }
+    fn plugin(&self) -> bool {
+        true
+    }
     fn instructions(&self) -> String {
         let m = &self.manifest;
         self.instructions
