@@ -42,6 +42,9 @@ mod search_tools;
 mod images;
 // The HTTP transports (Streamable HTTP and legacy SSE) and their security rules.
 mod http;
+// OAuth 2.1 resource server: tokens from oidc-provider (npm; pinned in .ci/oidc), refusals
+// and their challenges, the metadata documents, scopes, introspection.
+mod oauth;
 // Behaviour that needs a fake tool (one that panics, one that waits), served in-process.
 mod in_process;
 // The ready-made client configs in `mcp-config/` start a working server.
