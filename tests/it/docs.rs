@@ -172,8 +172,8 @@ async fn the_config_example_is_a_valid_config() {
 }
 
 /// Keys whose value is a table of the operator's own names (an upstream's variables and
-/// headers), documented as one key.
-const FREE_FORM_TABLES: &[&str] = &["upstreams.env", "upstreams.headers"];
+/// headers, the OAuth scopes), documented as one key.
+const FREE_FORM_TABLES: &[&str] = &["upstreams.env", "upstreams.headers", "http.oauth.scopes"];
 
 /// Every key of a TOML table, as its dotted path (`exec.timeout_max`); tables are walked,
 /// not listed.
