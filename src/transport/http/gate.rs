@@ -53,6 +53,7 @@ use toolport_tools::host::secret::Secret;
 
 use super::oauth::OAuth;
 use super::oauth::challenge::Challenge;
+use super::oauth::jwt::TokenError;
 use super::refusal::{REFUSED, refusal};
 use crate::identity::Principal;
 
@@ -303,15 +304,17 @@ impl Gate {
             reason = ?rejection,
             "refused an HTTP request"
         );
+        let Some(oauth) = &self.oauth else {
+            return rejection.into_response();
+        };
+        let unreadable = TokenError::Malformed("the bearer token is empty or not text".to_owned());
         let challenge = match rejection {
             Rejection::NoToken => Challenge::Missing,
             Rejection::WrongScheme => Challenge::Scheme,
+            Rejection::WrongToken => Challenge::Invalid(&unreadable),
             _ => return rejection.into_response(),
         };
-        match &self.oauth {
-            Some(oauth) => oauth.challenge(&challenge, request.headers(), peer),
-            None => rejection.into_response(),
-        }
+        oauth.challenge(&challenge, request.headers(), peer)
     }
 }
 
