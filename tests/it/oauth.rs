@@ -30,21 +30,16 @@ use tokio::process::{Child, Command};
 use crate::common::http::{ACCEPT, Server, TOKEN, start};
 use crate::common::process::eventually;
 use crate::common::{
-    BUILTIN_TOOLS, Client, TestClient, audit_records, call, config_file, ok, tempdir, within,
+    BUILTIN_NAMES, BUILTIN_TOOLS, Client, TestClient, audit_records, call, config_file, ok,
+    tempdir, within,
 };
 
 /// The client `provider.mjs` registers (and toolport introspects as).
 const CLIENT_ID: &str = "toolport-it";
 const CLIENT_SECRET: &str = "toolport-it-secret-0123456789";
-/// The tools a `tools:read` token may use (the read-only file tools).
-const READ_TOOLS: [&str; 6] = [
-    "read_file",
-    "list_directory",
-    "path_info",
-    "grep",
-    "glob",
-    "read_many_files",
-];
+/// The tools a `tools:read` token may use: the read-only file tools, the first six of the
+/// listing.
+const READ_TOOLS: &[&str] = BUILTIN_NAMES.split_at(6).0;
 
 /// A running `provider.mjs`; dropped, it is killed.
 struct Provider {
@@ -264,7 +259,7 @@ async fn a_token_for_this_resource_is_accepted_and_its_scopes_shape_the_tools() 
         .map(|t| t.name.to_string())
         .collect();
     names.sort();
-    let mut read = READ_TOOLS.map(str::to_owned).to_vec();
+    let mut read: Vec<String> = READ_TOOLS.iter().map(|t| (*t).to_owned()).collect();
     read.sort();
     assert_eq!(
         names, read,
@@ -537,59 +532,42 @@ async fn the_metadata_and_challenges_follow_the_public_url_and_trusted_proxies()
     assert_eq!(response.status(), 401, "the public Host passes the gate");
     drop(server);
 
-    // Without it: X-Forwarded-* from a trusted proxy (this test is 127.0.0.1) …
-    let forwarded = vec![
-        ("x-forwarded-host", "tools.example.com"),
-        ("x-forwarded-proto", "https"),
-    ];
-    let (trusting, _) = serve_oauth(
-        &root,
-        &provider.issuer,
-        "trusted_proxies = [\"127.0.0.0/8\"]",
-        &[],
-    )
-    .await;
-    let response = get(format!("{}/mcp", trusting.url), forwarded.clone()).await;
-    let (status, challenge, _) = answer(response).await;
-    assert_eq!(status, 401);
-    assert!(
-        challenge.starts_with(
-            r#"Bearer resource_metadata="https://tools.example.com/.well-known/oauth-protected-resource/mcp""#
-        ),
-        "{challenge}"
-    );
-    let document: Value = get(metadata_url(&trusting.url), forwarded.clone())
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(document["resource"], json!("https://tools.example.com/mcp"));
-    drop(trusting);
-
-    // … and ignored from any other peer.
-    let (untrusting, resource) = serve_oauth(
-        &root,
-        &provider.issuer,
-        "trusted_proxies = [\"10.0.0.1\"]",
-        &[],
-    )
-    .await;
-    let response = get(format!("{}/mcp", untrusting.url), forwarded.clone()).await;
-    let (status, challenge, _) = answer(response).await;
-    assert_eq!(status, 401);
-    assert!(
-        challenge.starts_with(&format!(
-            r#"Bearer resource_metadata="{}""#,
-            metadata_url(&untrusting.url)
-        )),
-        "{challenge}"
-    );
-    let document: Value = get(metadata_url(&untrusting.url), forwarded)
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(document["resource"], json!(resource));
+    // Without it: X-Forwarded-* from a trusted proxy (this test is 127.0.0.1), and ignored
+    // from any other peer. Each time the 401's challenge and the document agree.
+    for (proxies, public) in [("127.0.0.0/8", true), ("10.0.0.1", false)] {
+        let (server, resource) = serve_oauth(
+            &root,
+            &provider.issuer,
+            &format!("trusted_proxies = [\"{proxies}\"]"),
+            &[],
+        )
+        .await;
+        let (resource, metadata) = if public {
+            (
+                "https://tools.example.com/mcp".to_owned(),
+                metadata_url("https://tools.example.com"),
+            )
+        } else {
+            (resource, metadata_url(&server.url))
+        };
+        let forwarded = vec![
+            ("x-forwarded-host", "tools.example.com"),
+            ("x-forwarded-proto", "https"),
+        ];
+        let response = get(format!("{}/mcp", server.url), forwarded.clone()).await;
+        let (status, challenge, _) = answer(response).await;
+        assert_eq!(status, 401, "{proxies}");
+        assert!(
+            challenge.starts_with(&format!(r#"Bearer resource_metadata="{metadata}""#)),
+            "{proxies}: {challenge}"
+        );
+        let document: Value = get(metadata_url(&server.url), forwarded)
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(document["resource"], json!(resource), "{proxies}");
+    }
 }
 
 #[tokio::test]

@@ -518,14 +518,15 @@ pub fn fuzz_origin_rule(text: &str) -> Result<String, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn gate(token: Option<&str>) -> Gate {
         crate::transport::http::settings::HttpSettings::default().gate(token.map(Secret::new))
     }
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+    /// A header map of `pairs` (the oauth module's tests use it too).
+    pub(crate) fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (k, v) in pairs {
             map.insert(*k, v.parse().unwrap());

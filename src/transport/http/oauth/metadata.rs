@@ -128,6 +128,7 @@ async fn document(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::http::gate::tests::headers;
     use crate::transport::http::oauth::settings::OAuthArgs;
     use toolport_tools::host::config::FileOAuth;
 
@@ -136,14 +137,6 @@ mod tests {
         OAuthSettings::load(&OAuthArgs::default(), Some(&file))
             .unwrap()
             .unwrap()
-    }
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.insert(*k, v.parse().unwrap());
-        }
-        map
     }
 
     #[test]
