@@ -125,35 +125,28 @@ impl Provider {
 
     /// A JWT with `claims`, signed by the provider's key `kid`.
     async fn sign(&self, claims: &Value, kid: &str) -> String {
-        within(
-            reqwest::Client::new()
-                .post(format!("{}/test/sign", self.issuer))
-                .json(&json!({"claims": claims, "kid": kid}))
-                .send(),
-        )
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+        let body = json!({"claims": claims, "kid": kid});
+        self.test_route(reqwest::Method::POST, "/test/sign", Some(&body))
+            .await
     }
 
-    async fn test_route(&self, method: reqwest::Method, path: &str) -> String {
-        within(
-            reqwest::Client::new()
-                .request(method, format!("{}{path}", self.issuer))
-                .send(),
-        )
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    /// The text `provider.mjs` answers on `path` (with a JSON `body`).
+    async fn test_route(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> String {
+        let mut request = reqwest::Client::new().request(method, format!("{}{path}", self.issuer));
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        within(request.send()).await.unwrap().text().await.unwrap()
     }
 
     /// The provider's published keys.
     async fn jwks(&self) -> Value {
-        serde_json::from_str(&self.test_route(reqwest::Method::GET, "/jwks").await).unwrap()
+        serde_json::from_str(&self.test_route(reqwest::Method::GET, "/jwks", None).await).unwrap()
     }
 }
 
@@ -447,7 +440,7 @@ async fn a_rotated_key_is_fetched_again_once_a_minute_at_most() {
     let (_d, root) = workspace();
     let (server, resource) = serve_oauth(&root, &provider.issuer, "", &[]).await;
     let claims = json!({"iss": provider.issuer, "aud": resource, "sub": "bob", "scope": "tools:read", "exp": now() + 300});
-    let fetches = || provider.test_route(reqwest::Method::GET, "/test/jwks-fetches");
+    let fetches = || provider.test_route(reqwest::Method::GET, "/test/jwks-fetches", None);
 
     let first = provider.sign(&claims, "key-a").await;
     assert_eq!(client_tools(&server, &first).await, READ_TOOLS.len());
@@ -455,7 +448,7 @@ async fn a_rotated_key_is_fetched_again_once_a_minute_at_most() {
     // The provider rotates: key-b is published, and a token signed with it names a key
     // toolport has not seen: it fetches the keys again, and accepts it.
     provider
-        .test_route(reqwest::Method::POST, "/test/rotate")
+        .test_route(reqwest::Method::POST, "/test/rotate", None)
         .await;
     let rotated = provider.sign(&claims, "key-b").await;
     assert_eq!(client_tools(&server, &rotated).await, READ_TOOLS.len());
