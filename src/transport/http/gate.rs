@@ -518,20 +518,12 @@ pub fn fuzz_origin_rule(text: &str) -> Result<String, String> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::transport::http::tests::headers;
 
     fn gate(token: Option<&str>) -> Gate {
         crate::transport::http::settings::HttpSettings::default().gate(token.map(Secret::new))
-    }
-
-    /// A header map of `pairs` (the oauth module's tests use it too).
-    pub(crate) fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.insert(*k, v.parse().unwrap());
-        }
-        map
     }
 
     #[test]

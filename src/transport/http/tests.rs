@@ -31,6 +31,15 @@ fn app() -> Router {
     router(shared, &settings, gate, CancellationToken::new())
 }
 
+/// A header map of `pairs` (the gate's and the oauth module's unit tests use it too).
+pub(crate) fn headers(pairs: &[(&'static str, &str)]) -> axum::http::HeaderMap {
+    let mut map = axum::http::HeaderMap::new();
+    for (k, v) in pairs {
+        map.insert(*k, v.parse().unwrap());
+    }
+    map
+}
+
 /// A request from a well-behaved client: loopback Host, the token, no Origin.
 fn request(method: &str, uri: &str, body: &str) -> axum::http::request::Builder {
     Request::builder()

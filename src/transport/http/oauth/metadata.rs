@@ -128,8 +128,8 @@ async fn document(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::http::gate::tests::headers;
     use crate::transport::http::oauth::settings::OAuthArgs;
+    use crate::transport::http::tests::headers;
     use toolport_tools::host::config::FileOAuth;
 
     fn settings(toml_text: &str) -> OAuthSettings {
