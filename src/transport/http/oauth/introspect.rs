@@ -9,7 +9,9 @@
 //! Answers are cached by the SHA-256 of the token (the token itself is never kept), for at
 //! most [`CACHE_TTL`] and never past the token's `exp`, so a busy client costs one request
 //! to the authorization server a minute and a revoked token stops working within a minute.
-//! Refusals are not cached: they cost the client its session anyway.
+//! Refusals are not cached: they cost the client its session anyway. At most
+//! [`MAX_IN_FLIGHT`] introspection requests are open at once, so clients sending made-up
+//! tokens (each one a cache miss) cannot turn toolport into a flood against the server.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,6 +30,10 @@ const CACHE_TTL: Duration = Duration::from_secs(60);
 /// Most answers kept; past it, expired ones are dropped first and then all (the cache only
 /// saves requests, so losing it costs nothing but those).
 const MAX_CACHED: usize = 10_000;
+/// Most introspection requests open at once; more wait their turn. An answer takes
+/// milliseconds, so 16 keeps up with any real set of clients, and bounds what garbage tokens
+/// (each a cache miss, checked before the per-client rate) can make the server bear.
+const MAX_IN_FLIGHT: usize = 16;
 
 /// Why an opaque token could not be accepted.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +56,7 @@ pub(crate) struct Introspector {
     fetcher: Fetcher,
     settings: Introspection,
     cache: Mutex<HashMap<[u8; 32], Cached>>,
+    in_flight: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for Introspector {
@@ -73,6 +80,7 @@ impl Introspector {
             fetcher,
             settings,
             cache: Mutex::default(),
+            in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
         }
     }
 
@@ -96,6 +104,9 @@ impl Introspector {
         }
         let url = &self.settings.endpoint;
         let request = self.fetcher_request(token);
+        // The semaphore is never closed, so acquiring fails never; were it to, asking anyway
+        // is what the code did before the bound.
+        let _permit = self.in_flight.acquire().await.ok();
         let answer: Map<String, Value> = self.fetcher.send(url, request).await?;
         let now = unix_now();
         if answer.get("active") != Some(&Value::Bool(true)) {
