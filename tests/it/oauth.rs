@@ -8,7 +8,8 @@
 //! over the public key, with an unknown `kid` (and a rotation, fetched again), and without the
 //! needed scope are each refused with their status and challenge; the metadata documents and
 //! where a challenge points (with `public_url`, and with `X-Forwarded-*` from a trusted and an
-//! untrusted peer); opaque tokens through introspection; the static token beside OAuth.
+//! untrusted peer); opaque tokens through introspection; the static token beside OAuth; the
+//! legacy SSE transport with an access token.
 //!
 //! `.ci/run` installs the provider and sets `TOOLPORT_REQUIRE_OIDC_PROVIDER=1`: then a
 //! missing install fails these tests. Without that variable and without the install (a plain
@@ -611,4 +612,61 @@ async fn opaque_tokens_are_introspected_and_the_static_token_still_works() {
     assert_eq!(client_tools(&server, TOKEN).await, BUILTIN_TOOLS);
     let stderr = server.stderr();
     assert!(!stderr.contains(CLIENT_SECRET) && !stderr.contains(&opaque));
+}
+
+#[tokio::test]
+async fn the_legacy_sse_transport_takes_access_tokens_and_their_scopes_too() {
+    use futures::StreamExt;
+
+    use crate::common::http::{INIT, SseReader};
+
+    let Some(node) = node() else { return };
+    let provider = Provider::start(&node).await;
+    let (_d, root) = workspace();
+    let (server, resource) = serve_oauth(&root, &provider.issuer, "", &[]).await;
+    // The legacy transport's resource is still the server's `/mcp` URL: one resource.
+    let token = provider.token(&resource, "tools:read").await;
+    let bearer = format!("Bearer {token}");
+    let http = reqwest::Client::new();
+    let response = within(
+        http.get(format!("{}/sse", server.url))
+            .header("authorization", &bearer)
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut reader = SseReader {
+        stream: response.bytes_stream().boxed(),
+        buffer: String::new(),
+    };
+    let (_, endpoint) = reader.next().await;
+    let endpoint = format!("{}{endpoint}", server.url);
+    let post = |body: String| {
+        let request = http
+            .post(&endpoint)
+            .header("authorization", &bearer)
+            .body(body);
+        async move { within(request.send()).await.unwrap() }
+    };
+    let init = INIT.replace("2025-06-18", "2024-11-05");
+    assert_eq!(post(init).await.status(), 202);
+    reader.message().await;
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(post(initialized.to_owned()).await.status(), 202);
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    assert_eq!(post(list.to_owned()).await.status(), 202);
+    let listed = reader.message().await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, READ_TOOLS, "{listed}");
+    let write = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}});
+    let (status, challenge, _) = answer(post(write.to_string()).await).await;
+    assert_eq!(status, 403);
+    assert!(challenge.contains(r#"scope="tools:write""#), "{challenge}");
+    assert!(!root.join("x.txt").exists());
 }
