@@ -98,6 +98,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<Catalog>), Error>
         payload: config.tools.payload,
         result_cap: config.tools.result_cap,
         upstreams,
+        principal_budgets: Arc::default(),
     };
     // Before any upstream is configured: their secrets (env values, tokens as they are read,
     // entries a reload adds) are scrubbed from the audit log like the web keys.

@@ -218,7 +218,7 @@ impl Config {
         // The server's sections first: the tools' loading takes the file.
         let log_level = args.log_level.clone().or_else(|| file.log_level.clone());
         let calls = BudgetSettings::load(&file.limits)?;
-        let http = HttpSettings::load(&args.http, &file.http)?;
+        let http = HttpSettings::load(&args.http, &file.http, &file_dir)?;
         let audit = AuditSettings::load(&file.audit, &args.audit, &file_dir, &cwd)?;
         let telemetry = TelemetrySettings::load(&file.telemetry, |name| env.get(name))?;
         let loaded = ToolConfig::load(

@@ -18,8 +18,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use toolport_tools::AiTool;
+
+use super::policy::{Applied, PolicyDenial};
 
 /// The category of the built-in file tools.
 const FILESYSTEM: &str = "filesystem";
@@ -81,17 +84,18 @@ impl fmt::Display for ToolClass {
     }
 }
 
-/// One class a scope grants, as the config file writes it.
+/// One class a scope (or a policy rule) names, as the config file writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Rule {
+pub(crate) enum ClassRule {
     /// Exactly this class.
     Class(ToolClass),
     /// Every upstream's tools.
     AllUpstreams,
 }
 
-impl Rule {
-    fn parse(text: &str) -> Result<Self, String> {
+impl ClassRule {
+    /// `read`, `write`, `exec`, `web`, `upstreams` or `upstream:NAME`.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         Ok(match text.trim() {
             "read" => Self::Class(ToolClass::Read),
             "write" => Self::Class(ToolClass::Write),
@@ -109,7 +113,8 @@ impl Rule {
         })
     }
 
-    fn covers(&self, class: &ToolClass) -> bool {
+    /// Whether it names `class` (never the unclassed).
+    pub(crate) fn covers(&self, class: &ToolClass) -> bool {
         match self {
             Self::AllUpstreams => matches!(class, ToolClass::Upstream(_)),
             Self::Class(own) => own == class && *class != ToolClass::Unclassed,
@@ -117,7 +122,7 @@ impl Rule {
     }
 }
 
-impl fmt::Display for Rule {
+impl fmt::Display for ClassRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Class(class) => class.fmt(f),
@@ -130,7 +135,7 @@ impl fmt::Display for Rule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ScopeMap {
     /// Scope name -> the rules it grants (in name order: what a challenge names is stable).
-    scopes: BTreeMap<String, Vec<Rule>>,
+    scopes: BTreeMap<String, Vec<ClassRule>>,
 }
 
 /// The scopes toolport knows without a `[http.oauth.scopes]` table: one per class.
@@ -147,7 +152,8 @@ impl Default for ScopeMap {
         let scopes = DEFAULT_SCOPES
             .iter()
             .map(|(scope, class)| {
-                let rule = Rule::parse(class).unwrap_or(Rule::Class(ToolClass::Unclassed));
+                let rule =
+                    ClassRule::parse(class).unwrap_or(ClassRule::Class(ToolClass::Unclassed));
                 ((*scope).to_owned(), vec![rule])
             })
             .collect();
@@ -175,7 +181,7 @@ impl ScopeMap {
             }
             let rules = classes
                 .iter()
-                .map(|class| Rule::parse(class).map_err(|e| format!("scope {scope:?}: {e}")))
+                .map(|class| ClassRule::parse(class).map_err(|e| format!("scope {scope:?}: {e}")))
                 .collect::<Result<Vec<_>, _>>()?;
             scopes.insert(scope.clone(), rules);
         }
@@ -191,7 +197,12 @@ impl ScopeMap {
     pub(crate) fn table(&self) -> BTreeMap<&str, Vec<String>> {
         self.scopes
             .iter()
-            .map(|(scope, rules)| (scope.as_str(), rules.iter().map(Rule::to_string).collect()))
+            .map(|(scope, rules)| {
+                (
+                    scope.as_str(),
+                    rules.iter().map(ClassRule::to_string).collect(),
+                )
+            })
             .collect()
     }
 
@@ -203,7 +214,11 @@ impl ScopeMap {
             .flatten()
             .cloned()
             .collect();
-        Access { all: false, rules }
+        Access {
+            all: false,
+            rules,
+            policy: None,
+        }
     }
 
     /// The scope that grants `class` (the first by name), for a challenge; `None` when no
@@ -216,12 +231,14 @@ impl ScopeMap {
     }
 }
 
-/// The tools a principal may use.
+/// The tools a principal may use: what its scopes grant, within the operator's policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Access {
-    /// Every tool (the static token's holder).
+    /// Every tool the scopes could grant (the static token's holder).
     all: bool,
-    rules: Vec<Rule>,
+    rules: Vec<ClassRule>,
+    /// The policy rules that apply (`[http.principals]`); `None` when none do.
+    policy: Option<Arc<Applied>>,
 }
 
 impl Access {
@@ -230,22 +247,47 @@ impl Access {
         Self {
             all: true,
             rules: Vec::new(),
+            policy: None,
         }
     }
 
-    /// Whether a tool of `class` may be used.
+    /// The same access within the policy rules `applied` (nothing changes when none apply).
+    pub(crate) fn within(mut self, applied: Applied) -> Self {
+        self.policy = (!applied.is_empty()).then(|| Arc::new(applied));
+        self
+    }
+
+    /// Whether the scopes grant a tool of `class` (the policy aside: what a token with more
+    /// scopes would change, so what a 403 `insufficient_scope` is about).
     pub(crate) fn allows(&self, class: &ToolClass) -> bool {
         self.all || self.rules.iter().any(|rule| rule.covers(class))
     }
 
-    /// Whether `tool` may be used.
+    /// Why the policy refuses `tool`, if it does (scopes aside).
+    pub(crate) fn policy_refuses(&self, tool: &dyn AiTool) -> Option<PolicyDenial> {
+        let applied = self.policy.as_ref()?;
+        applied
+            .decide(
+                tool.name(),
+                &ToolClass::of(tool),
+                tool.annotations().read_only,
+            )
+            .err()
+    }
+
+    /// Whether `tool` may be used: its scopes grant it and the policy does not refuse it.
     pub(crate) fn allows_tool(&self, tool: &dyn AiTool) -> bool {
-        self.all || self.allows(&ToolClass::of(tool))
+        self.allows(&ToolClass::of(tool)) && self.policy_refuses(tool).is_none()
     }
 
     /// Whether every tool may be used (nothing to check).
     pub(crate) fn is_all(&self) -> bool {
-        self.all
+        self.all && self.policy.is_none()
+    }
+
+    /// The policy rules that apply, when any do.
+    pub(crate) fn policy(&self) -> Option<&Applied> {
+        self.policy.as_deref()
     }
 }
 

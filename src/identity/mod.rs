@@ -5,13 +5,14 @@
 //!
 //! What a principal may use is an [`Access`]: the tool classes ([`classes`]) its scopes grant
 //! through the operator's scope map ([`ScopeMap`]). This is the one place that answers "may
-//! this principal use this tool?", so the per-principal policy to come (rules by subject,
-//! client or claims) replaces how an [`Access`] is computed and nothing that asks it.
+//! this principal use this tool?": the operator's policy per principal ([`policy`], rules by
+//! subject, client, group or claim) is applied to it once, when the principal authenticates.
 //!
 //! The module sits at the bottom of the binary: the transports, the server and `observe` use
 //! it; it uses none of them.
 
 pub(crate) mod classes;
+pub(crate) mod policy;
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use rmcp::service::RequestContext;
 use serde_json::{Map, Value};
 
 pub(crate) use classes::{Access, ScopeMap, ToolClass};
+pub(crate) use policy::Policy;
 
 /// The subject of a request authenticated by the static bearer token (`--token`,
 /// `TOOLPORT_TOKEN`): one holder, who may use every tool, as before OAuth existed.
@@ -52,6 +54,21 @@ impl Principal {
             claims: Map::new(),
             access: Access::all(),
         }
+    }
+
+    /// The principal within the operator's `policy`: its access narrowed by the rules that
+    /// match it.
+    pub(crate) fn within(mut self, policy: &Policy) -> Self {
+        if policy.is_empty() {
+            return self;
+        }
+        let applied = policy.apply(&policy::Presented {
+            subject: &self.subject,
+            client_id: self.client_id.as_deref(),
+            claims: &self.claims,
+        });
+        self.access = self.access.within(applied);
+        self
     }
 
     /// The principal a request carries: the HTTP transports put it in the request's

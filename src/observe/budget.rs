@@ -29,6 +29,8 @@ use serde::Serialize;
 use toolport_tools::host::settings::{SettingError, check_range};
 use toolport_tools::host::{FileBudget, FileLimits};
 
+use crate::identity::policy::PolicyRule;
+
 /// Largest `max_calls_per_session`: beyond any real session, below overflow.
 const MAX_CALLS_PER_SESSION: u64 = 1_000_000_000;
 /// Largest `max_calls_per_minute`: a thousand a second, far above what a model does.
@@ -143,9 +145,20 @@ impl Limit {
     }
 }
 
+/// Whose budget refused a call: the session's (`[limits]`), or the one a policy rule gives a
+/// principal across its sessions (`[[http.principals.rules]]`, named).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum Owner {
+    #[default]
+    Session,
+    Rule(String),
+}
+
 /// A call refused by a budget. Its `Display` is the message the model gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Denial {
+    /// Whose budget refused it.
+    pub(crate) owner: Owner,
     pub(crate) limit: Limit,
     /// The tool whose own limit refused the call; `None` for the session's limits.
     pub(crate) tool: Option<String>,
@@ -157,6 +170,9 @@ pub(crate) struct Denial {
 
 impl std::fmt::Display for Denial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Owner::Rule(rule) = &self.owner {
+            return self.fmt_rule(rule, f);
+        }
         let (key, calls) = match &self.tool {
             Some(tool) => (
                 format!("limits.tools.{tool}.{}", self.limit.key()),
@@ -186,6 +202,32 @@ impl std::fmt::Display for Denial {
     }
 }
 
+impl Denial {
+    /// The message for a policy rule's budget (its keys are the rule's).
+    fn fmt_rule(&self, rule: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let value = self.value;
+        let key = |name: &str| format!("http.principals.rules[{rule:?}].{name}");
+        match self.limit {
+            Limit::CallsPerSession => write!(
+                f,
+                "call refused: you have used the {value} tool calls the server's policy gives you, across your sessions ({} = {value}); the operator's limit cannot be raised from here",
+                key("max_calls")
+            ),
+            Limit::CallsPerMinute => write!(
+                f,
+                "call refused: over the {value} tool calls per minute the server's policy gives you ({} = {value}); retry in {:.1} s",
+                key("max_calls_per_minute"),
+                self.retry_after.unwrap_or_default().as_secs_f64().max(0.1)
+            ),
+            Limit::Concurrent => write!(
+                f,
+                "call refused: you already have {value} tool calls running, the most the server's policy allows ({} = {value}); retry when one of them has finished",
+                key("max_concurrent_calls")
+            ),
+        }
+    }
+}
+
 /// Counts of one scope (the session, or one tool in it).
 #[derive(Debug, Default)]
 struct Counts {
@@ -196,6 +238,8 @@ struct Counts {
 /// What one session has used, with its rate buckets.
 #[derive(Debug)]
 pub(crate) struct SessionBudget {
+    /// Whose budget it is (in its refusals).
+    owner: Owner,
     settings: Arc<BudgetSettings>,
     state: Mutex<State>,
     /// The session's bucket, when `max_calls_per_minute` is set.
@@ -217,6 +261,11 @@ fn bucket(per_minute: Option<NonZeroU32>) -> Option<DefaultDirectRateLimiter> {
 impl SessionBudget {
     /// A new session's budget: nothing used.
     pub(crate) fn new(settings: Arc<BudgetSettings>) -> Arc<Self> {
+        Self::owned(settings, Owner::Session)
+    }
+
+    /// A budget of `owner`'s.
+    fn owned(settings: Arc<BudgetSettings>, owner: Owner) -> Arc<Self> {
         let rate = bucket(settings.session.max_calls_per_minute);
         let tool_rates = settings
             .tools
@@ -224,6 +273,7 @@ impl SessionBudget {
             .filter_map(|(name, b)| bucket(b.max_calls_per_minute).map(|r| (name.clone(), r)))
             .collect();
         Arc::new(Self {
+            owner,
             settings,
             state: Mutex::default(),
             rate,
@@ -249,6 +299,7 @@ impl SessionBudget {
         let tool_budget = self.settings.tools.get(tool);
         let mut state = self.state();
         let deny = |limit, tool: Option<&str>, value: u64| Denial {
+            owner: self.owner.clone(),
             limit,
             tool: tool.map(str::to_owned),
             value,
@@ -281,6 +332,7 @@ impl SessionBudget {
         // Rates last: a token taken cannot be given back.
         let limited = |limiter: &DefaultDirectRateLimiter, per_minute: Option<NonZeroU32>, t| {
             limiter.check().map_err(|not_until| Denial {
+                owner: self.owner.clone(),
                 limit: Limit::CallsPerMinute,
                 tool: t,
                 value: per_minute.map_or(0, |n| n.get().into()),
@@ -305,6 +357,68 @@ impl SessionBudget {
             budget: Some(self.clone()),
             tool: tool_budget.map(|_| tool.to_owned()),
         })
+    }
+}
+
+/// The budgets policy rules give principals (`[[http.principals.rules]]` with `max_calls`,
+/// `max_calls_per_minute` or `max_concurrent_calls`): one per rule and subject, counted across
+/// every session and stateless request of that subject on this server.
+///
+/// An entry lives as long as the server (a subject's used budget must not reset when its
+/// sessions end); there is one per rule and subject that called, a bounded set in a
+/// deployment whose principals an operator names in rules.
+#[derive(Debug, Default)]
+pub struct PrincipalBudgets {
+    budgets: Mutex<HashMap<(String, String), Arc<SessionBudget>>>,
+}
+
+impl PrincipalBudgets {
+    /// Admit a call to `tool` by `subject` under each of `rules`' budgets: a permit per rule,
+    /// or the first refusal (the permits taken before it are dropped, so nothing is counted).
+    pub(crate) fn admit<'a>(
+        &self,
+        subject: &str,
+        rules: impl Iterator<Item = &'a Arc<PolicyRule>>,
+        tool: &str,
+    ) -> Result<Vec<Permit>, Denial> {
+        let mut permits = Vec::new();
+        for rule in rules {
+            let budget = {
+                let mut budgets = self
+                    .budgets
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                budgets
+                    .entry((rule.name.clone(), subject.to_owned()))
+                    .or_insert_with(|| {
+                        let limits = rule.budget;
+                        let settings = BudgetSettings {
+                            session: Budget {
+                                max_calls_per_session: limits.max_calls,
+                                max_calls_per_minute: limits
+                                    .max_calls_per_minute
+                                    .and_then(NonZeroU32::new),
+                                max_concurrent_calls_per_session: limits
+                                    .max_concurrent_calls
+                                    .and_then(NonZeroU32::new),
+                            },
+                            tools: BTreeMap::new(),
+                        };
+                        SessionBudget::owned(Arc::new(settings), Owner::Rule(rule.name.clone()))
+                    })
+                    .clone()
+            };
+            match budget.admit(tool) {
+                Ok(permit) => permits.push(permit),
+                Err(denial) => {
+                    for permit in &permits {
+                        permit.refund();
+                    }
+                    return Err(denial);
+                }
+            }
+        }
+        Ok(permits)
     }
 }
 

@@ -19,8 +19,10 @@ use toolport_tools::{ExecuteError, ToolContext, ToolRegistry};
 use super::confirm::{self, McpConfirmer, McpElicitor};
 use super::resources::job_links;
 use super::{ToolportServer, clients, error_result, progress, tasks, tool_result};
+use crate::identity::policy::PolicyDenial;
 use crate::identity::{Principal, ToolClass};
 use crate::observe::audit::{Caller, Outcome};
+use crate::observe::budget::Denial;
 use crate::observe::{Call, Failure, TOOL_ERROR};
 
 /// The error kind of a call refused by a budget (`[limits]`).
@@ -28,6 +30,8 @@ const OVER_BUDGET: &str = "over_budget";
 
 /// The error kind of a call outside the caller's access token's scopes.
 const OUT_OF_SCOPE: &str = "insufficient_scope";
+/// The kind of a call the operator's policy per principal refuses (`[http.principals]`).
+const REFUSED_BY_POLICY: &str = "refused_by_policy";
 
 /// The metrics' tool label for a call to a tool that does not exist.
 const UNKNOWN_TOOL_LABEL: &str = "(unknown)";
@@ -75,6 +79,47 @@ impl Finished {
             failure.outcome = Outcome::Denied;
         }
         finished
+    }
+
+    /// A call over a budget (its session's, or its principal's): an `isError` result naming
+    /// the limit, recorded as denied.
+    fn over_budget(call: &Call, denial: &Denial) -> Self {
+        let result = CallToolResult::error(vec![ContentBlock::text(denial.to_string())]);
+        let failure = Failure {
+            kind: OVER_BUDGET,
+            message: denial.to_string(),
+            outcome: Outcome::Denied,
+            error_type: TOOL_ERROR.into(),
+        };
+        Self {
+            record: Record::Ended {
+                failure: Some(failure),
+                bytes_out: call.size_of(&result),
+            },
+            answer: Ok(result.into()),
+        }
+    }
+
+    /// A call the operator's policy refuses this principal: an `isError` result saying which
+    /// rule (the model can do without the tool; asking again will not help), recorded as
+    /// denied.
+    fn refused_by_policy(denial: &PolicyDenial) -> Self {
+        let message = format!(
+            "{denial}. The tool is not listed for you; do without it, or ask the server's operator"
+        );
+        let result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+        Self {
+            record: Record::Ended {
+                failure: Some(Failure {
+                    kind: REFUSED_BY_POLICY,
+                    message,
+                    outcome: Outcome::Denied,
+                    error_type: TOOL_ERROR.into(),
+                }),
+                bytes_out: 0,
+            },
+            answer: Ok(result.into()),
+        }
     }
 
     /// A call that failed inside the server: JSON-RPC -32603.
@@ -126,12 +171,19 @@ impl ToolportServer {
             facts.clone(),
         );
         let class = tool.as_deref().map(ToolClass::of);
+        let refused = principal
+            .as_deref()
+            .zip(tool.as_deref())
+            .and_then(|(principal, tool)| principal.access.policy_refuses(tool));
         let finished = if let (Some(principal), Some(class)) = (&principal, &class)
             && !principal.access.allows(class)
         {
             // The gate refuses such a call with 403 before it gets here; this one names a tool
             // that was not served yet when the gate looked (an upstream's, just connected).
             Finished::out_of_scope(&request.name, class)
+        } else if let Some(denial) = refused {
+            // A token with more scopes would not change this: the operator's rules refuse it.
+            Finished::refused_by_policy(&denial)
         } else if known {
             self.run_call(&call, &registry, request, &context, &facts)
                 .await
@@ -222,24 +274,32 @@ impl ToolportServer {
         facts: &Arc<CallFacts>,
     ) -> Finished {
         let name = request.name.as_ref();
-        // Before anything runs: a call over its session's budget is refused, not queued.
+        // Before anything runs: a call over its principal's budget (the policy rules') or its
+        // session's is refused, not queued.
+        let principal = Principal::of(context);
+        let principal_permits = match principal
+            .as_deref()
+            .and_then(|p| p.access.policy().map(|applied| (p, applied)))
+        {
+            Some((principal, applied)) => {
+                match self.shared.principal_budgets.admit(
+                    &principal.subject,
+                    applied.budgeted(),
+                    name,
+                ) {
+                    Ok(permits) => permits,
+                    Err(denial) => return Finished::over_budget(call, &denial),
+                }
+            }
+            None => Vec::new(),
+        };
         let permit = match self.budget.admit(name) {
             Ok(permit) => permit,
             Err(denial) => {
-                let result = CallToolResult::error(vec![ContentBlock::text(denial.to_string())]);
-                let failure = Failure {
-                    kind: OVER_BUDGET,
-                    message: denial.to_string(),
-                    outcome: Outcome::Denied,
-                    error_type: TOOL_ERROR.into(),
-                };
-                return Finished {
-                    record: Record::Ended {
-                        failure: Some(failure),
-                        bytes_out: call.size_of(&result),
-                    },
-                    answer: Ok(result.into()),
-                };
+                for permit in &principal_permits {
+                    permit.refund();
+                }
+                return Finished::over_budget(call, &denial);
             }
         };
         self.roots_settled(&context.peer).await;
@@ -257,8 +317,11 @@ impl ToolportServer {
             Err(ExecuteError::ConfirmationRequired { description }) => {
                 return match confirm::input_required(&description) {
                     Ok(question) => {
-                        // The retry is what counts against the budget.
+                        // The retry is what counts against the budgets.
                         permit.refund();
+                        for permit in &principal_permits {
+                            permit.refund();
+                        }
                         Finished {
                             answer: Ok(question.into()),
                             record: Record::Retried,
@@ -289,6 +352,7 @@ impl ToolportServer {
             result.content.extend(job_links(job.id()));
         }
         drop(permit);
+        drop(principal_permits);
         let record = Record::Ended {
             failure,
             bytes_out: call.size_of(&result),
@@ -317,7 +381,7 @@ impl ToolportServer {
         ToolContext {
             cancel: context.ct.clone(),
             progress: progress::sink(context),
-            workspace: self.workspace(),
+            workspace: self.workspace_for(context),
             confirmer: Arc::new(McpConfirmer::for_request(
                 request,
                 context,

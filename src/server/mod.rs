@@ -57,7 +57,7 @@ use toolport_tools::{ConfirmFallback, ToolOutput, Workspace};
 
 use crate::identity::Principal;
 use crate::observe::audit::AuditLog;
-use crate::observe::budget::{BudgetSettings, SessionBudget};
+use crate::observe::budget::{BudgetSettings, PrincipalBudgets, SessionBudget};
 use crate::observe::metrics::{Metrics, SessionOpen};
 
 /// What every session shares: built once at start-up.
@@ -85,6 +85,8 @@ pub struct Shared {
     pub result_cap: ResultCapSetting,
     /// The other MCP servers whose tools are served (`[[upstreams]]`), for their status.
     pub upstreams: Arc<Upstreams>,
+    /// What each principal has used of the budgets its policy rules give it.
+    pub principal_budgets: Arc<PrincipalBudgets>,
 }
 
 /// A tool's output as a successful `tools/call` result: the text block, then one `image`

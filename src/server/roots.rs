@@ -6,11 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use toolport_tools::Workspace;
 use toolport_tools::host::client_root_path;
 
 use super::ToolportServer;
+use crate::identity::Principal;
 
 /// How long to wait for the client's answer to `roots/list`. A client that declares roots but
 /// never answers must not stall tool calls; after this the operator's roots stay in force.
@@ -23,6 +25,25 @@ impl ToolportServer {
             Ok(ws) => ws.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// The workspace a call of `context` uses: this session's, narrowed by the `roots` of the
+    /// policy rules that apply to the request's principal (each in turn: a path must lie
+    /// inside every rule's roots). The narrowing opens the rules' roots through the session's
+    /// handles, as a client's roots are, so it never reaches outside them.
+    pub(crate) fn workspace_for(&self, context: &RequestContext<RoleServer>) -> Arc<Workspace> {
+        let workspace = self.workspace();
+        let Some(principal) = Principal::of(context) else {
+            return workspace;
+        };
+        let Some(applied) = principal.access.policy() else {
+            return workspace;
+        };
+        let mut narrowed: Option<Workspace> = None;
+        for roots in applied.roots() {
+            narrowed = Some(narrowed.as_ref().unwrap_or(&workspace).narrow(roots));
+        }
+        narrowed.map_or(workspace, Arc::new)
     }
 
     fn set_workspace(&self, ws: Arc<Workspace>) {

@@ -88,6 +88,7 @@ fn serve(
         payload: Default::default(),
         result_cap: Default::default(),
         upstreams: toolport_tools::host::Upstreams::new(root.clone(), false),
+        principal_budgets: Arc::default(),
     });
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_end);

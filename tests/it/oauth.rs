@@ -31,7 +31,7 @@ use tokio::process::{Child, Command};
 use crate::common::http::{ACCEPT, Server, TOKEN, start};
 use crate::common::process::eventually;
 use crate::common::{
-    BUILTIN_NAMES, BUILTIN_TOOLS, Client, TestClient, audit_records, call, config_file, ok,
+    BUILTIN_NAMES, BUILTIN_TOOLS, Client, TestClient, audit_records, call, config_file, err, ok,
     tempdir, within,
 };
 
@@ -669,4 +669,124 @@ async fn the_legacy_sse_transport_takes_access_tokens_and_their_scopes_too() {
     assert_eq!(status, 403);
     assert!(challenge.contains(r#"scope="tools:write""#), "{challenge}");
     assert!(!root.join("x.txt").exists());
+}
+
+/// The names of the tools a client is listed.
+async fn listed(client: &Client) -> Vec<String> {
+    within(client.list_all_tools())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
+/// The policy per principal (`[http.principals]`): two principals with every scope get what
+/// their rules give them — different tools listed and callable, different roots, a budget
+/// counted across sessions — a principal no rule matches gets nothing (`unmatched =
+/// "nothing"`), and every audit record names its principal.
+#[tokio::test]
+async fn each_principal_gets_what_its_rules_give_it() {
+    let Some(node) = node() else { return };
+    let provider = Provider::start(&node).await;
+    let (_d, root) = workspace();
+    std::fs::create_dir(root.join("alice")).unwrap();
+    std::fs::write(root.join("alice/mine.txt"), "alice's\n").unwrap();
+    let log = root.join("audit.log");
+    let (server, resource) = serve_oauth(
+        &root,
+        &provider.issuer,
+        &format!(
+            r#"
+[http.principals]
+unmatched = "nothing"
+
+[[http.principals.rules]]
+name = "alice"
+subjects = ["alice"]
+allow_classes = ["read"]
+roots = ["{}"]
+max_calls = 3
+
+[[http.principals.rules]]
+name = "bob"
+subjects = ["bob"]
+read_only = true
+deny_tools = ["grep", "web_*"]
+"#,
+            root.join("alice").display()
+        ),
+        &["--audit-log", log.to_str().unwrap()],
+    )
+    .await;
+    let token = |sub: &'static str| {
+        let claims = json!({"iss": provider.issuer, "aud": resource, "sub": sub, "client_id": CLIENT_ID, "scope": "tools:read tools:write tools:exec tools:web", "exp": now() + 300});
+        let provider = &provider;
+        async move { provider.sign(&claims, "key-a").await }
+    };
+    let (alice_token, bob_token, carol_token) =
+        tokio::join!(token("alice"), token("bob"), token("carol"));
+
+    let alice = client(&server, &alice_token).await;
+    let bob = client(&server, &bob_token).await;
+    let (alice_tools, bob_tools) = (listed(&alice).await, listed(&bob).await);
+    let mut read: Vec<String> = READ_TOOLS.iter().map(|t| (*t).to_owned()).collect();
+    read.sort();
+    let mut sorted = alice_tools.clone();
+    sorted.sort();
+    assert_eq!(sorted, read, "alice: the read classes alone");
+    assert!(bob_tools.contains(&"read_file".to_owned()), "{bob_tools:?}");
+    for refused in ["grep", "web_search", "write_file", "execute_command"] {
+        assert!(
+            !bob_tools.iter().any(|t| t == refused),
+            "bob is listed {refused}"
+        );
+    }
+
+    // alice's roots are her folder: her relative paths start there, the rest is outside.
+    let out = ok(&call(&alice, "read_file", json!({"path": "mine.txt"})).await);
+    assert_eq!(out["content"], json!("alice's\n"));
+    let outside = root.join("hello.txt").display().to_string();
+    let message = err(&call(&alice, "read_file", json!({"path": outside})).await);
+    assert!(message.contains("outside"), "{message}");
+    // bob keeps the server's roots; grep is refused by his rule, whatever his scopes say.
+    let out = ok(&call(&bob, "read_file", json!({"path": "hello.txt"})).await);
+    assert_eq!(out["content"], json!("hi over oauth\n"));
+    let message = err(&call(&bob, "grep", json!({"pattern": "hi"})).await);
+    assert!(
+        message.contains(r#"rule "bob" denies the tool grep"#),
+        "{message}"
+    );
+
+    // alice's budget (3 calls) holds across her sessions: two made, one more in a new one.
+    let again = client(&server, &alice_token).await;
+    ok(&call(&again, "read_file", json!({"path": "mine.txt"})).await);
+    let message = err(&call(&again, "read_file", json!({"path": "mine.txt"})).await);
+    assert!(
+        message.contains(r#"http.principals.rules["alice"].max_calls = 3"#),
+        "{message}"
+    );
+
+    // carol: no rule matches her, and unmatched principals get nothing.
+    let carol = client(&server, &carol_token).await;
+    assert!(listed(&carol).await.is_empty());
+    let message = err(&call(&carol, "read_file", json!({"path": "hello.txt"})).await);
+    assert!(message.contains("no rule"), "{message}");
+
+    // Every record names its principal.
+    eventually("the records", || audit_records(&log).len() >= 7).await;
+    let records = audit_records(&log);
+    for record in &records {
+        let sub = record["principal"]["sub"].as_str().unwrap_or_default();
+        assert!(["alice", "bob", "carol"].contains(&sub), "{record}");
+    }
+    assert!(
+        records
+            .iter()
+            .any(|r| r["principal"]["sub"] == json!("bob") && r["outcome"] == json!("denied")),
+        "bob's refused grep is recorded as denied"
+    );
+    for client in [alice, bob, again, carol] {
+        within(client.cancel()).await.unwrap();
+    }
 }

@@ -68,8 +68,8 @@ pub use crate::upstreams::fuzz_oversize;
 /// tools' flags ([`ToolArgs`](config::ToolArgs)).
 pub mod config {
     pub use crate::config::{
-        Environment, FileAudit, FileConfig, FileHttp, FileOAuth, FileTelemetry, ToolArgs,
-        ToolConfig, absolute,
+        Environment, FileAudit, FileConfig, FileHttp, FileOAuth, FilePrincipalRule, FilePrincipals,
+        FileTelemetry, ToolArgs, ToolConfig, absolute,
     };
 }
 

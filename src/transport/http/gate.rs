@@ -55,7 +55,7 @@ use super::oauth::OAuth;
 use super::oauth::challenge::Challenge;
 use super::oauth::jwt::TokenError;
 use super::refusal::{REFUSED, refusal};
-use crate::identity::Principal;
+use crate::identity::{Policy, Principal};
 
 /// The gate's rules, built once from the settings.
 #[derive(Debug)]
@@ -65,6 +65,8 @@ pub(crate) struct Gate {
     token: Option<Secret>,
     /// The OAuth resource server, with `[http.oauth]`.
     oauth: Option<Arc<OAuth>>,
+    /// The policy per principal (`[http.principals]`), applied to every principal here.
+    policy: Arc<Policy>,
     /// Accepted Host names (normalized); empty: any.
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<OriginRule>,
@@ -186,6 +188,7 @@ impl Gate {
     pub(crate) fn new(
         token: Option<Secret>,
         oauth: Option<Arc<OAuth>>,
+        policy: Arc<Policy>,
         allowed_hosts: Vec<String>,
         allowed_origins: Vec<OriginRule>,
         max_body_bytes: usize,
@@ -194,6 +197,7 @@ impl Gate {
         Self {
             token,
             oauth,
+            policy,
             allowed_hosts,
             allowed_origins,
             max_body_bytes,
@@ -356,7 +360,9 @@ pub(crate) async fn gate(
         (Credential::AccessToken(_), None) => {
             return gate.refuse(Rejection::WrongToken, &request, peer);
         }
-    };
+    }
+    // The operator's rules narrow what it may use, once, here.
+    .map(|principal| principal.within(&gate.policy));
     if let Err(rejection) = gate
         .check_size(request.headers())
         .and_then(|()| gate.check_rate(peer))
@@ -599,7 +605,15 @@ mod tests {
 
     #[test]
     fn the_rate_is_per_client_and_says_when_to_retry() {
-        let gate = Gate::new(None, None, Vec::new(), Vec::new(), 1024, NonZeroU32::new(2));
+        let gate = Gate::new(
+            None,
+            None,
+            Arc::default(),
+            Vec::new(),
+            Vec::new(),
+            1024,
+            NonZeroU32::new(2),
+        );
         let a = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let b = Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)));
         assert_eq!(gate.check_rate(a), Ok(()));

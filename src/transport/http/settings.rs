@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use clap::Args;
 use serde::{Serialize, Serializer};
-use toolport_tools::host::config::FileHttp;
+use toolport_tools::host::config::{FileHttp, FilePrincipals};
 use toolport_tools::host::secret::{Secret, Source, random_token};
 use toolport_tools::host::settings::{
     Note, SettingError, check_range, duration_setting, serialize_duration,
@@ -31,6 +31,7 @@ use toolport_tools::host::settings::{
 use super::gate::{Gate, OriginRule, normalize_host};
 use super::oauth::OAuth;
 use super::oauth::settings::{OAuthArgs, OAuthSettings};
+use crate::identity::Policy;
 
 /// Default request body cap: 4 MiB holds any sane MCP message (tool arguments included) and
 /// bounds what one request can make the server buffer. Matches rmcp's own default.
@@ -170,6 +171,8 @@ pub struct HttpSettings {
     pub(crate) max_requests_per_minute: Option<NonZeroU32>,
     /// OAuth access tokens (`[http.oauth]`), beside the static token when one is set.
     pub(crate) oauth: Option<OAuthSettings>,
+    /// The policy per principal (`[http.principals]`).
+    pub(crate) principals: Arc<Policy>,
 }
 
 /// `[http]` as `toolport config` prints it: the keys [`FileHttp`] takes. The address is a
@@ -195,6 +198,8 @@ impl Serialize for HttpSettings {
             max_requests_per_minute: Option<NonZeroU32>,
             #[serde(skip_serializing_if = "Option::is_none")]
             oauth: Option<&'a OAuthSettings>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            principals: Option<&'a FilePrincipals>,
         }
         let token_file = match &self.auth {
             AuthMode::Token(_, source) => source.file(),
@@ -217,6 +222,7 @@ impl Serialize for HttpSettings {
             sse_keep_alive: self.sse_keep_alive,
             max_requests_per_minute: self.max_requests_per_minute,
             oauth: self.oauth.as_ref(),
+            principals: self.principals.source(),
         }
         .serialize(serializer)
     }
@@ -236,6 +242,7 @@ impl Default for HttpSettings {
             sse_keep_alive: DEFAULT_SSE_KEEP_ALIVE,
             max_requests_per_minute: None,
             oauth: None,
+            principals: Arc::default(),
         }
     }
 }
@@ -309,6 +316,7 @@ impl HttpSettings {
         Gate::new(
             token,
             oauth,
+            self.principals.clone(),
             self.allowed_hosts.clone(),
             self.allowed_origins.clone(),
             self.max_body_bytes,
@@ -317,8 +325,13 @@ impl HttpSettings {
     }
 
     /// Layer file < environment/flags (clap has already merged the environment into `args`)
-    /// and validate.
-    pub(crate) fn load(args: &HttpArgs, file: &FileHttp) -> Result<Self, SettingError> {
+    /// and validate. `file_dir` is the config file's folder (relative `roots` of the policy rules are
+    /// taken from it).
+    pub(crate) fn load(
+        args: &HttpArgs,
+        file: &FileHttp,
+        file_dir: &Path,
+    ) -> Result<Self, SettingError> {
         let mut s = HttpSettings {
             stateless: args.stateless || file.stateless.unwrap_or(false),
             ..HttpSettings::default()
@@ -353,6 +366,7 @@ impl HttpSettings {
         };
         let no_auth = args.no_auth || file.no_auth.unwrap_or(false);
         s.oauth = OAuthSettings::load(&args.oauth, file.oauth.as_ref())?;
+        s.principals = Arc::new(Policy::load(file.principals.as_ref(), file_dir)?);
         if no_auth && s.oauth.is_some() {
             return Err(SettingError::new(
                 "http.no_auth",
@@ -531,7 +545,7 @@ mod tests {
 
     #[test]
     fn a_bare_port_binds_loopback_and_generates_a_token() {
-        let s = HttpSettings::load(&args("8787"), &FileHttp::default()).unwrap();
+        let s = HttpSettings::load(&args("8787"), &FileHttp::default(), Path::new(".")).unwrap();
         assert_eq!(s.bind, Some("127.0.0.1:8787".parse().unwrap()));
         assert_eq!(s.auth, AuthMode::Generate);
         assert_eq!(s.allowed_hosts, ["127.0.0.1", "::1", "localhost"]);
@@ -539,17 +553,17 @@ mod tests {
 
     #[test]
     fn a_non_loopback_bind_without_a_token_is_refused_with_a_suggestion() {
-        let err = HttpSettings::load(&args("0.0.0.0:8787"), &FileHttp::default())
+        let err = HttpSettings::load(&args("0.0.0.0:8787"), &FileHttp::default(), Path::new("."))
             .unwrap_err()
             .to_string();
         assert!(err.contains("refusing to serve on 0.0.0.0:8787"), "{err}");
         assert!(err.contains("TOOLPORT_TOKEN="), "{err}");
         let mut a = args("0.0.0.0:8787");
         a.no_auth = true;
-        assert!(HttpSettings::load(&a, &FileHttp::default()).is_err());
+        assert!(HttpSettings::load(&a, &FileHttp::default(), Path::new(".")).is_err());
         a.no_auth = false;
         a.token = Some(Secret::new("0123456789abcdef0123"));
-        let s = HttpSettings::load(&a, &FileHttp::default()).unwrap();
+        let s = HttpSettings::load(&a, &FileHttp::default(), Path::new(".")).unwrap();
         assert!(matches!(s.auth, AuthMode::Token(..)));
     }
 
@@ -557,7 +571,7 @@ mod tests {
     fn tokens_are_checked_and_masked() {
         let mut a = args("8787");
         a.token = Some(Secret::new("short"));
-        let err = HttpSettings::load(&a, &FileHttp::default())
+        let err = HttpSettings::load(&a, &FileHttp::default(), Path::new("."))
             .unwrap_err()
             .to_string();
         assert!(err.contains("at least 16"), "{err}");
@@ -566,7 +580,7 @@ mod tests {
             "the error must not echo the token: {err}"
         );
         a.token = Some(Secret::new("a-long-enough-secret-token"));
-        let s = HttpSettings::load(&a, &FileHttp::default()).unwrap();
+        let s = HttpSettings::load(&a, &FileHttp::default(), Path::new(".")).unwrap();
         let printed = toml::to_string(&s).unwrap();
         let shown = format!("{a:?} {s:?} {printed}");
         assert!(!shown.contains("a-long-enough"), "{shown}");
@@ -594,7 +608,7 @@ mod tests {
     fn limits_and_durations_name_the_key_and_the_allowed_range() {
         let load = |toml_text: &str| {
             let file: FileHttp = toml::from_str(toml_text).unwrap();
-            HttpSettings::load(&args("8787"), &file).map_err(|e| e.to_string())
+            HttpSettings::load(&args("8787"), &file, Path::new(".")).map_err(|e| e.to_string())
         };
         let s = load("max_sessions = 3\nsession_idle_timeout = \"90s\"\nsse_keep_alive = \"2s\"")
             .unwrap();

@@ -23,7 +23,9 @@ mod server;
 
 pub use file::FileConfig;
 #[cfg(feature = "host")]
-pub use server::{FileAudit, FileHttp, FileOAuth, FileTelemetry};
+pub use server::{
+    FileAudit, FileHttp, FileOAuth, FilePrincipalRule, FilePrincipals, FileTelemetry,
+};
 
 use crate::plugins::{PluginArgs, PluginSettings};
 use crate::settings::SettingError;

@@ -41,6 +41,76 @@ pub struct FileHttp {
     pub max_requests_per_minute: Option<u32>,
     /// `[http.oauth]`: accept OAuth 2.1 access tokens (the server as a resource server).
     pub oauth: Option<FileOAuth>,
+    /// `[http.principals]`: what each authenticated principal may use, by rules.
+    pub principals: Option<FilePrincipals>,
+}
+
+/// The `[http.principals]` section: the policy per principal. (`Serialize`: `toolport config`
+/// prints it as written.)
+#[derive(Debug, Default, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilePrincipals {
+    /// What a principal no rule matches may use: "scopes" (what its token grants) or
+    /// "nothing".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unmatched: Option<String>,
+    /// The claim that holds a principal's groups (default "groups").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups_claim: Option<String>,
+    /// `[[http.principals.rules]]`: the rules, each naming whom it matches and what it allows,
+    /// denies and bounds.
+    #[serde(default)]
+    pub rules: Vec<FilePrincipalRule>,
+}
+
+/// One `[[http.principals.rules]]` entry.
+#[derive(Debug, Default, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilePrincipalRule {
+    /// The rule's name (in errors, the audit log and budget messages).
+    pub name: String,
+    /// Match every principal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub match_all: Option<bool>,
+    /// Match these subjects (`sub`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subjects: Option<Vec<String>>,
+    /// Match these OAuth clients (`client_id`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<Vec<String>>,
+    /// Match principals in any of these groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<String>>,
+    /// Match principals whose claims have these values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claims: Option<std::collections::BTreeMap<String, String>>,
+    /// Allow only these tools (names; `*` matches any run of characters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_tools: Option<Vec<String>>,
+    /// Deny these tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deny_tools: Option<Vec<String>>,
+    /// Allow only these tool classes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_classes: Option<Vec<String>>,
+    /// Deny these tool classes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deny_classes: Option<Vec<String>>,
+    /// Only tools that change nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// The roots the principal's file tools and commands are narrowed to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roots: Option<Vec<PathBuf>>,
+    /// Calls the principal may make in all (across its sessions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<u64>,
+    /// Calls per minute.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_calls_per_minute: Option<u32>,
+    /// Calls running at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_calls: Option<u32>,
 }
 
 /// The `[http.oauth]` section: toolport as an OAuth 2.1 resource server.
