@@ -11,6 +11,7 @@
 //! The module sits at the bottom of the binary: the transports, the server and `observe` use
 //! it; it uses none of them.
 
+pub(crate) mod access;
 pub(crate) mod classes;
 pub(crate) mod policy;
 
@@ -20,7 +21,8 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value};
 
-pub(crate) use classes::{Access, ScopeMap, ToolClass};
+pub(crate) use access::{Access, ScopeMap};
+pub(crate) use classes::ToolClass;
 pub(crate) use policy::Policy;
 
 /// The subject of a request authenticated by the static bearer token (`--token`,
