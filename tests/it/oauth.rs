@@ -32,7 +32,7 @@ use crate::common::http::{ACCEPT, Server, TOKEN, start};
 use crate::common::process::eventually;
 use crate::common::{
     BUILTIN_NAMES, BUILTIN_TOOLS, Client, TestClient, audit_records, call, config_file, err, ok,
-    tempdir, within,
+    tempdir, tool_names, within,
 };
 
 /// The client `provider.mjs` registers (and toolport introspects as).
@@ -671,16 +671,6 @@ async fn the_legacy_sse_transport_takes_access_tokens_and_their_scopes_too() {
     assert!(!root.join("x.txt").exists());
 }
 
-/// The names of the tools a client is listed.
-async fn listed(client: &Client) -> Vec<String> {
-    within(client.list_all_tools())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect()
-}
-
 /// The policy per principal (`[http.principals]`): two principals with every scope get what
 /// their rules give them — different tools listed and callable, different roots, a budget
 /// counted across sessions — a principal no rule matches gets nothing (`unmatched =
@@ -729,7 +719,7 @@ deny_tools = ["grep", "web_*"]
 
     let alice = client(&server, &alice_token).await;
     let bob = client(&server, &bob_token).await;
-    let (alice_tools, bob_tools) = (listed(&alice).await, listed(&bob).await);
+    let (alice_tools, bob_tools) = (tool_names(&alice).await, tool_names(&bob).await);
     let mut read: Vec<String> = READ_TOOLS.iter().map(|t| (*t).to_owned()).collect();
     read.sort();
     let mut sorted = alice_tools.clone();
@@ -769,7 +759,7 @@ deny_tools = ["grep", "web_*"]
 
     // carol: no rule matches her, and unmatched principals get nothing.
     let carol = client(&server, &carol_token).await;
-    assert!(listed(&carol).await.is_empty());
+    assert!(tool_names(&carol).await.is_empty());
     let message = err(&call(&carol, "read_file", json!({"path": "hello.txt"})).await);
     assert!(message.contains("no rule"), "{message}");
 
