@@ -1,6 +1,6 @@
 //! The `toolport` command: parse the command line, build the configuration, then serve or run
 //! one of the subcommands (`tools`, `instructions`, `call`, `config`, `plugins check`,
-//! `upstreams status`). `main.rs` only handles
+//! `upstreams status`, `auth list|revoke`). `main.rs` only handles
 //! the hidden helpers and calls [`run`].
 //!
 //! Output behaves like a Unix tool's: writing to a closed pipe (`toolport tools | head`) ends
@@ -17,11 +17,13 @@ use toolport_tools::host::{self, AlwaysConfirm};
 use toolport_tools::{ExecuteError, ToolContext, ToolFilter};
 
 use crate::config::{
-    CallArgs, Cli, Command, Config, PluginsCommand, ToolsArgs, Transport, UpstreamsCommand,
+    AuthCommand, CallArgs, Cli, Command, Config, PluginsCommand, ToolsArgs, Transport,
+    UpstreamsCommand,
 };
 use crate::observe::audit::{Caller, Outcome};
 use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::server::Shared;
+use crate::transport::http::oauth::builtin::admin;
 
 /// This very binary, however it was started: the command watchdog runs as
 /// `toolport __watchdog`. On Linux `/proc/self/exe`, which names it even if the file was
@@ -188,6 +190,7 @@ async fn command(command: Command, config: Config) -> ExitCode {
             Err(error) => Err(usage_error(&error)),
         },
         Command::Plugins(PluginsCommand::Check { dirs }) => Ok(check_plugins(config, &dirs)),
+        Command::Auth(command) => Ok(auth(config, &command)),
         Command::Upstreams(UpstreamsCommand::Status { json }) => match build(config).await {
             Ok(shared) => Ok(stop(&shared, upstreams_status(&shared, config, json)).await),
             Err(code) => Err(code),
@@ -212,6 +215,21 @@ async fn command(command: Command, config: Config) -> ExitCode {
         },
     };
     code.unwrap_or_else(|code| code)
+}
+
+/// `toolport auth list|revoke`: the built-in OAuth server's grants.
+fn auth(config: &Config, command: &AuthCommand) -> ExitCode {
+    let result = admin::state_dir(config.http.oauth.as_ref()).and_then(|dir| match command {
+        AuthCommand::List { json } => admin::list(&dir, *json),
+        AuthCommand::Revoke { id } => admin::revoke(&dir, id),
+    });
+    match result {
+        Ok(text) => emit(&text),
+        Err(error) => {
+            eprintln!("toolport: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// The server state for the one-shot commands; a configuration it cannot be built from (a

@@ -89,6 +89,27 @@ pub(crate) enum Command {
     /// status`.
     #[command(subcommand)]
     Upstreams(UpstreamsCommand),
+    /// The built-in OAuth authorization server's grants (`[http.oauth] authorization_server =
+    /// "builtin"`): `toolport auth list`, `toolport auth revoke ID`.
+    #[command(subcommand)]
+    Auth(AuthCommand),
+}
+
+/// `toolport auth …` (the state folder is the server's: give the same config or flags).
+#[derive(Debug, Clone, Subcommand)]
+pub(crate) enum AuthCommand {
+    /// List the grants: id, client, subject, scopes, created and last used.
+    List {
+        /// Print JSON (one object per grant) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// End a grant: its refresh token stops working, and its access tokens at their next
+    /// request (a running server reads the change).
+    Revoke {
+        /// The grant's id, as `toolport auth list` prints it.
+        id: String,
+    },
 }
 
 /// `toolport upstreams …`.

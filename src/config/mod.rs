@@ -32,7 +32,7 @@ use toolport_tools::host::{BuiltinSettings, WorkspaceSettings};
 
 mod cli;
 
-pub(crate) use cli::{CallArgs, Command, PluginsCommand, ToolsArgs, UpstreamsCommand};
+pub(crate) use cli::{AuthCommand, CallArgs, Command, PluginsCommand, ToolsArgs, UpstreamsCommand};
 pub use cli::{Cli, GlobalArgs};
 
 // Each feature's settings, as the composed `Config` holds them.

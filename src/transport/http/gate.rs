@@ -208,6 +208,11 @@ impl Gate {
         }
     }
 
+    /// The built-in authorization server, when toolport is its own (for its routes).
+    pub(crate) fn oauth_builtin(&self) -> Option<Arc<super::oauth::builtin::Builtin>> {
+        self.oauth.as_ref().and_then(|oauth| oauth.builtin())
+    }
+
     /// The OAuth settings, when OAuth is on (for the metadata routes).
     pub(crate) fn oauth_settings(&self) -> Option<Arc<super::oauth::settings::OAuthSettings>> {
         self.oauth.as_ref().map(|oauth| oauth.settings())
@@ -241,16 +246,7 @@ impl Gate {
 
     /// Rules 1 to 3: Host, Origin, and the credential the request presents.
     fn credential(&self, headers: &HeaderMap) -> Result<Credential, Rejection> {
-        if !self.allowed_hosts.is_empty() {
-            let raw = headers
-                .get(header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .ok_or(Rejection::MissingHost)?;
-            let host = host_of(raw).ok_or(Rejection::MissingHost)?;
-            if !self.allowed_hosts.contains(&host) {
-                return Err(Rejection::Host(raw.to_owned()));
-            }
-        }
+        self.check_host(headers)?;
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
             if !origin_allowed(&origin, &self.allowed_origins) {
@@ -281,6 +277,21 @@ impl Gate {
             }
             _ => Err(Rejection::WrongToken),
         }
+    }
+
+    /// Rule 1: the Host allowlist.
+    fn check_host(&self, headers: &HeaderMap) -> Result<(), Rejection> {
+        if !self.allowed_hosts.is_empty() {
+            let raw = headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .ok_or(Rejection::MissingHost)?;
+            let host = host_of(raw).ok_or(Rejection::MissingHost)?;
+            if !self.allowed_hosts.contains(&host) {
+                return Err(Rejection::Host(raw.to_owned()));
+            }
+        }
+        Ok(())
     }
 
     /// Rule 4: the declared body size.
@@ -380,6 +391,33 @@ pub(crate) async fn gate(
             };
         }
         request.extensions_mut().insert(Arc::new(principal));
+    }
+    next.run(request).await
+}
+
+/// The rules for the built-in authorization server's endpoints, which are outside the bearer
+/// gate (they are how a client gets a token): rule 1 (Host: DNS rebinding) and rule 4 (the
+/// declared size, against their own smaller cap). Not rule 2: a browser-based client calls
+/// the token and registration endpoints from its own origin, and the consent form's post is
+/// checked against this server's origin where it is handled; not rule 5: the endpoints have
+/// their own rates (registrations, consent attempts), which a client's MCP rate should not
+/// share.
+pub(crate) async fn open_endpoint(
+    State(gate): State<Arc<Gate>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Err(rejection) = gate
+        .check_host(request.headers())
+        .and_then(|()| gate.check_size(request.headers()))
+    {
+        tracing::warn!(
+            method = %request.method(),
+            path = %request.uri().path(),
+            reason = ?rejection,
+            "refused an HTTP request"
+        );
+        return rejection.into_response();
     }
     next.run(request).await
 }

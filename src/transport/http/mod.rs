@@ -205,6 +205,12 @@ pub(crate) fn router(
         stop,
     });
     let metadata = gate.oauth_settings();
+    let builtin = gate.oauth_builtin().map(|builtin| {
+        oauth::builtin::routes(builtin).layer(middleware::from_fn_with_state(
+            gate.clone(),
+            gate::open_endpoint,
+        ))
+    });
     let router = Router::new()
         .merge(mcp)
         .merge(legacy)
@@ -222,6 +228,11 @@ pub(crate) fn router(
     let router = match metadata {
         // Outside the gate: a client reads it after a 401, without a token.
         Some(oauth) => router.merge(oauth::metadata::routes(oauth)),
+        None => router,
+    };
+    // Outside the bearer gate too (they are how a client gets a token), behind the Host rule.
+    let router = match builtin {
+        Some(builtin) => router.merge(builtin),
         None => router,
     };
     // After the layers, so outside the gate (GET also answers HEAD).

@@ -137,6 +137,17 @@ pub struct FileOAuth {
     pub trusted_proxies: Option<Vec<String>>,
     /// Clock skew allowed on `exp` / `nbf`, such as "30s".
     pub leeway: Option<DurationValue>,
+    /// `"builtin"`: toolport is its own authorization server (instead of `issuer`).
+    pub authorization_server: Option<String>,
+    /// The scopes the built-in server may grant (default: the read-only one).
+    pub builtin_max_scopes: Option<Vec<String>>,
+    /// How long the built-in server's access tokens last, such as "10m".
+    pub access_token_lifetime: Option<DurationValue>,
+    /// Where the built-in server keeps its signing key and grants.
+    pub state_dir: Option<PathBuf>,
+    /// A file holding the passphrase that approves the built-in server's consent page
+    /// (instead of a one-time code printed on stderr).
+    pub consent_passphrase_file: Option<PathBuf>,
 }
 
 /// The `[audit]` section: the audit log.

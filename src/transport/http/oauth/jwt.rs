@@ -66,6 +66,8 @@ pub(crate) enum TokenError {
     MissingClaim(String),
     #[error("the authorization server says the token is not active")]
     Inactive,
+    #[error("the grant the token belongs to was revoked")]
+    Revoked,
 }
 
 /// Whether `token` has the shape of a JWS compact serialization (three base64url parts);

@@ -39,6 +39,8 @@ pub(crate) struct Keys {
     /// The operator's `jwks_uri`, which skips discovery.
     configured: Option<Url>,
     state: Mutex<State>,
+    /// The set was given ([`Keys::fixed`]): an unknown `kid` is unknown, nothing to fetch.
+    fixed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -64,6 +66,22 @@ impl Keys {
             issuer,
             configured,
             state: Mutex::default(),
+            fixed: false,
+        }
+    }
+
+    /// A set given in process, never fetched: the built-in authorization server's own keys
+    /// (toolport does not ask itself over HTTP).
+    pub(crate) fn fixed(fetcher: Fetcher, set: JwkSet) -> Self {
+        Self {
+            fetcher,
+            issuer: String::new(),
+            configured: None,
+            state: Mutex::new(State {
+                set: Some(Arc::new(set)),
+                ..State::default()
+            }),
+            fixed: true,
         }
     }
 
@@ -89,9 +107,10 @@ impl Keys {
             // Another request fetched it meanwhile.
             return Ok(Some(set.clone()));
         }
-        if state
-            .refetched
-            .is_some_and(|at| at.elapsed() < REFETCH_INTERVAL)
+        if self.fixed
+            || state
+                .refetched
+                .is_some_and(|at| at.elapsed() < REFETCH_INTERVAL)
         {
             return Ok(None);
         }

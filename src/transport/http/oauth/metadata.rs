@@ -13,6 +13,7 @@
 //! The document is outside the gate, as `/healthz` is: a client fetches it after a 401,
 //! without a token, and it holds nothing secret (the issuer's URL and the scope names).
 
+use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -66,6 +67,24 @@ fn first_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 impl Resource {
+    /// The issuer of tokens for this resource: the configured one, or with the built-in
+    /// server the origin of the resource (`https://tools.example.com`), where its metadata is.
+    pub(crate) fn issuer<'a>(&self, settings: &'a OAuthSettings) -> Cow<'a, str> {
+        if settings.builtin.is_some() {
+            Cow::Owned(self.origin())
+        } else {
+            Cow::Borrowed(&settings.issuer)
+        }
+    }
+
+    /// The origin of the resource URL (`https://tools.example.com`): where the built-in
+    /// authorization server is, its issuer.
+    pub(crate) fn origin(&self) -> String {
+        url::Url::parse(&self.url)
+            .map(|url| url.origin().ascii_serialization())
+            .unwrap_or_default()
+    }
+
     /// The resource `headers` (from `peer`) are for.
     pub(crate) fn of(settings: &OAuthSettings, headers: &HeaderMap, peer: Option<IpAddr>) -> Self {
         if let Some(url) = &settings.public_url {
@@ -118,7 +137,7 @@ async fn document(
     let scopes: Vec<&str> = settings.scopes.names().collect();
     Json(json!({
         "resource": resource.url,
-        "authorization_servers": [settings.issuer],
+        "authorization_servers": [resource.issuer(&settings)],
         "scopes_supported": scopes,
         "bearer_methods_supported": BEARER_METHODS,
         "resource_name": "toolport",

@@ -11,6 +11,9 @@
 //! - [`jwt`]: JWT access tokens (the crate choice and the algorithm rules are there);
 //! - [`introspect`]: opaque tokens by RFC 7662, cached by the token's hash;
 //! - [`challenge`]: the 401/403 answers with their `WWW-Authenticate` challenges;
+//! - [`builtin`]: toolport as its own authorization server (`authorization_server =
+//!   "builtin"`): its endpoints, consent page and grants; its tokens come back here and are
+//!   checked as any issuer's, with its keys given in process;
 //! - here: [`OAuth`], which ties them together for the gate ([`super::gate`]): check a token
 //!   ([`OAuth::authenticate`]) and refuse a `tools/call` outside the token's scopes with 403
 //!   ([`OAuth::admit_calls`]) before the call reaches the server, which checks again (a tool
@@ -19,6 +22,7 @@
 //! A token is never logged, stored (only its SHA-256, in the introspection cache), put in an
 //! error or passed on: an upstream server gets its own credentials, never the client's.
 
+pub(crate) mod builtin;
 pub(crate) mod challenge;
 pub(crate) mod discovery;
 pub(crate) mod introspect;
@@ -37,6 +41,8 @@ use axum::response::Response;
 use serde_json::{Map, Value};
 use toolport_tools::host::LiveRegistry;
 
+use self::builtin::Builtin;
+use self::builtin::token::GRANT_CLAIM;
 use self::challenge::{Challenge, respond, unavailable};
 use self::discovery::Fetcher;
 use self::introspect::{IntrospectError, Introspector};
@@ -57,6 +63,8 @@ pub(crate) struct OAuth {
     registry: Arc<LiveRegistry>,
     /// Every scope, space-separated (the 401 challenge's `scope`).
     all_scopes: String,
+    /// The built-in authorization server, when toolport is its own.
+    builtin: Option<Arc<Builtin>>,
 }
 
 /// Why a JWT was not accepted.
@@ -84,18 +92,29 @@ impl OAuth {
         registry: Arc<LiveRegistry>,
     ) -> Result<Self, String> {
         let fetcher = Fetcher::new()?;
-        Ok(Self {
-            keys: Keys::new(
+        let shared = Arc::new(settings.clone());
+        let builtin = match &settings.builtin {
+            Some(builtin) => Some(Arc::new(Builtin::new(shared.clone(), builtin.clone())?)),
+            None => None,
+        };
+        let keys = match &builtin {
+            // Its own keys, in process: toolport does not fetch them from itself.
+            Some(builtin) => Keys::fixed(fetcher.clone(), builtin.jwks()),
+            None => Keys::new(
                 fetcher.clone(),
                 settings.issuer.clone(),
                 settings.jwks_uri.clone(),
             ),
+        };
+        Ok(Self {
+            keys,
+            builtin,
             introspector: settings
                 .introspection
                 .clone()
                 .map(|i| Introspector::new(fetcher, i)),
             all_scopes: settings.scopes.names().collect::<Vec<_>>().join(" "),
-            settings: Arc::new(settings.clone()),
+            settings: shared,
             registry,
         })
     }
@@ -103,6 +122,11 @@ impl OAuth {
     /// The settings, for the metadata routes.
     pub(crate) fn settings(&self) -> Arc<OAuthSettings> {
         self.settings.clone()
+    }
+
+    /// The built-in authorization server, when toolport is its own (its routes).
+    pub(crate) fn builtin(&self) -> Option<Arc<Builtin>> {
+        self.builtin.clone()
     }
 
     /// The refusal of a request with `challenge`.
@@ -124,8 +148,9 @@ impl OAuth {
         peer: Option<IpAddr>,
     ) -> Result<Principal, Response> {
         let resource = Resource::of(&self.settings, headers, peer);
+        let issuer = resource.issuer(&self.settings);
         let expected = Expected {
-            issuer: &self.settings.issuer,
+            issuer: &issuer,
             audience: self.settings.audience.as_deref().unwrap_or(&resource.url),
             leeway: self.settings.leeway,
         };
@@ -154,6 +179,21 @@ impl OAuth {
                     .to_owned(),
             )));
         };
+        if let Some(builtin) = &self.builtin {
+            // Its tokens stop with their grant (`toolport auth revoke`, a reused refresh token).
+            let grant = claims
+                .get(GRANT_CLAIM)
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match builtin.store.grant_alive(grant) {
+                Ok(true) => {}
+                Ok(false) => return Err(refused(&TokenError::Revoked)),
+                Err(error) => {
+                    tracing::error!(%error, "cannot read the OAuth grants");
+                    return Err(unavailable(&error.to_string()));
+                }
+            }
+        }
         Ok(self.principal(claims))
     }
 

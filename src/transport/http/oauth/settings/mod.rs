@@ -27,7 +27,21 @@ use toolport_tools::host::secret::{Secret, Source};
 use toolport_tools::host::settings::{Note, SettingError, duration_setting, serialize_duration};
 use url::Url;
 
+pub(crate) mod builtin;
+
+use self::builtin::{Approval, BUILTIN, BuiltinSettings};
 use crate::identity::ScopeMap;
+
+/// A duration printed as the other durations are, when there is one.
+fn serialize_optional_duration<S: Serializer>(
+    value: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(duration) => serialize_duration(duration, serializer),
+        None => serializer.serialize_none(),
+    }
+}
 
 /// Default clock skew allowed on `exp` and `nbf`: clocks of a tunnel host and an identity
 /// provider drift by seconds, and a token a few seconds past its expiry is still the token the
@@ -124,6 +138,49 @@ pub(crate) struct OAuthArgs {
     /// (repeatable), e.g. the tunnel or reverse proxy in front of toolport.
     #[arg(long = "trusted-proxy", value_name = "ADDR", global = true)]
     pub(crate) trusted_proxies: Vec<String>,
+
+    /// With --http: `builtin` makes toolport its own OAuth authorization server, for one
+    /// person (claude.ai or ChatGPT through a tunnel, with no identity provider).
+    #[arg(
+        long = "oauth",
+        value_name = "MODE",
+        env = "TOOLPORT_OAUTH",
+        value_parser = [BUILTIN],
+        global = true
+    )]
+    pub(crate) mode: Option<String>,
+
+    /// With --oauth builtin: where its signing key and grants are kept.
+    #[arg(
+        long = "oauth-state-dir",
+        value_name = "DIR",
+        env = "TOOLPORT_OAUTH_STATE_DIR",
+        global = true
+    )]
+    pub(crate) state_dir: Option<PathBuf>,
+
+    /// With --oauth builtin: a file holding the passphrase that approves the consent page
+    /// (default: a one-time code printed on stderr for each request).
+    #[arg(
+        long = "oauth-consent-passphrase-file",
+        value_name = "FILE",
+        env = "TOOLPORT_OAUTH_CONSENT_PASSPHRASE_FILE",
+        global = true
+    )]
+    pub(crate) consent_passphrase_file: Option<PathBuf>,
+
+    /// The consent passphrase itself (set TOOLPORT_OAUTH_CONSENT_PASSPHRASE; a flag would be
+    /// visible in `ps`).
+    #[arg(
+        long = "oauth-consent-passphrase",
+        value_name = "PASSPHRASE",
+        env = "TOOLPORT_OAUTH_CONSENT_PASSPHRASE",
+        hide_env_values = true,
+        hide = true,
+        global = true,
+        conflicts_with = "consent_passphrase_file"
+    )]
+    pub(crate) consent_passphrase: Option<Secret>,
 }
 
 /// How opaque tokens are checked: RFC 7662 introspection with toolport's own client.
@@ -156,6 +213,9 @@ pub(crate) struct OAuthSettings {
     pub(crate) trusted_proxies: Vec<IpNet>,
     /// Clock skew allowed on `exp` and `nbf`.
     pub(crate) leeway: Duration,
+    /// The built-in authorization server, when toolport is its own (then `issuer` is empty:
+    /// the issuer is the origin of the resource, [`super::metadata::Resource::issuer`]).
+    pub(crate) builtin: Option<BuiltinSettings>,
 }
 
 /// Whether `url`'s host is this machine.
@@ -199,18 +259,41 @@ impl OAuthSettings {
     ) -> Result<Option<Self>, SettingError> {
         let empty = FileOAuth::default();
         let file = file.unwrap_or(&empty);
-        let Some(issuer) = args.issuer.as_ref().or(file.issuer.as_ref()) else {
+        let mode = args.mode.as_ref().or(file.authorization_server.as_ref());
+        let builtin = match mode.map(|m| m.trim()) {
+            None => false,
+            Some(BUILTIN) => true,
+            Some(other) => {
+                return Err(SettingError::new(
+                    "http.oauth.authorization_server",
+                    format!(
+                        "{other:?} is not an authorization server mode: the one mode is \"{BUILTIN}\" (toolport as its own); for an identity provider set issuer instead"
+                    ),
+                ));
+            }
+        };
+        let issuer = args.issuer.as_ref().or(file.issuer.as_ref());
+        if builtin && issuer.is_some() {
+            return Err(SettingError::new(
+                "http.oauth.issuer",
+                "an issuer is set and authorization_server = \"builtin\": choose one (an identity provider's issuer, or toolport as its own authorization server)",
+            ));
+        }
+        let empty_issuer = String::new();
+        let Some(issuer) = issuer.or(builtin.then_some(&empty_issuer)) else {
             if file.public_url.is_some() || args.public_url.is_some() || file.scopes.is_some() {
                 return Err(SettingError::new(
                     "http.oauth.issuer",
-                    "OAuth settings are given without an issuer; set the authorization server's issuer (issuer = \"https://…\", --oauth-issuer or TOOLPORT_OAUTH_ISSUER)",
+                    "OAuth settings are given without an issuer; set the authorization server's issuer (issuer = \"https://…\", --oauth-issuer or TOOLPORT_OAUTH_ISSUER), or make toolport its own (authorization_server = \"builtin\", --oauth builtin)",
                 ));
             }
             return Ok(None);
         };
         // The issuer is compared with `iss` exactly, so it is kept as written (a parsed URL
         // would gain a trailing slash).
-        endpoint_url("http.oauth.issuer", issuer)?;
+        if !builtin {
+            endpoint_url("http.oauth.issuer", issuer)?;
+        }
         let issuer = issuer.trim().to_owned();
 
         let public_url = args
@@ -262,6 +345,9 @@ impl OAuthSettings {
             DEFAULT_LEEWAY,
             Duration::ZERO..=MAX_LEEWAY,
         )?;
+        let builtin = builtin
+            .then(|| BuiltinSettings::load(args, file, &scopes))
+            .transpose()?;
         Ok(Some(Self {
             public_url,
             issuer,
@@ -271,6 +357,7 @@ impl OAuthSettings {
             scopes,
             trusted_proxies,
             leeway,
+            builtin,
         }))
     }
 
@@ -281,6 +368,13 @@ impl OAuthSettings {
 
     /// What `toolport config` says beyond the keys: where the introspection secret is from.
     pub(crate) fn notes(&self) -> Vec<Note> {
+        let passphrase = self.builtin.as_ref().and_then(|b| match &b.approval {
+            Approval::Passphrase(_, source) => source.note(
+                "http.oauth.consent_passphrase",
+                "http.oauth.consent_passphrase_file or TOOLPORT_OAUTH_CONSENT_PASSPHRASE",
+            ),
+            Approval::OneTimeCode => None,
+        });
         self.introspection
             .iter()
             .filter_map(|i| {
@@ -289,6 +383,7 @@ impl OAuthSettings {
                     "http.oauth.client_secret_file or TOOLPORT_OAUTH_CLIENT_SECRET",
                 )
             })
+            .chain(passphrase)
             .collect()
     }
 }
@@ -374,7 +469,21 @@ impl Serialize for OAuthSettings {
         struct Printed<'a> {
             #[serde(skip_serializing_if = "Option::is_none")]
             public_url: Option<&'a str>,
+            #[serde(skip_serializing_if = "str::is_empty")]
             issuer: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            authorization_server: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            builtin_max_scopes: Option<&'a [String]>,
+            #[serde(
+                skip_serializing_if = "Option::is_none",
+                serialize_with = "serialize_optional_duration"
+            )]
+            access_token_lifetime: Option<Duration>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            state_dir: Option<&'a Path>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            consent_passphrase_file: Option<&'a Path>,
             #[serde(skip_serializing_if = "Option::is_none")]
             jwks_uri: Option<&'a str>,
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -391,9 +500,18 @@ impl Serialize for OAuthSettings {
             scopes: BTreeMap<&'a str, Vec<String>>,
         }
         let introspection = self.introspection.as_ref();
+        let builtin = self.builtin.as_ref();
         Printed {
             public_url: self.public_url.as_ref().map(Url::as_str),
             issuer: &self.issuer,
+            authorization_server: builtin.map(|_| BUILTIN),
+            builtin_max_scopes: builtin.map(|b| b.max_scopes.as_slice()),
+            access_token_lifetime: builtin.map(|b| b.access_token_lifetime),
+            state_dir: builtin.map(|b| b.state_dir.as_path()),
+            consent_passphrase_file: builtin.and_then(|b| match &b.approval {
+                Approval::Passphrase(_, source) => source.file(),
+                Approval::OneTimeCode => None,
+            }),
             jwks_uri: self.jwks_uri.as_ref().map(Url::as_str),
             introspection_endpoint: introspection.map(|i| i.endpoint.as_str()),
             client_id: introspection.map(|i| i.client_id.as_str()),

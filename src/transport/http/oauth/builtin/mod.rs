@@ -1,0 +1,197 @@
+//! toolport as its own OAuth 2.1 authorization server, for one person (`[http.oauth]
+//! authorization_server = "builtin"`, `--oauth builtin`): so a developer can connect claude.ai,
+//! ChatGPT, VS Code or mcp-remote to their own toolport through a tunnel, with no identity
+//! provider.
+//!
+//! It lives at the origin of the resource (`public_url`'s, else the request's): its issuer is
+//! that origin, and the resource server checks its tokens through the normal JWT path with its
+//! key set given in process ([`super::keys::Keys::fixed`]). One concern per file:
+//! - [`super::settings::builtin`]: the mode's settings (scopes it may grant, token lifetime, state folder,
+//!   how consent is approved);
+//! - [`metadata`]: RFC 8414 metadata (and the OpenID discovery path clients also probe);
+//! - [`register`]: dynamic client registration (RFC 7591; public clients only);
+//! - [`redirect`]: which redirect URIs may be registered, and exact matching;
+//! - [`pkce`]: S256 only;
+//! - [`authorize`]: `/oauth/authorize`: the request checked, the consent page, the code;
+//! - [`consent`]: the consent page and the operator's secret (one-time code or passphrase),
+//!   attempts limited;
+//! - [`token`]: `/oauth/token` (code and refresh grants, refresh tokens rotated, reuse
+//!   revoking the grant) and `/oauth/revoke`;
+//! - [`store`]: clients and grants in the state folder (hashes only, 0600, atomic);
+//! - [`keys`]: the Ed25519 signing key in the state folder.
+//!
+//! **Crates.** jsonwebtoken (the resource server's JOSE crate) signs; aws-lc-rs (already the
+//! crypto under rustls and jsonwebtoken) makes the key; getrandom (through
+//! [`random_token`]) makes codes, tokens and ids; sha2 hashes what is stored. No OAuth server
+//! crate is used: the Rust ones (`oxide-auth`) bring their own web-framework glue and
+//! primitives toolport would still have to wrap for PKCE-only, resource-bound, rotating
+//! flows; the protocol here is small enough to read whole.
+//!
+//! **What never leaves.** Authorization codes, tokens and the consent secret are never logged,
+//! put in an error page or an error description: logs name the client and the grant.
+
+pub(crate) mod admin;
+pub(crate) mod authorize;
+pub(crate) mod consent;
+pub(crate) mod keys;
+pub(crate) mod metadata;
+pub(crate) mod pkce;
+pub(crate) mod redirect;
+pub(crate) mod register;
+pub(crate) mod store;
+pub(crate) mod token;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
+use jsonwebtoken::jwk::JwkSet;
+use toolport_tools::host::secret::random_token;
+
+use self::authorize::Issued;
+use self::consent::Pending;
+use self::keys::Signer;
+use self::store::Store;
+use super::metadata::Resource;
+use super::settings::OAuthSettings;
+use super::settings::builtin::BuiltinSettings;
+
+/// The endpoints' paths.
+pub(crate) const AUTHORIZE_PATH: &str = "/oauth/authorize";
+pub(crate) const TOKEN_PATH: &str = "/oauth/token";
+pub(crate) const REGISTER_PATH: &str = "/oauth/register";
+pub(crate) const REVOKE_PATH: &str = "/oauth/revoke";
+pub(crate) const JWKS_PATH: &str = "/oauth/jwks";
+/// Largest request body these endpoints read: a registration or a token request is well
+/// under a kilobyte; 16 KiB leaves room for long redirect URIs and names.
+pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024;
+/// The subject of every grant: the one person this server is for, the operator.
+pub(crate) const OPERATOR_SUBJECT: &str = "operator";
+/// Bytes of randomness in codes, refresh tokens and the consent form's token (256 bits).
+pub(crate) const SECRET_BYTES: usize = 32;
+/// Bytes of randomness in client and grant ids (128 bits: unguessable, not secret).
+pub(crate) const ID_BYTES: usize = 16;
+/// Requests per minute to the open endpoints (registration, token, revocation) from one
+/// address: a client makes a handful per connection; a flood is refused before it costs a
+/// disk write.
+const OPEN_REQUESTS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(60).unwrap();
+/// Registrations per minute from everyone: each is written to the state folder.
+const REGISTRATIONS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(20).unwrap();
+
+/// In-memory flow state: consent pages waiting for approval and codes waiting for exchange.
+/// Neither survives a restart (a client starts again), which is what a 60 s code wants.
+#[derive(Debug, Default)]
+pub(crate) struct Flows {
+    pub(crate) pending: HashMap<String, Pending>,
+    /// By the code's hash.
+    pub(crate) codes: HashMap<String, Issued>,
+}
+
+impl Flows {
+    /// Forget what has expired.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        self.pending.retain(|_, p| p.expires > now);
+        self.codes.retain(|_, c| c.expires > now);
+    }
+}
+
+/// The built-in authorization server.
+#[derive(Debug)]
+pub(crate) struct Builtin {
+    pub(crate) oauth: Arc<OAuthSettings>,
+    pub(crate) settings: BuiltinSettings,
+    pub(crate) store: Store,
+    pub(crate) signer: Signer,
+    flows: Mutex<Flows>,
+    /// Requests per address to the open endpoints.
+    per_address: DefaultKeyedRateLimiter<IpAddr>,
+    /// Registrations from everyone.
+    registrations: DefaultDirectRateLimiter,
+    /// Consent attempts: per client and overall ([`consent`]).
+    pub(crate) attempts: consent::AttemptLimits,
+}
+
+impl Builtin {
+    /// The server of `oauth` (whose `builtin` is set), its key and grants read from (or made
+    /// in) the state folder.
+    pub(crate) fn new(
+        oauth: Arc<OAuthSettings>,
+        settings: BuiltinSettings,
+    ) -> Result<Self, String> {
+        let store = Store::open(&settings.state_dir).map_err(|e| e.to_string())?;
+        let signer = Signer::load_or_create(&settings.state_dir)?;
+        Ok(Self {
+            oauth,
+            settings,
+            store,
+            signer,
+            flows: Mutex::default(),
+            per_address: RateLimiter::keyed(Quota::per_minute(OPEN_REQUESTS_PER_MINUTE)),
+            registrations: RateLimiter::direct(Quota::per_minute(REGISTRATIONS_PER_MINUTE)),
+            attempts: consent::AttemptLimits::new(),
+        })
+    }
+
+    /// Its public keys, for the resource server and `/oauth/jwks`.
+    pub(crate) fn jwks(&self) -> JwkSet {
+        self.signer.jwks()
+    }
+
+    /// The resource a request is for, and the issuer (this server) as that request reaches it.
+    pub(crate) fn resource(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> (Resource, String) {
+        let resource = Resource::of(&self.oauth, headers, peer);
+        let issuer = resource.issuer(&self.oauth).into_owned();
+        (resource, issuer)
+    }
+
+    /// The flow state, swept of what expired.
+    pub(crate) fn flows(&self) -> std::sync::MutexGuard<'_, Flows> {
+        // Every change to the maps is a single insert or remove: a panic elsewhere leaves them
+        // consistent.
+        let mut flows = self.flows.lock().unwrap_or_else(|p| p.into_inner());
+        flows.sweep();
+        flows
+    }
+
+    /// Whether `peer` may make another request to an open endpoint.
+    pub(crate) fn admit(&self, peer: Option<IpAddr>) -> bool {
+        let peer = peer.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+        self.per_address.check_key(&peer).is_ok()
+    }
+
+    /// Whether another client may register now.
+    pub(crate) fn admit_registration(&self) -> bool {
+        self.registrations.check().is_ok()
+    }
+}
+
+/// A fresh random secret (hex).
+pub(crate) fn secret(bytes: usize) -> Result<String, String> {
+    random_token(bytes).map_err(|e| format!("the system's random generator failed: {e}"))
+}
+
+/// The routes, outside the bearer gate (they are how a client gets a token); the HTTP layer
+/// wraps them with its Host rule ([`super::super::gate::open_endpoint`]).
+pub(crate) fn routes(builtin: Arc<Builtin>) -> Router {
+    Router::new()
+        .route(metadata::WELL_KNOWN, get(metadata::document))
+        .route(metadata::OPENID_WELL_KNOWN, get(metadata::document))
+        .route(JWKS_PATH, get(metadata::jwks))
+        .route(
+            AUTHORIZE_PATH,
+            get(authorize::start).post(authorize::decide),
+        )
+        .route(TOKEN_PATH, post(token::token))
+        .route(REGISTER_PATH, post(register::register))
+        .route(REVOKE_PATH, post(token::revoke))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(builtin)
+}
