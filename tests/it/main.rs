@@ -45,6 +45,8 @@ mod http;
 // OAuth 2.1 resource server: tokens from oidc-provider (npm; pinned in .ci/oidc), refusals
 // and their challenges, the metadata documents, scopes, introspection.
 mod oauth;
+// The built-in authorization server: its flow with the MCP Python SDK, and its refusals.
+mod oauth_builtin;
 // Behaviour that needs a fake tool (one that panics, one that waits), served in-process.
 mod in_process;
 // The ready-made client configs in `mcp-config/` start a working server.
