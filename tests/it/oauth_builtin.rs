@@ -9,6 +9,10 @@
 //! the frameworks venv (`.ci/venv`) and `TOOLPORT_REQUIRE_OAUTH_CLIENTS=1`; without the venv and
 //! that variable the test says it did not run.
 //!
+//! rmcp's own OAuth client (its `auth` feature, a dev-dependency: the upstream side will use it)
+//! goes the same way: discovery, registration, PKCE, the callback with `iss` checked, a call,
+//! a refresh after expiry.
+//!
 //! The refusals are driven by a small client written here (reqwest, no redirects followed):
 //! a wrong secret (and the attempt rate), PKCE mismatch, `plain` and missing PKCE, a missing or
 //! another `resource`, an unregistered redirect URI (a page, no redirect), a code used twice, a
@@ -767,4 +771,70 @@ async fn the_python_sdk_connects_is_approved_calls_and_refreshes() {
     assert_eq!(said[2]["access_token_changed"], true, "refreshed: {said:?}");
     assert_eq!(said[2]["refresh_token_rotated"], true);
     assert_eq!(said[3]["done"], true);
+}
+
+#[tokio::test]
+async fn rmcps_own_auth_client_connects_calls_and_refreshes() {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::auth::{AuthClient, AuthorizationRequest, OAuthState};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let setup = Setup::new("");
+    let server = setup.serve().await;
+    let mcp = format!("{}/mcp", server.url);
+    let mut state = within(OAuthState::new(mcp.as_str(), None)).await.unwrap();
+    within(state.start_authorization(
+        AuthorizationRequest::new(REDIRECT_URI).with_client_name("rmcp auth client"),
+    ))
+    .await
+    .unwrap();
+    let url = within(state.get_authorization_url()).await.unwrap();
+    // The operator's browser: the page, the code from stderr, the redirect.
+    let page = within(http().get(&url).send()).await.unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(page.contains("rmcp auth client"), "{page}");
+    let code = nth_code(&server, 1).await;
+    let answer = within(
+        http()
+            .post(format!("{}/oauth/authorize", server.url))
+            .form(&[
+                ("request", hidden(&page, "request").as_str()),
+                ("csrf", hidden(&page, "csrf").as_str()),
+                ("secret", code.as_str()),
+                ("decision", "approve"),
+            ])
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 303);
+    let location = answer.headers()["location"].to_str().unwrap().to_owned();
+    // rmcp checks state and the RFC 9207 iss, then exchanges the code with its verifier.
+    within(state.handle_callback_url(&location)).await.unwrap();
+    let manager = state.into_authorization_manager().unwrap();
+    let transport = StreamableHttpClientTransport::with_client(
+        AuthClient::new(reqwest::Client::default(), manager),
+        StreamableHttpClientTransportConfig::with_uri(mcp.as_str()),
+    );
+    let client = within(crate::common::TestClient::default().serve(transport))
+        .await
+        .expect("initialize with rmcp's OAuth client");
+    let read = || async {
+        let result = within(
+            client.call_tool(
+                rmcp::model::CallToolRequestParams::new("read_file")
+                    .with_arguments(json!({"path": "hello.txt"}).as_object().unwrap().clone()),
+            ),
+        )
+        .await
+        .unwrap();
+        result.content[0].as_text().unwrap().text.clone()
+    };
+    assert_eq!(read().await, "hi from the builtin server\n");
+    // Past the 3 s access token: rmcp refreshes it before the next request.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert_eq!(read().await, "hi from the builtin server\n");
+    within(client.cancel()).await.unwrap();
 }

@@ -139,6 +139,25 @@ pub(crate) async fn serve(
         }
         None => None,
     };
+    if let Some(builtin) = oauth.as_ref().and_then(|o| o.builtin()) {
+        let settings = &builtin.settings;
+        eprintln!(
+            "toolport: OAuth: toolport is its own authorization server (at the origin of {}); it grants {} ({}); grants are kept in {}; each connection is approved on its consent page with {}",
+            settings_public_url(&builtin),
+            settings.max_scopes.join(" "),
+            if settings.max_scopes.len() == 1 {
+                "set http.oauth.builtin_max_scopes to allow more"
+            } else {
+                "http.oauth.builtin_max_scopes"
+            },
+            settings.state_dir.display(),
+            match settings.approval {
+                oauth::settings::builtin::Approval::OneTimeCode =>
+                    "a one-time code printed here when the request arrives",
+                oauth::settings::builtin::Approval::Passphrase(..) => "the consent passphrase",
+            }
+        );
+    }
     let gate = Arc::new(settings.gate_with(token, oauth));
     let app = router(shared, settings, gate, stop.clone());
 
@@ -181,6 +200,14 @@ pub(crate) async fn serve(
             }
         }
     }
+}
+
+/// Where the built-in authorization server is, as the operator configured it.
+fn settings_public_url(builtin: &oauth::builtin::Builtin) -> String {
+    builtin.oauth.public_url.as_ref().map_or_else(
+        || "the address clients use (set http.oauth.public_url behind a tunnel)".to_owned(),
+        ToString::to_string,
+    )
 }
 
 /// The router: the MCP endpoints behind the gate, `/healthz` outside it. `stop` cancels
