@@ -329,33 +329,16 @@ fn assert_not_leaked(server: &Server, secrets: &[&str]) {
 async fn metadata_points_at_the_builtin_server_and_it_grants_read_only_by_default() {
     let setup = Setup::new("");
     let server = setup.serve().await;
-    let prm: Value = within(
-        http()
-            .get(format!(
-                "{}/.well-known/oauth-protected-resource/mcp",
-                server.url
-            ))
-            .send(),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let get = |path: &str| {
+        let url = format!("{}{path}", server.url);
+        async move {
+            let response = within(http().get(url).send()).await.unwrap();
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let prm = get("/.well-known/oauth-protected-resource/mcp").await;
     assert_eq!(prm["authorization_servers"], json!([server.url]));
-    let metadata: Value = within(
-        http()
-            .get(format!(
-                "{}/.well-known/oauth-authorization-server",
-                server.url
-            ))
-            .send(),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let metadata = get("/.well-known/oauth-authorization-server").await;
     assert_eq!(metadata["issuer"], json!(server.url));
     assert_eq!(
         metadata["code_challenge_methods_supported"],

@@ -88,6 +88,17 @@ fn error_redirect(
     redirect_with(redirect_uri, &pairs)
 }
 
+/// The error a pending request's client is sent to its (validated) redirect URI.
+fn answer_pending(pending: &Pending, error: &str, description: &str) -> Response {
+    error_redirect(
+        &pending.redirect_uri,
+        pending.state.as_deref(),
+        &pending.issuer,
+        error,
+        description,
+    )
+}
+
 /// `GET /oauth/authorize`.
 pub(crate) async fn start(
     State(builtin): State<Arc<Builtin>>,
@@ -336,13 +347,7 @@ pub(crate) async fn decide(State(builtin): State<Arc<Builtin>>, request: Request
             return consent::error_page(StatusCode::BAD_REQUEST, "This approval request is gone.");
         };
         tracing::info!(client_id = %pending.client_id, "the operator denied an authorization request");
-        return error_redirect(
-            &pending.redirect_uri,
-            pending.state.as_deref(),
-            &pending.issuer,
-            "access_denied",
-            "the operator denied the request",
-        );
+        return answer_pending(&pending, "access_denied", "the operator denied the request");
     }
     if !builtin.attempts.admit(&pending.client_id) {
         tracing::warn!(client_id = %pending.client_id, "consent attempts over their rate");
@@ -369,10 +374,8 @@ pub(crate) async fn decide(State(builtin): State<Arc<Builtin>>, request: Request
                     "This approval request is gone.",
                 );
             };
-            return error_redirect(
-                &pending.redirect_uri,
-                pending.state.as_deref(),
-                &pending.issuer,
+            return answer_pending(
+                &pending,
                 "access_denied",
                 "too many wrong approval attempts",
             );
@@ -392,13 +395,7 @@ pub(crate) async fn decide(State(builtin): State<Arc<Builtin>>, request: Request
         Ok(code) => code,
         Err(error) => {
             tracing::error!(%error, "cannot make an authorization code");
-            return error_redirect(
-                &pending.redirect_uri,
-                pending.state.as_deref(),
-                &pending.issuer,
-                "server_error",
-                "the authorization server failed",
-            );
+            return answer_pending(&pending, "server_error", "the authorization server failed");
         }
     };
     tracing::info!(
