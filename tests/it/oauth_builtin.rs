@@ -9,6 +9,12 @@
 //! the frameworks venv (`.ci/venv`) and `TOOLPORT_REQUIRE_OAUTH_CLIENTS=1`; without the venv and
 //! that variable the test says it did not run.
 //!
+//! mcp-remote (npm, pinned in `.ci/mcp-remote`, installed by `.ci/run`), what Claude Desktop users
+//! run to reach remote OAuth servers, goes the same way over its stdio, its browser replaced by a
+//! script that writes down the URL it is asked to open (`BROWSER`, which the `open` package's
+//! xdg-open runs); the test approves the page and follows the redirect to mcp-remote's loopback
+//! callback. Required with the same variable.
+//!
 //! rmcp's own OAuth client (its `auth` feature, a dev-dependency: the upstream side will use it)
 //! goes the same way: discovery, registration, PKCE, the callback with `iss` checked, a call,
 //! a refresh after expiry.
@@ -817,6 +823,145 @@ async fn rmcps_own_auth_client_connects_calls_and_refreshes() {
     };
     assert_eq!(read().await, "hi from the builtin server\n");
     // Past the 3 s access token: rmcp refreshes it before the next request.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert_eq!(read().await, "hi from the builtin server\n");
+    within(client.cancel()).await.unwrap();
+}
+
+/// `node` and mcp-remote installed in `.ci/mcp-remote`, or `None` (the test does not run)
+/// when they are not and CI does not require them.
+fn mcp_remote() -> Option<(PathBuf, PathBuf)> {
+    let node = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("node"))
+            .find(|n| n.is_file())
+    });
+    let proxy = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".ci/mcp-remote/node_modules/mcp-remote/dist/proxy.js");
+    if let Some(node) = node
+        && proxy.is_file()
+    {
+        return Some((node, proxy));
+    }
+    assert!(
+        std::env::var_os("TOOLPORT_REQUIRE_OAUTH_CLIENTS").is_none(),
+        "node or mcp-remote is missing ({} not installed): .ci/run installs it into .ci/mcp-remote",
+        proxy.display()
+    );
+    eprintln!(
+        "not run: node or mcp-remote is not installed in .ci/mcp-remote (see this file's docs)"
+    );
+    None
+}
+
+/// A free loopback port (for mcp-remote's callback server).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn mcp_remote_connects_is_approved_calls_and_refreshes() {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::TokioChildProcess;
+
+    let Some((node, proxy)) = mcp_remote() else {
+        return;
+    };
+    let setup = Setup::new("");
+    let server = setup.serve().await;
+    let home = setup.state.with_file_name("mcp-remote-home");
+    std::fs::create_dir_all(&home).unwrap();
+    // Its browser: a script that writes down the URL it is asked to open (mcp-remote opens it
+    // with the `open` package, whose xdg-open runs $BROWSER); the test plays the operator.
+    let opened = home.join("opened.txt");
+    let browser = home.join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{}'\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut cmd = Command::new(node);
+    cmd.arg(proxy)
+        .arg(format!("{}/mcp", server.url))
+        .arg(free_port().to_string())
+        .arg("--allow-http")
+        .env("HOME", &home)
+        .env("MCP_REMOTE_CONFIG_DIR", home.join("auth"))
+        .env("BROWSER", &browser)
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("XDG_CURRENT_DESKTOP")
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let transport = TokioChildProcess::new(cmd).unwrap();
+
+    // The operator: the page mcp-remote opened, the code from stderr, then the redirect to
+    // mcp-remote's loopback callback, as the browser would follow it.
+    let operator = async {
+        eventually("mcp-remote opens the authorization URL", || {
+            std::fs::read_to_string(&opened).is_ok_and(|t| t.contains("/oauth/authorize"))
+        })
+        .await;
+        let url = std::fs::read_to_string(&opened).unwrap();
+        let page = within(http().get(url.trim()).send()).await.unwrap();
+        assert_eq!(page.status(), 200);
+        let page = page.text().await.unwrap();
+        let code = nth_code(&server, 1).await;
+        let answer = within(
+            http()
+                .post(format!("{}/oauth/authorize", server.url))
+                .form(&[
+                    ("request", hidden(&page, "request").as_str()),
+                    ("csrf", hidden(&page, "csrf").as_str()),
+                    ("secret", code.as_str()),
+                    ("decision", "approve"),
+                ])
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(answer.status(), 303);
+        let callback = answer.headers()["location"].to_str().unwrap().to_owned();
+        assert!(
+            callback.starts_with("http://localhost:") || callback.starts_with("http://127.0.0.1:"),
+            "{callback}"
+        );
+        let done = within(http().get(&callback).send()).await.unwrap();
+        assert!(done.status().is_success(), "{}", done.status());
+    };
+    let (client, ()) = tokio::join!(
+        async {
+            within(crate::common::TestClient::default().serve(transport))
+                .await
+                .expect("initialize through mcp-remote")
+        },
+        operator
+    );
+    let read = || async {
+        let result = within(
+            client.call_tool(
+                rmcp::model::CallToolRequestParams::new("read_file")
+                    .with_arguments(json!({"path": "hello.txt"}).as_object().unwrap().clone()),
+            ),
+        )
+        .await
+        .unwrap();
+        result.content[0].as_text().unwrap().text.clone()
+    };
+    assert_eq!(read().await, "hi from the builtin server\n");
+    // Past the 3 s access token: mcp-remote refreshes it.
     tokio::time::sleep(std::time::Duration::from_secs(4)).await;
     assert_eq!(read().await, "hi from the builtin server\n");
     within(client.cancel()).await.unwrap();
