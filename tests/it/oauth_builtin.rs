@@ -356,6 +356,10 @@ async fn metadata_points_at_the_builtin_server_and_it_grants_read_only_by_defaul
         json!(true)
     );
     assert_eq!(
+        metadata["client_id_metadata_document_supported"],
+        json!(true)
+    );
+    assert_eq!(
         metadata["token_endpoint"],
         json!(format!("{}/oauth/token", server.url))
     );
@@ -428,6 +432,9 @@ async fn requests_that_cannot_be_trusted_are_refused() {
         vec![("redirect_uri", Some("http://127.0.0.1:9/elsewhere"))],
         vec![("redirect_uri", Some("https://evil.example/callback"))],
         vec![("client_id", Some("tp-unknown"))],
+        // A client ID metadata document on a private address: never fetched (the SSRF guard).
+        vec![("client_id", Some("https://127.0.0.1/client.json"))],
+        vec![("client_id", Some("https://10.1.2.3/client.json"))],
     ] {
         let response = flow.authorize(&changes).await;
         assert_eq!(response.status(), 400, "{changes:?}");

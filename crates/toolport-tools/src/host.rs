@@ -81,6 +81,11 @@ pub mod settings {
     };
 }
 
+/// `fetch_url`'s address guard, for the server's own fetches of URLs a client names.
+pub mod guard {
+    pub use crate::tools::web::guard::{check_public_url, public_only};
+}
+
 /// Credentials held masked, and the functions that find and hide them in text.
 pub mod secret {
     pub use crate::secret::{

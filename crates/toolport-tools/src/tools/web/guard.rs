@@ -306,6 +306,24 @@ impl GuardedResolver {
     }
 }
 
+/// For the server's own fetches of URLs a client names (OAuth client ID metadata documents):
+/// `builder` made to refuse what `fetch_url` refuses by default (private, loopback, link-local
+/// and other reserved addresses, at resolution: the resolver is the guard's), with no proxy from
+/// the environment (a proxy would resolve the name itself, past the guard).
+#[cfg(feature = "host")]
+pub fn public_only(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder
+        .no_proxy()
+        .dns_resolver(Arc::new(GuardedResolver::new(Arc::default(), Vec::new())))
+}
+
+/// Whether `url`'s own host passes the default guard (an address literal or `localhost` is
+/// checked here, before any resolution); the reason when it does not.
+#[cfg(feature = "host")]
+pub fn check_public_url(url: &Url) -> Result<(), String> {
+    Guard::default().check_url(url).map_err(|e| e.to_string())
+}
+
 /// Resolve `host` with the system resolver (port 0: reqwest puts the URL's port in).
 pub(crate) async fn lookup(host: &str) -> std::io::Result<Vec<SocketAddr>> {
     Ok(tokio::net::lookup_host((host, 0)).await?.collect())

@@ -31,7 +31,7 @@ use super::super::settings::builtin::Approval;
 use super::consent::{self, MAX_ATTEMPTS, ONE_TIME_CODE_BYTES, PENDING_LIFETIME, Pending};
 use super::metadata::peer;
 use super::store::hash;
-use super::{Builtin, ID_BYTES, MAX_BODY_BYTES, SECRET_BYTES, pkce, redirect, secret};
+use super::{Builtin, ID_BYTES, MAX_BODY_BYTES, SECRET_BYTES, cimd, pkce, redirect, secret};
 use crate::transport::http::sessions::read_body;
 
 /// How long an authorization code may wait for its exchange: the client exchanges it at once;
@@ -117,20 +117,30 @@ pub(crate) async fn start(
     let Some(client_id) = param("client_id") else {
         return consent::error_page(StatusCode::BAD_REQUEST, "The request names no client_id.");
     };
-    let client = match builtin.store.client(client_id) {
-        Ok(Some(client)) => client,
-        Ok(None) => {
-            return consent::error_page(
-                StatusCode::BAD_REQUEST,
-                "The client is not registered with this server (register it first, RFC 7591).",
-            );
+    let client = if cimd::is_document_url(client_id) {
+        match builtin.documents.client(client_id).await {
+            Ok(client) => client,
+            Err(reason) => {
+                tracing::warn!(client_id, %reason, "refused a client metadata document");
+                return consent::error_page(StatusCode::BAD_REQUEST, &reason);
+            }
         }
-        Err(error) => {
-            tracing::error!(%error, "cannot read the OAuth state");
-            return consent::error_page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "The authorization server cannot read its state; its log says why.",
-            );
+    } else {
+        match builtin.store.client(client_id) {
+            Ok(Some(client)) => client,
+            Ok(None) => {
+                return consent::error_page(
+                    StatusCode::BAD_REQUEST,
+                    "The client is not registered with this server (register it first, RFC 7591).",
+                );
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot read the OAuth state");
+                return consent::error_page(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "The authorization server cannot read its state; its log says why.",
+                );
+            }
         }
     };
     let redirect_uri = match param("redirect_uri") {

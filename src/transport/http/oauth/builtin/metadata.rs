@@ -51,6 +51,7 @@ pub(crate) async fn document(
         "revocation_endpoint_auth_methods_supported": ["none"],
         "scopes_supported": builtin.settings.max_scopes,
         "authorization_response_iss_parameter_supported": true,
+        "client_id_metadata_document_supported": true,
         "subject_types_supported": ["public"],
     }))
 }

@@ -10,6 +10,8 @@
 //!   how consent is approved);
 //! - [`metadata`]: RFC 8414 metadata (and the OpenID discovery path clients also probe);
 //! - [`register`]: dynamic client registration (RFC 7591; public clients only);
+//! - [`cimd`]: client ID metadata documents (an `https` client id), fetched through
+//!   `fetch_url`'s address guard, bounded and cached;
 //! - [`redirect`]: which redirect URIs may be registered, and exact matching;
 //! - [`pkce`]: S256 only;
 //! - [`authorize`]: `/oauth/authorize`: the request checked, the consent page, the code;
@@ -32,6 +34,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod authorize;
+pub(crate) mod cimd;
 pub(crate) mod consent;
 pub(crate) mod keys;
 pub(crate) mod metadata;
@@ -110,6 +113,8 @@ pub(crate) struct Builtin {
     pub(crate) settings: BuiltinSettings,
     pub(crate) store: Store,
     pub(crate) signer: Signer,
+    /// Client ID metadata documents, fetched and cached.
+    pub(crate) documents: cimd::Documents,
     flows: Mutex<Flows>,
     /// Requests per address to the open endpoints.
     per_address: DefaultKeyedRateLimiter<IpAddr>,
@@ -133,6 +138,7 @@ impl Builtin {
             settings,
             store,
             signer,
+            documents: cimd::Documents::new()?,
             flows: Mutex::default(),
             per_address: RateLimiter::keyed(Quota::per_minute(OPEN_REQUESTS_PER_MINUTE)),
             registrations: RateLimiter::direct(Quota::per_minute(REGISTRATIONS_PER_MINUTE)),
