@@ -14,11 +14,16 @@
 #
 # Over TOOLPORT_CI_CACHE_CAP_MB (default 12288: CI's disk has about 15 GB free for a run,
 # stop 38) the whole cache is wiped at the start of a run. `.ci/run` prints each entry's state
-# (hit: the folder was there; miss: made empty now) and the cache's size at the end.
+# (hit: the folder was there; carried: its previous version renamed,
+# cache_carry; miss: made empty now) and the cache's size at the end.
 
 CACHE="${TOOLPORT_CI_CACHE:-$HOME/.cache/toolport-ci}"
 CACHE_CAP_MB="${TOOLPORT_CI_CACHE_CAP_MB:-12288}"
 CACHE_STATES=()
+# The entries cache_carry renamed from their previous key.
+CACHE_CARRIED=()
+# What each entry that may be carried was made for (cache_carry's BASE), written into it.
+declare -A CACHE_CARRY_BASE=()
 
 # cache_open: create and lock the cache (waiting up to 90 minutes for another run), and wipe it
 # when it has grown past the cap.
@@ -70,10 +75,38 @@ cache_link() {
     fi
     rm -rf "$tree"
   fi
-  if [[ -d "$entry" ]]; then state=hit; else state=miss; mkdir -p "$entry"; fi
+  if [[ " ${CACHE_CARRIED[*]} " == *" $name "* ]]; then
+    state=carried
+  elif [[ -d "$entry" ]]; then state=hit; else state=miss; mkdir -p "$entry"; fi
+  if [[ -n "${CACHE_CARRY_BASE[$name]:-}" ]]; then
+    printf '%s\n' "${CACHE_CARRY_BASE[$name]}" >"$entry/.carry-base"
+  fi
   mkdir -p "$(dirname "$tree")"
   ln -sfn "$entry${sub:+/$sub}" "$tree"
   CACHE_STATES+=("$(printf '%-18s %-4s %s' "$name" "$state" "${tree#"$ROOT"/} -> $entry")")
+}
+
+# cache_carry NAME KEY BASE: called before cache_link for an entry that can start from its
+# previous version. When NAME-KEY is not there and the entry cache_link would delete was made
+# for the same BASE (the inputs whose change makes all of it useless: for target/, the
+# toolchains; the lock file is not among them), that entry is renamed to NAME-KEY instead of
+# being deleted, so a changed Cargo.lock rebuilds only the crates it changed instead of
+# everything (about 25 minutes of a cold run on CI's two cores). What the old entry holds for
+# crates no longer locked stays until the size cap wipes the cache; cargo never reads it.
+cache_carry() {
+  local name="$1" key="$2" base="$3" entry old
+  entry="$CACHE/$name-$key"
+  if [[ ! -e "$entry" ]]; then
+    for old in "$CACHE/$name"-????????????????; do
+      if [[ -d "$old" && "$(cat "$old/.carry-base" 2>/dev/null)" == "$base" ]]; then
+        mv "$old" "$entry"
+        CACHE_CARRIED+=("$name")
+        echo "CI cache: $name carried over from ${old##*/} (same toolchains; only its lock file changed)"
+        break
+      fi
+    done
+  fi
+  CACHE_CARRY_BASE["$name"]="$base"
 }
 
 # cache_report: each entry's state and the cache's size (printed at the end of a run).
