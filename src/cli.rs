@@ -433,6 +433,7 @@ async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {
                 transport: "cli",
                 client: None,
                 principal: None,
+                via: None,
             },
             &args.tool,
             registry

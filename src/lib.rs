@@ -97,6 +97,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<Catalog>), Error>
         jobs: BackgroundTable::new(Arc::new(catalog.jobs())),
         payload: config.tools.payload,
         result_cap: config.tools.result_cap,
+        surface: config.tools.surface.clone(),
         upstreams,
         principal_budgets: Arc::default(),
     };

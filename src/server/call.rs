@@ -148,13 +148,14 @@ impl Finished {
 
 impl ToolportServer {
     /// `tools/call`: open the call's record, run the pipeline, finish the record from what came
-    /// back, answer.
+    /// back, answer. `via`: the tool the call came through (`call_tool` of the search
+    /// surface), which the record names beside the tool that ran.
     pub(super) async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        via: Option<&'static str>,
     ) -> Result<CallToolResponse, McpError> {
-        self.count_stdio_session();
         // One snapshot for the whole call: a reload meanwhile does not change the tool.
         let registry = self.registry_with(&request.name).await;
         let facts: Arc<CallFacts> = Arc::default();
@@ -169,6 +170,7 @@ impl ToolportServer {
             upstream,
             principal.as_deref(),
             facts.clone(),
+            via,
         );
         let class = tool.as_deref().map(ToolClass::of);
         let refused = principal
@@ -235,7 +237,8 @@ impl ToolportServer {
     }
 
     /// The call's record (audit log, metrics) starts now.
-    fn begin_call(
+    #[allow(clippy::too_many_arguments)] // each is one fact of the record
+    pub(super) fn begin_call(
         &self,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
@@ -243,6 +246,7 @@ impl ToolportServer {
         upstream: Option<&str>,
         principal: Option<&Principal>,
         facts: Arc<CallFacts>,
+        via: Option<&'static str>,
     ) -> Call {
         let name = request.name.as_ref();
         let audit = self.shared.audit.as_ref().map(|log| {
@@ -252,6 +256,7 @@ impl ToolportServer {
                     transport: self.transport,
                     client: self.client_name(context),
                     principal,
+                    via,
                 },
                 name,
                 upstream,

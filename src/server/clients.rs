@@ -19,13 +19,22 @@
 //! behaviour was seen; an entry whose evidence is weak does not belong here (the client
 //! gets both, which is never wrong).
 //!
+//! The second table, [`KNOWN_LISTS`], says how a client copes with a long tool list, and so
+//! what `surface = "auto"` lists it: the whole list for a client that searches tools itself,
+//! the search surface for one past its known cap or the point where it degrades, and for every
+//! other client the whole list up to `[tools] search_above` tools and the search surface past
+//! it.
+//!
 //! Clients name themselves loosely (`Visual Studio Code - Insiders`, `Zed`, `Cline`,
 //! `codex-mcp-client`, a version tacked on), so names are compared in a normal form —
 //! lowercase, every run of other characters one `-` — and an entry matches a name that equals
 //! it or continues it after a `-` (`visual-studio-code` matches `visual-studio-code-insiders`,
 //! `claude-code` does not match `claude-ai`).
 
-use toolport_tools::host::{CLAUDE_CODE_RESULT_CAP, Payload, PayloadSetting, ResultCapSetting};
+use toolport_tools::host::{
+    CLAUDE_CODE_RESULT_CAP, Payload, PayloadSetting, ResultCapSetting, Surface, SurfaceSetting,
+    SurfaceSettings,
+};
 
 /// What a known client's model reads of a result that has both a text block and
 /// `structuredContent`.
@@ -134,6 +143,77 @@ const KNOWN: &[Known] = &[
     },
 ];
 
+/// How a known client copes with a long tool list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lists {
+    /// It defers tools behind a search of its own: it gets the whole list, with the hints
+    /// that steer that search (`anthropic/alwaysLoad`, `anthropic/searchHint`).
+    SearchesItself,
+    /// It caps the tools of a session, or its model's choice degrades, past this many.
+    UpTo(usize),
+}
+
+/// A client by the normal form of its `clientInfo.name`, and how it copes with a long list.
+struct KnownList {
+    name: &'static str,
+    lists: Lists,
+}
+
+/// The clients whose handling of long tool lists has been seen.
+const KNOWN_LISTS: &[KnownList] = &[
+    // Claude Code (`claude-code`) defers MCP tools behind its own tool search once their
+    // definitions pass 10% of the context (`ENABLE_TOOL_SEARCH=auto:N`), reading
+    // `_meta["anthropic/alwaysLoad"]` and `anthropic/searchHint` per tool (its MCP
+    // documentation; anthropics/claude-code #11364, #16826 and #23508 asked for it). A second
+    // search in front of its own would only hide tools from it.
+    KnownList {
+        name: "claude-code",
+        lists: Lists::SearchesItself,
+    },
+    // VS Code / GitHub Copilot Chat cap a request at 128 tools, counting every server's:
+    // postman-mcp-server PRs #26 and #35 cut that server's list for it.
+    KnownList {
+        name: "visual-studio-code",
+        lists: Lists::UpTo(128),
+    },
+    KnownList {
+        name: "code-oss",
+        lists: Lists::UpTo(128),
+    },
+    // Cursor (`cursor-vscode`) degrades past about 40 tools: the same postman-mcp-server PRs
+    // (#26, #35) cut their list under it.
+    KnownList {
+        name: "cursor",
+        lists: Lists::UpTo(40),
+    },
+];
+
+/// The surface a session gets: as the operator fixed it, or (`auto`) by the client's name and
+/// the number of tools the session would be listed (`tools`).
+pub(super) fn surface_for(
+    settings: &SurfaceSettings,
+    client: Option<&str>,
+    tools: usize,
+) -> Surface {
+    match settings.surface {
+        SurfaceSetting::Full => Surface::Full,
+        SurfaceSetting::Search => Surface::Search,
+        SurfaceSetting::Auto => {
+            let lists = client.and_then(|name| named(KNOWN_LISTS, |k| k.name, name));
+            let limit = match lists.map(|known| known.lists) {
+                Some(Lists::SearchesItself) => return Surface::Full,
+                Some(Lists::UpTo(limit)) => limit,
+                None => settings.search_above,
+            };
+            if tools > limit {
+                Surface::Search
+            } else {
+                Surface::Full
+            }
+        }
+    }
+}
+
 /// Where a session's results carry their payload: as the operator fixed it, or (`auto`) by
 /// the client's name.
 pub(super) fn payload_for(setting: PayloadSetting, client: Option<&str>) -> Payload {
@@ -162,9 +242,19 @@ fn reads(name: &str) -> Option<Reads> {
 
 /// The known client called `name`.
 fn known(name: &str) -> Option<&'static Known> {
+    named(KNOWN, |k| k.name, name)
+}
+
+/// The entry of `table` whose name (`name_of`) the client called `name` has: equal to its
+/// normal form, or continued by it after a `-`.
+fn named<T>(
+    table: &'static [T],
+    name_of: fn(&T) -> &'static str,
+    name: &str,
+) -> Option<&'static T> {
     let name = normal_form(name);
-    KNOWN.iter().find(|known| {
-        name.strip_prefix(known.name)
+    table.iter().find(|entry| {
+        name.strip_prefix(name_of(entry))
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
     })
 }
@@ -282,6 +372,66 @@ mod tests {
         let fixed: ResultCapSetting = "200000".parse().unwrap();
         assert_eq!(result_cap_for(fixed, Some("Zed")), Some(200_000));
         assert_eq!(result_cap_for(fixed, Some("claude-code")), Some(200_000));
+    }
+
+    #[test]
+    fn auto_lists_each_client_as_it_copes_with_long_lists() {
+        let auto = SurfaceSettings::default();
+        let at = |client: Option<&str>, tools| surface_for(&auto, client, tools);
+        // Claude Code searches tools itself: always the whole list.
+        assert_eq!(at(Some("claude-code"), 500), Surface::Full);
+        assert_eq!(at(Some("claude-code 2.1.293"), 5), Surface::Full);
+        // VS Code: the whole list up to its cap of 128, the search surface past it.
+        for vscode in [
+            "Visual Studio Code",
+            "Visual Studio Code - Insiders",
+            "Code - OSS",
+        ] {
+            assert_eq!(at(Some(vscode), 128), Surface::Full, "{vscode}");
+            assert_eq!(at(Some(vscode), 129), Surface::Search, "{vscode}");
+        }
+        // Cursor degrades past about 40.
+        assert_eq!(at(Some("cursor-vscode"), 40), Surface::Full);
+        assert_eq!(at(Some("cursor-vscode"), 41), Surface::Search);
+        // Everyone else: search_above (40 by default).
+        for other in [
+            Some("mcp"),
+            Some("inspector-cli"),
+            Some("claude-ai"),
+            Some("cursorial"),
+            None,
+        ] {
+            assert_eq!(at(other, 40), Surface::Full, "{other:?}");
+            assert_eq!(at(other, 41), Surface::Search, "{other:?}");
+        }
+        let mut lower = SurfaceSettings::default();
+        lower.search_above = 10;
+        assert_eq!(surface_for(&lower, Some("mcp"), 11), Surface::Search);
+        assert_eq!(
+            surface_for(&lower, Some("cursor-vscode"), 11),
+            Surface::Full
+        );
+    }
+
+    #[test]
+    fn a_fixed_surface_is_everyones() {
+        for (setting, surface) in [
+            (SurfaceSetting::Full, Surface::Full),
+            (SurfaceSetting::Search, Surface::Search),
+        ] {
+            let mut settings = SurfaceSettings::default();
+            settings.surface = setting;
+            for client in [
+                Some("claude-code"),
+                Some("cursor-vscode"),
+                Some("mcp"),
+                None,
+            ] {
+                for tools in [1, 500] {
+                    assert_eq!(surface_for(&settings, client, tools), surface);
+                }
+            }
+        }
     }
 
     #[test]

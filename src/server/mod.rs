@@ -23,6 +23,8 @@
 //!   it; the work's output is a resource ([`resources`]);
 //! - where a session's results carry their payload, and the result cap its default pages fit
 //!   under ([`clients`]: by the client's name, or as the operator fixed it);
+//! - the tool surface ([`surface`]): the whole list, or the pinned tools with `search_tools`
+//!   and `call_tool`, per client ([`clients`]) or as the operator fixed it;
 //! - per-tool `_meta` hints in tools/list for Claude Code (`anthropic/searchHint`,
 //!   `anthropic/alwaysLoad`, `anthropic/maxResultSizeChars`; built by the registry).
 
@@ -35,6 +37,7 @@ mod progress;
 mod prompts;
 mod resources;
 mod roots;
+mod surface;
 mod tasks;
 
 use std::sync::{Arc, RwLock};
@@ -51,11 +54,11 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 use toolport_tools::host::{
-    BackgroundTable, LiveRegistry, PayloadSetting, ResultCapSetting, Session, Upstreams,
+    BackgroundTable, LiveRegistry, PayloadSetting, ResultCapSetting, Session, SurfaceSettings,
+    Upstreams,
 };
 use toolport_tools::{ConfirmFallback, ToolOutput, Workspace};
 
-use crate::identity::Principal;
 use crate::observe::audit::AuditLog;
 use crate::observe::budget::{BudgetSettings, PrincipalBudgets, SessionBudget};
 use crate::observe::metrics::{Metrics, SessionOpen};
@@ -83,6 +86,8 @@ pub struct Shared {
     pub payload: PayloadSetting,
     /// The result cap default pages fit under (`[tools] result_cap`).
     pub result_cap: ResultCapSetting,
+    /// What `tools/list` holds (`[tools] surface`, `pinned`, `search_above`).
+    pub surface: SurfaceSettings,
     /// The other MCP servers whose tools are served (`[[upstreams]]`), for their status.
     pub upstreams: Arc<Upstreams>,
     /// What each principal has used of the budgets its policy rules give it.
@@ -284,22 +289,19 @@ impl ServerHandler for ToolportServer {
         // At once, unless an upstream that is starting asks listings to wait for it.
         self.shared.upstreams.listing_ready().await;
         let registry = self.shared.registry.load();
-        let mut tools = registry.mcp_tools();
-        // A principal sees only the tools its access token's scopes allow.
-        if let Some(principal) = Principal::of(&context)
-            && !principal.access.is_all()
-        {
-            tools.retain(|tool| {
-                registry
-                    .get(&tool.name)
-                    .is_some_and(|t| principal.access.allows_tool(t.as_ref()))
-            });
-        }
-        Ok(ListToolsResult::with_all_items(tools))
+        // A principal sees only the tools its access token's scopes and policy allow; a
+        // session in the search surface, the pinned ones and the two search tools.
+        Ok(ListToolsResult::with_all_items(
+            self.listing(&registry, &context),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.shared.registry.load().mcp_tool(name)
+        self.shared
+            .registry
+            .load()
+            .mcp_tool(name)
+            .or_else(|| Self::surface_tool_entry(name))
     }
 
     async fn call_tool(
@@ -307,7 +309,11 @@ impl ServerHandler for ToolportServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.call(request, context).await
+        self.count_stdio_session();
+        if self.is_surface_tool(&request.name, &self.shared.registry.load(), &context) {
+            return self.surface_call(request, context).await;
+        }
+        self.call(request, context, None).await
     }
 
     /// SEP-2663 `tasks/get`: where the work stands, with its result once it ended.

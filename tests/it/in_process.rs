@@ -87,6 +87,7 @@ fn serve(
         jobs: Default::default(),
         payload: Default::default(),
         result_cap: Default::default(),
+        surface: Default::default(),
         upstreams: toolport_tools::host::Upstreams::new(root.clone(), false),
         principal_budgets: Arc::default(),
     });

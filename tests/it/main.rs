@@ -58,6 +58,9 @@ mod payload;
 mod upstreams;
 // The official reference MCP servers (npm, PyPI; pinned in .ci/upstreams) behind toolport.
 mod upstream_servers;
+// The tool surface: the search surface (search_tools, call_tool) with the reference servers,
+// its audit, confirmation and budgets, `auto` per client, list changes, the search's quality.
+mod surface;
 // Plugin tools: manifests, templates, policy, registration, live reload, the examples.
 mod plugins;
 // Metrics: the toolport://metrics resource and /metrics move with calls.

@@ -11,7 +11,8 @@
 //! server needs it, beside its group:
 //!
 //! - the served tool set: [`LiveRegistry`], [`Catalog`] (built-ins, plugins and upstreams'
-//!   tools, then the operator's selection), its [`reload`], [`builtin_tools`];
+//!   tools, then the operator's selection), its [`reload`], [`builtin_tools`], and
+//!   [`find_tools`] (a search over it);
 //! - a call as the server runs it: [`Session`], [`Payload`], [`Elicitor`], [`CallFacts`];
 //! - work a call left running: [`BackgroundTable`];
 //! - other MCP servers as tools: [`Upstreams`];
@@ -20,7 +21,9 @@
 //! - commands: [`exec`] (the host's set-up, the process layer alone, the sandbox);
 //! - with the `fuzzing` feature, the fuzz targets' entry points (`fuzz_*`, FUZZING.md).
 
-// The served tool set (and its parameters as prose, for the reference in docs/tools.md).
+// The served tool set (and its parameters as prose, for the reference in docs/tools.md),
+// and finding tools in it by what they do (the search surface).
+pub use crate::find::find_tools;
 pub use crate::instructions::param_docs;
 pub use crate::plugins::Catalog;
 pub use crate::registry::LiveRegistry;
@@ -47,7 +50,10 @@ pub use crate::plugins::PluginSettings;
 pub use crate::tools::exec::ExecSettings;
 pub use crate::tools::fs::{FileBudget, FileLimits, FsSettings, WriteSettings};
 pub use crate::tools::web::settings::{ProviderId, WebSettings};
-pub use crate::tools::{BuiltinSettings, PayloadSetting, ResultCapSetting, ToolSelection};
+pub use crate::tools::{
+    BuiltinSettings, DEFAULT_SEARCH_ABOVE, PayloadSetting, ResultCapSetting, Surface,
+    SurfaceSetting, SurfaceSettings, ToolSelection,
+};
 pub use crate::upstreams::UpstreamSettings;
 pub use crate::workspace::{WorkspaceError, WorkspaceSettings};
 

@@ -49,6 +49,7 @@
 mod background;
 mod config;
 mod definition;
+mod find;
 mod hidden;
 mod instructions;
 mod plugins;

@@ -37,6 +37,9 @@ pub(crate) struct Record<'a> {
     pub(crate) tool: &'a str,
     /// The upstream MCP server the tool is served from (`[[upstreams]]`), if any.
     pub(crate) upstream: Option<&'a str>,
+    /// The tool the call came through, when it was not called directly: `call_tool` of the
+    /// search surface (`tool` is still the tool that ran).
+    pub(crate) via: Option<&'a str>,
     pub(crate) args: &'a Map<String, Value>,
     pub(crate) outcome: Outcome,
     /// The error's kind and message, when not ok.

@@ -76,6 +76,9 @@ pub(super) fn render(r: &Record<'_>, secrets: &[Secret]) -> String {
         if let Some(upstream) = r.upstream {
             map.insert("upstream".into(), json!(upstream));
         }
+        if let Some(via) = r.via {
+            map.insert("via".into(), json!(via));
+        }
         if let Some((subject, client_id)) = r.principal {
             map.insert(
                 "principal".into(),
@@ -227,6 +230,7 @@ mod tests {
                 client: None,
                 principal: None,
                 upstream: None,
+                via: None,
                 tool: "t",
                 args: &a,
                 outcome: Outcome::Error,
@@ -293,6 +297,7 @@ mod tests {
                 client: None,
                 principal: None,
                 upstream: None,
+                via: None,
                 tool: "t",
                 args: &a,
                 outcome: Outcome::Denied,
@@ -332,6 +337,7 @@ mod tests {
                 client: Some("client 1.0"),
                 principal: Some(("alice", Some("claude"))),
                 upstream: None,
+                via: None,
                 tool: "execute_command",
                 args: &a,
                 outcome: Outcome::Error,

@@ -152,6 +152,8 @@ pub(crate) struct Caller<'a> {
     pub(crate) transport: &'static str,
     pub(crate) client: Option<String>,
     pub(crate) principal: Option<&'a Principal>,
+    /// The tool the call came through (`call_tool`), when it was not called directly.
+    pub(crate) via: Option<&'static str>,
 }
 
 /// Who made a call and with what.
@@ -163,6 +165,7 @@ struct Started {
     principal: Option<(String, Option<String>)>,
     tool: String,
     upstream: Option<String>,
+    via: Option<&'static str>,
     args: Map<String, Value>,
 }
 
@@ -188,6 +191,7 @@ impl Finished {
                     .map(|(subject, client)| (subject.as_str(), client.as_deref())),
                 tool: &call.tool,
                 upstream: call.upstream.as_deref(),
+                via: call.via,
                 args: &call.args,
                 outcome: ending.outcome,
                 error: ending
@@ -224,6 +228,7 @@ impl AuditLog {
                     .map(|p| (p.subject.clone(), p.client_id.clone())),
                 tool: tool.to_owned(),
                 upstream: upstream.map(str::to_owned),
+                via: caller.via,
                 args: args.clone(),
             },
         }

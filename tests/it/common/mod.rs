@@ -14,6 +14,7 @@ pub(crate) mod config;
 pub(crate) mod http;
 pub(crate) mod process;
 pub(crate) mod raw;
+pub(crate) mod reference;
 pub(crate) mod upstreams;
 pub(crate) mod web_fixture;
 
@@ -109,8 +110,8 @@ pub(crate) fn bare_command(cwd: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// Remove any TOOLPORT_* settings and point the config and data dirs somewhere empty. Results carry
-/// their payload in both halves (`TOOLPORT_PAYLOAD=both`, what a client toolport does not
+/// Remove any TOOLPORT_* settings and point the config and data dirs somewhere empty. Every
+/// tool is listed (`TOOLPORT_SURFACE=full`). Results carry their payload in both halves (`TOOLPORT_PAYLOAD=both`, what a client toolport does not
 /// know gets by default too), so a test of a tool can read every field of its structured
 /// result whatever the client's name; `payload.rs` tests the forms clients get by default.
 pub(crate) fn isolate(cmd: &mut Command, dir: &Path) {
@@ -120,6 +121,9 @@ pub(crate) fn isolate(cmd: &mut Command, dir: &Path) {
         }
     }
     cmd.env("TOOLPORT_PAYLOAD", "both")
+        // Every test lists every tool, whatever its client's name and however many tools its
+        // upstreams bring; `surface.rs` tests the surfaces clients get.
+        .env("TOOLPORT_SURFACE", "full")
         .env("XDG_CONFIG_HOME", dir.join(".no-config"))
         // delete_path's trash (freedesktop: $XDG_DATA_HOME/Trash), never the developer's.
         .env("XDG_DATA_HOME", dir.join(".no-data"))

@@ -11,6 +11,7 @@ use crate::typed::{typed, typed_bounded};
 pub(crate) mod exec;
 pub(crate) mod fs;
 mod selection;
+mod surface;
 pub(crate) mod web;
 
 pub(crate) use selection::FileTools;
@@ -18,6 +19,8 @@ pub(crate) use selection::SelectionArgs;
 pub use selection::ToolSelection;
 #[cfg(feature = "host")]
 pub use selection::{PayloadSetting, ResultCapSetting};
+#[cfg(feature = "host")]
+pub use surface::{DEFAULT_SEARCH_ABOVE, Surface, SurfaceSetting, SurfaceSettings};
 
 /// What the built-in tools are built with: each tool family's own settings.
 #[derive(Debug, Clone, Copy)]
@@ -105,13 +108,13 @@ pub fn builtin_tools(settings: BuiltinSettings<'_>) -> Result<Builtins, Selectio
 /// Why the tool selection in the config cannot be applied.
 #[derive(Debug, thiserror::Error)]
 pub enum SelectionError {
-    /// `tools.enabled`, `tools.disabled` or `tools.always_load` names a tool that does not
-    /// exist.
+    /// `tools.enabled`, `tools.disabled`, `tools.always_load` or `tools.pinned` names a tool
+    /// that does not exist.
     #[error("unknown tool {name:?} in {key}; known tools are: {known}")]
     UnknownTool {
         /// The name as configured.
         name: String,
-        /// `tools.enabled`, `tools.disabled` or `tools.always_load`.
+        /// `tools.enabled`, `tools.disabled`, `tools.always_load` or `tools.pinned`.
         key: &'static str,
         /// The known names.
         known: String,

@@ -3,12 +3,14 @@
 //! `[tools]` section of the config file and the `--enable-tool` / `--disable-tool` /
 //! `--payload` / `--always-load` / `--result-cap` flags (`TOOLPORT_ENABLED_TOOLS`,
 //! `TOOLPORT_DISABLED_TOOLS`, `TOOLPORT_PAYLOAD`, `TOOLPORT_ALWAYS_LOAD`,
-//! `TOOLPORT_RESULT_CAP`).
+//! `TOOLPORT_RESULT_CAP`); the tool surface's keys are read here too, and are
+//! `surface.rs`'s.
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::SelectionError;
+use super::surface::{CORE_TOOLS, SurfaceArgs, SurfaceSetting, SurfaceSettings};
 use crate::registry::{ToolFilter, ToolRegistry};
 use crate::settings::{SettingError, check_range};
 
@@ -76,6 +78,10 @@ pub(crate) struct SelectionArgs {
         arg(long, value_name = "CAP", env = "TOOLPORT_RESULT_CAP", global = true)
     )]
     pub(crate) result_cap: Option<ResultCapSetting>,
+
+    /// What `tools/list` holds (`surface.rs`).
+    #[cfg_attr(feature = "host", command(flatten))]
+    pub(crate) surface: SurfaceArgs,
 }
 
 /// The smallest result cap an operator may set: Claude Code's own default for an MCP tool
@@ -135,11 +141,6 @@ impl ResultCapSetting {
     }
 }
 
-/// The tools listed as always loaded unless the operator names others: the core ones an
-/// agent reaches for in almost every task, so a client's tool search never has to find them.
-pub(crate) const DEFAULT_ALWAYS_LOAD: &[&str] =
-    &["read_file", "grep", "glob", "edit_file", "execute_command"];
-
 /// Where results' payload goes (`[tools] payload`, `--payload`); `auto` decides per session
 /// from the client's name (see `server::clients`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -169,6 +170,9 @@ pub(crate) struct FileTools {
     payload: Option<PayloadSetting>,
     always_load: Option<Vec<String>>,
     result_cap: Option<ResultCapSetting>,
+    surface: Option<SurfaceSetting>,
+    pinned: Option<Vec<String>>,
+    search_above: Option<usize>,
 }
 
 /// Which tools are served, and where their results' payload goes.
@@ -196,6 +200,9 @@ pub struct ToolSelection {
     always_load_named: bool,
     /// The result cap default pages fit under.
     pub result_cap: ResultCapSetting,
+    /// What `tools/list` holds.
+    #[serde(flatten)]
+    pub surface: SurfaceSettings,
 }
 
 impl ToolSelection {
@@ -238,11 +245,18 @@ impl ToolSelection {
             },
             always_load_named: !args.always_load.is_empty() || file.always_load.is_some(),
             always_load: if args.always_load.is_empty() {
+                // The core tools, so a client's tool search never has to find them.
                 file.always_load
-                    .unwrap_or_else(|| DEFAULT_ALWAYS_LOAD.iter().map(|&n| n.to_owned()).collect())
+                    .unwrap_or_else(|| CORE_TOOLS.iter().map(|&n| n.to_owned()).collect())
             } else {
                 args.always_load.clone()
             },
+            surface: SurfaceSettings::load(
+                file.surface,
+                file.pinned,
+                file.search_above,
+                &args.surface,
+            )?,
         })
     }
 
@@ -272,6 +286,7 @@ impl ToolSelection {
             ("tools.enabled", self.enabled.as_deref().unwrap_or_default()),
             ("tools.disabled", self.disabled.as_slice()),
             ("tools.always_load", always_load),
+            ("tools.pinned", self.surface.named_pins()),
         ] {
             for name in names.iter().filter(|n| all.get(n).is_none()) {
                 let error = SelectionError::UnknownTool {
