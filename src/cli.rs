@@ -11,10 +11,11 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use clap::ValueEnum;
 use regex::Regex;
 use serde_json::Value;
 use toolport_tools::host::{self, AlwaysConfirm};
-use toolport_tools::{ExecuteError, ToolContext, ToolFilter};
+use toolport_tools::{ExecuteError, ToolContext, ToolFilter, ToolFormat};
 
 use crate::config::{
     AuthCommand, CallArgs, Cli, Command, Config, PluginsCommand, ToolsArgs, Transport,
@@ -384,11 +385,18 @@ fn tools(shared: &Shared, args: &ToolsArgs) -> ExitCode {
     if let Some(pattern) = name_pattern {
         filter = filter.name_matching(pattern);
     }
-    let definitions = shared
-        .registry
-        .load()
-        .filter(&filter)
-        .definitions(args.format);
+    let registry = shared.registry.load().filter(&filter);
+    let mut definitions = registry.definitions(args.format);
+    if args.defer_loading {
+        let names = registry.names();
+        definitions = match deferred(args.format, definitions, &names, &shared.surface.pinned) {
+            Ok(definitions) => definitions,
+            Err(message) => {
+                eprintln!("toolport: {message}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+        };
+    }
     match serde_json::to_string_pretty(&definitions) {
         Ok(text) => emit(&text),
         Err(error) => {
@@ -396,6 +404,60 @@ fn tools(shared: &Shared, args: &ToolsArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The Anthropic tool search tool `--defer-loading` adds: the BM25 variant, which takes the
+/// natural-language queries a model writes (the regex variant wants Python regular
+/// expressions). Anthropic's tool search tool documentation, version 2025-11-19.
+const ANTHROPIC_TOOL_SEARCH: (&str, &str) =
+    ("tool_search_tool_bm25_20251119", "tool_search_tool_bm25");
+
+/// `definitions` (of the tools called `names`, in order) with every tool but the `pinned`
+/// marked for the provider's deferred loading, and the provider's tool search added first:
+/// OpenAI's Responses API (the only OpenAI API with `tool_search`: functions are flat there),
+/// Anthropic's Messages API. Other formats have no deferred loading.
+fn deferred(
+    format: ToolFormat,
+    definitions: Vec<Value>,
+    names: &[&str],
+    pinned: &[String],
+) -> Result<Vec<Value>, String> {
+    let search = match format {
+        ToolFormat::Openai => serde_json::json!({"type": "tool_search"}),
+        ToolFormat::Anthropic => {
+            serde_json::json!({"type": ANTHROPIC_TOOL_SEARCH.0, "name": ANTHROPIC_TOOL_SEARCH.1})
+        }
+        other => {
+            return Err(format!(
+                "--defer-loading needs --format openai or --format anthropic (the providers with deferred tool loading), not {}",
+                other
+                    .to_possible_value()
+                    .map_or_else(String::new, |v| v.get_name().to_owned())
+            ));
+        }
+    };
+    let mut out = vec![search];
+    for (definition, name) in definitions.into_iter().zip(names) {
+        let mut tool = match (format, definition) {
+            // Chat Completions' `{"type": "function", "function": {...}}` as the Responses
+            // API's flat function.
+            (ToolFormat::Openai, Value::Object(mut outer)) => {
+                let mut flat = match outer.remove("function") {
+                    Some(Value::Object(function)) => function,
+                    _ => serde_json::Map::new(),
+                };
+                flat.insert("type".into(), Value::from("function"));
+                flat
+            }
+            (_, Value::Object(tool)) => tool,
+            (_, other) => return Err(format!("a tool definition is not an object: {other}")),
+        };
+        if !pinned.iter().any(|p| p == name) {
+            tool.insert("defer_loading".into(), Value::Bool(true));
+        }
+        out.push(Value::Object(tool));
+    }
+    Ok(out)
 }
 
 async fn call(shared: &Shared, args: &CallArgs) -> ExitCode {

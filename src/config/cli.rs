@@ -164,6 +164,12 @@ pub(crate) struct ToolsArgs {
     /// Only tools whose name matches this regular expression.
     #[arg(long, value_name = "REGEX")]
     pub(crate) name_pattern: Option<String>,
+    /// Mark every tool but the pinned ones (`[tools] pinned`) for the provider's deferred
+    /// loading, and add its tool search: with `--format openai`, the Responses API's tool list
+    /// (functions with `defer_loading: true` and `{"type": "tool_search"}`); with `--format
+    /// anthropic`, `defer_loading: true` and the BM25 tool search tool.
+    #[arg(long)]
+    pub(crate) defer_loading: bool,
 }
 
 /// `toolport call`.

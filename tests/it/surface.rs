@@ -498,3 +498,125 @@ async fn bad_surface_settings_are_refused_with_what_is_allowed() {
         "{stderr}"
     );
 }
+
+/// The size of a `tools/list` result as sent (compact JSON), and an estimate of its tokens:
+/// bytes / 4, OpenAI's rule of thumb for English text (JSON with its quotes and braces runs
+/// somewhat denser in tokens, so this errs low, the same way for both surfaces).
+fn listing_size(tools: &[rmcp::model::Tool]) -> (usize, usize) {
+    let bytes = serde_json::to_string(&json!({"tools": tools}))
+        .unwrap()
+        .len();
+    (bytes, bytes / 4)
+}
+
+#[tokio::test]
+async fn the_search_surface_lists_a_fraction_of_the_full_list() {
+    let mut sizes = Vec::new();
+    for surface in ["full", "search"] {
+        let Some((client, _log, _files, _dir)) = with_reference_servers(
+            &format!("[tools]\nsurface = \"{surface}\"\n"),
+            TestClient::default(),
+        )
+        .await
+        else {
+            return;
+        };
+        until_found_anywhere(&client).await;
+        let tools = within(client.list_all_tools()).await.unwrap();
+        let (bytes, tokens) = listing_size(&tools);
+        eprintln!(
+            "tools/list, surface {surface}: {} tools, {bytes} bytes, ~{tokens} tokens (bytes/4)",
+            tools.len()
+        );
+        sizes.push((tools.len(), bytes));
+    }
+    let [(full_tools, full_bytes), (search_tools, search_bytes)] = sizes[..] else {
+        unreachable!()
+    };
+    assert_eq!(full_tools, 50);
+    assert_eq!(search_tools, 7);
+    assert!(
+        search_bytes * 3 < full_bytes,
+        "{search_bytes} vs {full_bytes}"
+    );
+}
+
+/// Wait until the three reference servers' tools are all served (whatever the surface): the
+/// search finds each by name.
+async fn until_found_anywhere(client: &Client) {
+    let deadline = std::time::Instant::now() + crate::common::TIMEOUT;
+    loop {
+        let names: Vec<String> = tool_names(client).await;
+        let listed_all = names.len() == 50;
+        let searched_all = names.contains(&"search_tools".to_owned())
+            && search(client, "everything__get-sum")
+                .await
+                .first()
+                .is_some_and(|n| n == "everything__get-sum")
+            && search(client, "read_text_file")
+                .await
+                .first()
+                .is_some_and(|n| n == "read_text_file")
+            && search(client, "fetch")
+                .await
+                .first()
+                .is_some_and(|n| n == "fetch");
+        if listed_all || searched_all {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reference servers never all started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_exports_mark_all_but_the_pinned_for_deferred_loading() {
+    let (_d, root) = tempdir();
+    let export = |format: &'static str| {
+        let root = root.clone();
+        async move {
+            let output = as_configured(&root, &["tools", "--format", format, "--defer-loading"])
+                .output()
+                .await
+                .unwrap();
+            (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        }
+    };
+    let (code, stdout, _) = export("anthropic").await;
+    assert_eq!(code, Some(0));
+    let tools: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        tools[0],
+        json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"})
+    );
+    for tool in &tools[1..] {
+        let pinned = ["read_file", "grep", "glob", "edit_file", "execute_command"]
+            .contains(&tool["name"].as_str().unwrap());
+        assert_eq!(tool.get("defer_loading").is_none(), pinned, "{tool}");
+        assert!(tool["input_schema"].is_object());
+    }
+    let (code, stdout, _) = export("openai").await;
+    assert_eq!(code, Some(0));
+    let tools: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(tools[0], json!({"type": "tool_search"}));
+    let fetch = tools.iter().find(|t| t["name"] == "fetch_url").unwrap();
+    assert_eq!(fetch["type"], "function");
+    assert_eq!(fetch["defer_loading"], true);
+    assert!(
+        fetch["parameters"].is_object() && fetch.get("function").is_none(),
+        "the Responses API's flat form: {fetch}"
+    );
+    let (code, _, stderr) = export("mcp").await;
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("--format openai or --format anthropic"),
+        "{stderr}"
+    );
+}
