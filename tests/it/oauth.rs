@@ -9,7 +9,8 @@
 //! needed scope are each refused with their status and challenge; the metadata documents and
 //! where a challenge points (with `public_url`, and with `X-Forwarded-*` from a trusted and an
 //! untrusted peer); opaque tokens through introspection; the static token beside OAuth; the
-//! legacy SSE transport with an access token.
+//! legacy SSE transport with an access token; the search surface under a principal's policy
+//! (what the policy refuses is neither found nor called through `call_tool`).
 //!
 //! `.ci/run` installs the provider and sets `TOOLPORT_REQUIRE_OIDC_PROVIDER=1`: then a
 //! missing install fails these tests. Without that variable and without the install (a plain
@@ -32,7 +33,7 @@ use crate::common::http::{ACCEPT, Server, TOKEN, start};
 use crate::common::process::eventually;
 use crate::common::{
     BUILTIN_NAMES, BUILTIN_TOOLS, Client, TestClient, audit_records, call, config_file, err, ok,
-    tempdir, tool_names, within,
+    tempdir, text, tool_names, within,
 };
 
 /// The client `provider.mjs` registers (and toolport introspects as).
@@ -779,4 +780,78 @@ deny_tools = ["grep", "web_*"]
     for client in [alice, bob, again, carol] {
         within(client.cancel()).await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn the_search_surface_finds_and_calls_only_what_a_principals_policy_allows() {
+    let Some(node) = node() else { return };
+    let provider = Provider::start(&node).await;
+    let (_d, root) = workspace();
+    let log = root.join("audit.log");
+    let (server, resource) = serve_oauth(
+        &root,
+        &provider.issuer,
+        r#"
+[[http.principals.rules]]
+name = "bob"
+subjects = ["bob"]
+read_only = true
+deny_tools = ["grep", "web_*"]
+"#,
+        &["--audit-log", log.to_str().unwrap(), "--surface", "search"],
+    )
+    .await;
+    let claims = json!({"iss": provider.issuer, "aud": resource, "sub": "bob", "client_id": CLIENT_ID, "scope": "tools:read tools:write tools:exec tools:web", "exp": now() + 300});
+    let bob = client(&server, &provider.sign(&claims, "key-a").await).await;
+    // The pinned tools his rule allows (read-only: no edit_file, no execute_command; no grep).
+    assert_eq!(
+        tool_names(&bob).await,
+        ["read_file", "glob", "search_tools", "call_tool"]
+    );
+    // What his rule refuses is not found, even by its exact name.
+    for query in [
+        "grep",
+        "search the contents of files for a regex",
+        "web_search",
+        "write a file",
+    ] {
+        let found = call(&bob, "search_tools", json!({"query": query, "limit": 20})).await;
+        let answer: Value = serde_json::from_str(&text(&found)).unwrap();
+        let names: Vec<&str> = answer["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        for refused in ["grep", "web_search", "write_file", "execute_command"] {
+            assert!(
+                !names.contains(&refused),
+                "{query:?} found {refused}: {names:?}"
+            );
+        }
+    }
+    // Nor called through call_tool; what it allows is.
+    let message = err(&call(
+        &bob,
+        "call_tool",
+        json!({"name": "grep", "arguments": {"pattern": "hi"}}),
+    )
+    .await);
+    assert!(
+        message.contains(r#"rule "bob" denies the tool grep"#),
+        "{message}"
+    );
+    let read = call(
+        &bob,
+        "call_tool",
+        json!({"name": "read_file", "arguments": {"path": "hello.txt"}}),
+    )
+    .await;
+    assert_eq!(ok(&read)["content"], json!("hi over oauth\n"));
+    eventually("the calls' records", || audit_records(&log).len() >= 6).await;
+    let records = audit_records(&log);
+    let grep = records.iter().find(|r| r["tool"] == "grep").unwrap();
+    assert_eq!(grep["outcome"], "denied");
+    assert_eq!(grep["via"], "call_tool");
+    assert_eq!(grep["principal"]["sub"], "bob");
 }
