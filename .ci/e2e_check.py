@@ -21,6 +21,8 @@ exits non-zero with a clear message when the result is not what toolport must an
   e2e_check.py image        OUT.json MIME FILE        read_file returned FILE as one MIME image block, with a text line
   e2e_check.py downscaled   OUT.json MIME W H         read_file of a W x H image returned one MIME image block that Pillow decodes whole within the default bounds (.ci/images.py; run with the frameworks venv's python)
   e2e_check.py refused-with OUT.json TEXT             the call was refused (isError) saying TEXT, with no image block
+  e2e_check.py surface-list OUT.json                  the search surface: <= 15 tools, search_tools and call_tool, no upstream tool
+  e2e_check.py search-finds OUT.json NAME             search_tools found NAME first, with its input schema
 """
 
 import json
@@ -172,6 +174,33 @@ def call_text(out: str, expected: str) -> None:
     if not isinstance(text, str) or expected not in text:
         fail(f"the tool's text does not contain {expected!r}: {json.dumps(result)[:500]}")
     print(f"ok: tool call -> text containing {expected!r}")
+
+
+def surface_list(out: str) -> None:
+    """The search surface with three upstreams: at most 15 tools, the two search tools, and
+    no upstream tool (they are found with search_tools)."""
+    result = load_result(out)
+    names = [t.get("name") for t in result.get("tools", []) if isinstance(t, dict)]
+    if len(names) > 15 or "search_tools" not in names or "call_tool" not in names:
+        fail(f"the search surface lists {len(names)} tools: {names}")
+    upstream = [n for n in names if "__" in n or n in ("fetch", "read_text_file")]
+    if upstream:
+        fail(f"the search surface lists upstream tools {upstream}: {names}")
+    print(f"ok: the search surface lists {len(names)} tools: {names}")
+
+
+def search_finds(out: str, name: str) -> None:
+    """search_tools answered with `name` first, with its input schema."""
+    result = load_result(out)
+    if result.get("isError") is not False:
+        fail(f"search_tools returned isError={result.get('isError')!r}: {json.dumps(result)[:500]}")
+    try:
+        found = json.loads(text_of(result))["tools"]
+    except (ValueError, KeyError, TypeError) as e:
+        fail(f"search_tools' text is not its JSON answer ({e}): {json.dumps(result)[:500]}")
+    if not found or found[0].get("name") != name or not isinstance(found[0].get("inputSchema"), dict):
+        fail(f"search_tools did not find {name} first with its schema: {[t.get('name') for t in found]}")
+    print(f"ok: search_tools -> {name} first, with its input schema")
 
 
 def plugin_json(out: str) -> None:
@@ -326,6 +355,8 @@ def main(argv: list[str]) -> None:
         "image": (image, 3),
         "downscaled": (downscaled, 4),
         "refused-with": (refused_with, 2),
+        "surface-list": (surface_list, 1),
+        "search-finds": (search_finds, 2),
     }
     if len(argv) < 2 or argv[1] not in checks or len(argv) - 2 != checks[argv[1]][1]:
         fail(f"usage: see the docstring of {argv[0]}; got {argv[1:]}")

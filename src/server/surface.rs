@@ -228,6 +228,9 @@ impl ToolportServer {
                 })
             }
             Ok(Asked::Search { query, limit }) => {
+                // As tools/list does: an upstream in its first start with `list_wait` is
+                // waited for, so a search right after connecting finds its tools.
+                self.shared.upstreams.listing_ready().await;
                 let result = self.search(&query, limit, &context);
                 self.record_own(&request, &context, &result, None);
                 Ok(result.into())
