@@ -25,6 +25,12 @@ with a tool call, as LangGraph's `ToolNode` does, and the `ToolMessage` is what 
   their format, decoded whole by Pillow, with their original size in `structuredContent`, and
   a truncated PNG and a JPEG signature over garbage are refused with no image (.ci/images.py).
 
+With a second argument, a config file of `[[upstreams]]` (`.ci/run` passes the three
+reference servers'), each framework also drives toolport's search surface over stdio
+(`--surface search`): the agent is not listed `everything__get-sum`, finds it with
+`search_tools` from plain words, and calls it with `call_tool`; its model must be handed the
+sum.
+
 Every check prints `ok: …` or `FAIL: …`; the exit code is the number of failures (capped).
 """
 
@@ -375,6 +381,216 @@ IMAGE_CHECKS: list[tuple[str, Callable[[Server], Awaitable[str]]]] = [
 ]
 
 
+# ------------------------------------------------------------------ the search surface
+
+#: What the search-surface agents ask for, the tool that should be found, its arguments and
+#: what only its answer holds.
+SEARCH_QUERY = "add two numbers together"
+SEARCH_WANTED = "everything__get-sum"
+SEARCH_ARGS = {"a": 2, "b": 40}
+SEARCH_ANSWER = "42"
+
+
+def found_first(seen: Any) -> str:
+    """The first tool name in a search_tools answer as a framework handed it to its model:
+    the answer's JSON text, or that text inside the framework's own JSON of a content block."""
+    value = seen
+    for _ in range(4):
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                break
+            continue
+        if isinstance(value, list) and value:
+            value = value[0]
+            continue
+        if isinstance(value, dict) and "tools" in value:
+            tools = value["tools"]
+            if not tools:
+                raise AssertionError(f"search_tools found nothing: {value}")
+            return tools[0]["name"]
+        if isinstance(value, dict) and "text" in value:
+            value = value["text"]
+            continue
+        break
+    raise AssertionError(f"not a search_tools answer: {visible(seen)[:800]}")
+
+
+def listed_for_search(names: set[str]) -> None:
+    """The search surface's listing: the two tools, not the upstream tool."""
+    if "search_tools" not in names or "call_tool" not in names:
+        raise AssertionError(f"search_tools/call_tool are not listed: {sorted(names)}")
+    if SEARCH_WANTED in names or len(names) > 15:
+        raise AssertionError(f"the search surface lists {len(names)} tools: {sorted(names)}")
+
+
+def call_found(name: str) -> dict[str, Any]:
+    if name != SEARCH_WANTED:
+        raise AssertionError(f"search_tools found {name} first, not {SEARCH_WANTED}")
+    return {"name": name, "arguments": SEARCH_ARGS}
+
+
+async def search_pydantic_ai(server: Server) -> str:
+    from fastmcp.client import Client
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    seen: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = [
+            part
+            for message in messages
+            for part in getattr(message, "parts", [])
+            if isinstance(part, ToolReturnPart)
+        ]
+        if not returns:
+            listed_for_search({t.name for t in info.function_tools})
+            return ModelResponse(parts=[ToolCallPart("search_tools", {"query": SEARCH_QUERY})])
+        if returns[-1].tool_name == "search_tools":
+            name = found_first(returns[-1].model_response_str())
+            return ModelResponse(parts=[ToolCallPart("call_tool", call_found(name))])
+        seen.append(returns[-1].model_response_str())
+        return ModelResponse(parts=[TextPart("done")])
+
+    toolset = MCPToolset(
+        Client(StdioTransport(server.binary, server.stdio_args, env=stdio_env())),
+        tool_error_behavior="error",
+    )
+    agent = Agent(FunctionModel(model), toolsets=[toolset])
+    async with agent:
+        await agent.run("add 2 and 40")
+    if not seen:
+        raise AssertionError("the model was never handed call_tool's result")
+    return seen[-1]
+
+
+async def search_langchain(server: Server) -> str:
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+
+    connection = {
+        "transport": "stdio",
+        "command": server.binary,
+        "args": server.stdio_args,
+        "env": stdio_env(),
+    }
+    client = MultiServerMCPClient({"toolport": connection})
+    tools = {tool.name: tool for tool in await client.get_tools()}
+    listed_for_search(set(tools))
+    found = await tools["search_tools"].ainvoke(
+        {"type": "tool_call", "name": "search_tools", "args": {"query": SEARCH_QUERY}, "id": "call-1"}
+    )
+    name = found_first(found.content)
+    message = await tools["call_tool"].ainvoke(
+        {"type": "tool_call", "name": "call_tool", "args": call_found(name), "id": "call-2"}
+    )
+    return visible(message.content)
+
+
+async def search_openai_agents(server: Server) -> str:
+    from agents import Agent, ModelSettings, Runner, set_tracing_disabled
+    from agents.items import ModelResponse
+    from agents.mcp import MCPServerStdio
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    set_tracing_disabled(True)
+    seen: list[str] = []
+
+    def call(call_id: str, name: str, args: dict) -> ModelResponse:
+        item = ResponseFunctionToolCall(
+            id=f"fc-{call_id}",
+            call_id=call_id,
+            name=name,
+            arguments=json.dumps(args),
+            type="function_call",
+            status="completed",
+        )
+        return ModelResponse(output=[item], usage=Usage(), response_id=None)
+
+    class SearchingModel(Model):
+        """Searches, calls what it found, then records the answer it is handed."""
+
+        async def get_response(self, system_instructions, input, model_settings, tools, *args, **kwargs):
+            outputs = {
+                item.get("call_id"): item.get("output")
+                for item in (input if isinstance(input, list) else [])
+                if isinstance(item, dict) and item.get("type") == "function_call_output"
+            }
+            if "search" not in outputs:
+                listed_for_search({getattr(t, "name", None) for t in tools})
+                return call("search", "search_tools", {"query": SEARCH_QUERY})
+            if "call" not in outputs:
+                return call("call", "call_tool", call_found(found_first(outputs["search"])))
+            seen.append(visible(outputs["call"]))
+            text = ResponseOutputText(text="done", type="output_text", annotations=[])
+            message = ResponseOutputMessage(
+                id="msg-1", content=[text], role="assistant", status="completed", type="message"
+            )
+            return ModelResponse(output=[message], usage=Usage(), response_id=None)
+
+        def stream_response(self, *args, **kwargs):
+            raise NotImplementedError("the check runs the agent without streaming")
+
+    mcp = MCPServerStdio(
+        params={"command": server.binary, "args": server.stdio_args, "env": stdio_env()},
+        client_session_timeout_seconds=RUN_TIMEOUT_S,
+    )
+    async with mcp:
+        agent = Agent(name="check", model=SearchingModel(), mcp_servers=[mcp], model_settings=ModelSettings())
+        await Runner.run(agent, "add 2 and 40", max_turns=4)
+    if not seen:
+        raise AssertionError("the model was never handed call_tool's result")
+    return seen[-1]
+
+
+async def search_sdk(server: Server) -> str:
+    from contextlib import AsyncExitStack
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async with AsyncExitStack() as stack:
+        params = StdioServerParameters(command=server.binary, args=server.stdio_args, env=stdio_env())
+        read, write = await stack.enter_async_context(stdio_client(params))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        listed_for_search({t.name for t in (await session.list_tools()).tools})
+        found = await session.call_tool("search_tools", {"query": SEARCH_QUERY})
+        result = await session.call_tool("call_tool", call_found(found_first(texts(found))))
+        if result.isError:
+            raise AssertionError(f"call_tool failed: {texts(result)[:800]}")
+        return texts(result)
+
+
+SEARCH_CHECKS: list[tuple[str, Callable[[Server], Awaitable[str]]]] = [
+    ("pydantic-ai", search_pydantic_ai),
+    ("langchain-mcp-adapters", search_langchain),
+    ("openai-agents", search_openai_agents),
+    ("mcp-python-sdk", search_sdk),
+]
+
+
+@dataclass(frozen=True)
+class SearchServer(Server):
+    """toolport over stdio in the search surface, with the upstreams of `config`."""
+
+    config: str = ""
+
+    @property
+    def stdio_args(self) -> list[str]:
+        return ["--root", self.root, "--config", self.config, "--surface", "search"]
+
+
 # ------------------------------------------------------------------ running it
 
 
@@ -413,8 +629,32 @@ def start_http(binary: str, root: Path, log: Path) -> tuple[subprocess.Popen, st
     raise SystemExit(f"toolport serve --http did not start:\n{log.read_text(errors='replace')}")
 
 
-async def run_all(binary: str, base: Path) -> int:
+async def run_search(binary: str, root: Path, config: str) -> int:
+    """Each framework finds and calls an upstream tool it was not listed."""
+    failures = 0
+    server = SearchServer("stdio", binary, str(root), config=config)
+    for name, check in SEARCH_CHECKS:
+        label = f"{name} over stdio, search surface: finds and calls {SEARCH_WANTED}"
+        try:
+            seen = await asyncio.wait_for(check(server), RUN_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001: reported, then counted
+            failures += 1
+            print(f"FAIL: {label}: {type(e).__name__}: {e}", flush=True)
+            continue
+        if SEARCH_ANSWER in seen:
+            print(f"ok: {label}: the model sees the sum", flush=True)
+        else:
+            failures += 1
+            print(f"FAIL: {label}: the model is not handed the sum; it sees: {seen[:1500]!r}", flush=True)
+    return failures
+
+
+async def run_all(binary: str, base: Path, upstreams: str | None) -> int:
     root = workspace(base)
+    if upstreams:
+        searched = await run_search(binary, root, upstreams)
+    else:
+        searched = 0
     http, url, token = start_http(binary, root, base / "http.stderr")
     failures = 0
     try:
@@ -459,17 +699,19 @@ async def run_all(binary: str, base: Path) -> int:
     if token in (base / "http.stderr").read_text(errors="replace"):
         failures += 1
         print("FAIL: the token appears in the HTTP server's stderr", flush=True)
-    return failures
+    return failures + searched
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} TOOLPORT_BINARY", file=sys.stderr)
+    if len(sys.argv) not in (2, 3):
+        print(f"usage: {sys.argv[0]} TOOLPORT_BINARY [UPSTREAMS_CONFIG]", file=sys.stderr)
         return 2
     binary = os.path.abspath(sys.argv[1])
+    upstreams = os.path.abspath(sys.argv[2]) if len(sys.argv) == 3 else None
     with tempfile.TemporaryDirectory(prefix="toolport-frameworks.") as base:
-        failures = asyncio.run(run_all(binary, Path(base)))
+        failures = asyncio.run(run_all(binary, Path(base), upstreams))
     total = len(FRAMEWORKS) * 2 * len(CASES) + 2 * len(IMAGE_CHECKS)  # + the images, each transport
+    total += len(SEARCH_CHECKS) if upstreams else 0
     print(f"frameworks: {total - failures} of {total} passed")
     return min(failures, 100)
 
