@@ -98,6 +98,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<Catalog>), Error>
         payload: config.tools.payload,
         result_cap: config.tools.result_cap,
         surface: config.tools.surface.clone(),
+        search_index: Default::default(),
         upstreams,
         principal_budgets: Arc::default(),
     };

@@ -40,6 +40,8 @@ mod roots;
 mod surface;
 mod tasks;
 
+pub use surface::SearchIndex;
+
 use std::sync::{Arc, RwLock};
 
 use rmcp::model::{
@@ -88,6 +90,8 @@ pub struct Shared {
     pub result_cap: ResultCapSetting,
     /// What `tools/list` holds (`[tools] surface`, `pinned`, `search_above`).
     pub surface: SurfaceSettings,
+    /// The search surface's index of the served set.
+    pub search_index: SearchIndex,
     /// The other MCP servers whose tools are served (`[[upstreams]]`), for their status.
     pub upstreams: Arc<Upstreams>,
     /// What each principal has used of the budgets its policy rules give it.

@@ -2,7 +2,7 @@
 //! client): every tool it may use, or the search surface — the operator's pinned tools plus
 //! two of toolport's own:
 //!
-//! - `search_tools` finds tools by what they do (`toolport_tools::host::find_tools`: exact
+//! - `search_tools` finds tools by what they do (`toolport_tools::host::ToolIndex`: exact
 //!   names first, then a field-weighted BM25 over names, descriptions, parameters, tags,
 //!   category and upstream) among the tools this session may use, and answers with each
 //!   match's whole definition, so the model can call it next;
@@ -27,7 +27,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Value, json};
-use toolport_tools::host::{Surface, find_tools};
+use toolport_tools::host::{Surface, ToolIndex};
 use toolport_tools::{AiTool, ToolRegistry};
 
 use super::{ToolportServer, clients};
@@ -125,6 +125,29 @@ fn read_only() -> ToolAnnotations {
     annotations.idempotent_hint = Some(true);
     annotations.open_world_hint = Some(false);
     annotations
+}
+
+/// The search index of the served set: built by the first search after a reload (a served
+/// set never changes; a reload swaps in a new one), shared by every session.
+#[derive(Debug, Default)]
+pub struct SearchIndex(std::sync::Mutex<Option<(Arc<ToolRegistry>, Arc<ToolIndex>)>>);
+
+impl SearchIndex {
+    /// The index of `registry`, built now if the one kept is another set's.
+    fn of(&self, registry: &Arc<ToolRegistry>) -> Arc<ToolIndex> {
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((indexed, index)) = &*kept
+            && Arc::ptr_eq(indexed, registry)
+        {
+            return index.clone();
+        }
+        let index = Arc::new(ToolIndex::new(registry));
+        *kept = Some((registry.clone(), index.clone()));
+        index
+    }
 }
 
 /// What one of the surface's tools was asked, read from its arguments.
@@ -260,7 +283,8 @@ impl ToolportServer {
     ) -> CallToolResult {
         let registry = self.shared.registry.load();
         let principal = Principal::of(context);
-        let found = find_tools(&registry, query, limit, |tool| {
+        let index = self.shared.search_index.of(&registry);
+        let found = index.find(query, limit, |tool| {
             Self::may_use(principal.as_deref(), tool)
         });
         let tools: Vec<Value> = found

@@ -88,6 +88,7 @@ fn serve(
         payload: Default::default(),
         result_cap: Default::default(),
         surface: Default::default(),
+        search_index: Default::default(),
         upstreams: toolport_tools::host::Upstreams::new(root.clone(), false),
         principal_budgets: Arc::default(),
     });

@@ -12,7 +12,7 @@
 //!
 //! - the served tool set: [`LiveRegistry`], [`Catalog`] (built-ins, plugins and upstreams'
 //!   tools, then the operator's selection), its [`reload`], [`builtin_tools`], and
-//!   [`find_tools`] (a search over it);
+//!   [`ToolIndex`] (a search over it);
 //! - a call as the server runs it: [`Session`], [`Payload`], [`Elicitor`], [`CallFacts`];
 //! - work a call left running: [`BackgroundTable`];
 //! - other MCP servers as tools: [`Upstreams`];
@@ -23,7 +23,7 @@
 
 // The served tool set (and its parameters as prose, for the reference in docs/tools.md),
 // and finding tools in it by what they do (the search surface).
-pub use crate::find::find_tools;
+pub use crate::find::ToolIndex;
 pub use crate::instructions::param_docs;
 pub use crate::plugins::Catalog;
 pub use crate::registry::LiveRegistry;

@@ -28,19 +28,20 @@ pub(crate) struct Document {
     pub(crate) fields: Vec<Vec<String>>,
 }
 
-/// Scores documents against a query's terms.
-pub(crate) struct Scorer<'a> {
-    fields: &'a [Field],
-    documents: &'a [Document],
+/// Scores documents against a query's terms: the documents, and their statistics computed
+/// once.
+pub(crate) struct Scorer {
+    fields: &'static [Field],
+    documents: Vec<Document>,
     /// Each field's average length over the documents (at least 1, so an empty field
     /// divides by something).
     average: Vec<f64>,
     /// In how many documents each term appears, in any field.
-    frequency: HashMap<&'a str, usize>,
+    frequency: HashMap<String, usize>,
 }
 
-impl<'a> Scorer<'a> {
-    pub(crate) fn new(fields: &'a [Field], documents: &'a [Document]) -> Self {
+impl Scorer {
+    pub(crate) fn new(fields: &'static [Field], documents: Vec<Document>) -> Self {
         let count = documents.len().max(1) as f64;
         let average = (0..fields.len())
             .map(|f| {
@@ -48,8 +49,8 @@ impl<'a> Scorer<'a> {
                 (total as f64 / count).max(1.0)
             })
             .collect();
-        let mut frequency: HashMap<&str, usize> = HashMap::new();
-        for document in documents {
+        let mut frequency: HashMap<String, usize> = HashMap::new();
+        for document in &documents {
             let distinct: HashSet<&str> = document
                 .fields
                 .iter()
@@ -57,7 +58,7 @@ impl<'a> Scorer<'a> {
                 .map(String::as_str)
                 .collect();
             for term in distinct {
-                *frequency.entry(term).or_default() += 1;
+                *frequency.entry(term.to_owned()).or_default() += 1;
             }
         }
         Self {
@@ -134,7 +135,7 @@ mod tests {
     #[test]
     fn a_word_in_the_name_outweighs_the_same_word_in_the_text() {
         let docs = [doc("fetch", "get a url"), doc("grep", "fetch nothing url")];
-        let scorer = Scorer::new(FIELDS, &docs);
+        let scorer = Scorer::new(FIELDS, docs.into());
         assert!(scorer.score(0, &terms("fetch")) > scorer.score(1, &terms("fetch")));
     }
 
@@ -145,7 +146,7 @@ mod tests {
             doc("b", "file write"),
             doc("c", "file delete"),
         ];
-        let scorer = Scorer::new(FIELDS, &docs);
+        let scorer = Scorer::new(FIELDS, docs.into());
         assert!(scorer.score(1, &terms("write")) > scorer.score(1, &terms("file")));
         assert_eq!(scorer.score(0, &terms("write")), 0.0);
         assert_eq!(scorer.score(0, &terms("nothing here")), 0.0);
@@ -154,7 +155,7 @@ mod tests {
     #[test]
     fn repeats_saturate_and_a_repeated_query_term_counts_once() {
         let docs = [doc("x", "echo"), doc("y", "echo echo echo echo echo echo")];
-        let scorer = Scorer::new(FIELDS, &docs);
+        let scorer = Scorer::new(FIELDS, docs.into());
         let once = scorer.score(0, &terms("echo"));
         let six = scorer.score(1, &terms("echo"));
         assert!(six > once && six < 3.0 * once, "{once} {six}");
@@ -167,7 +168,7 @@ mod tests {
             doc("p", "move file"),
             doc("q", "move a b c d e f g h i j k l m n o p"),
         ];
-        let scorer = Scorer::new(FIELDS, &docs);
+        let scorer = Scorer::new(FIELDS, docs.into());
         assert!(scorer.score(0, &terms("move")) > scorer.score(1, &terms("move")));
     }
 }

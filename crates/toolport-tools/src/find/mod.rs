@@ -5,9 +5,8 @@
 //! request names exactly (`read_text_file`, or an upstream tool's own name without its
 //! prefix, `get-sum` for `everything__get-sum`), which always come first.
 //!
-//! The documents are built per search from the registry the session sees: a catalog is a
-//! hundred short texts, so a search costs well under a millisecond (BENCHMARKS.md) and needs
-//! no index to keep in step with reloads.
+//! A [`ToolIndex`] holds the documents of one registry, built on its first search (the server
+//! keeps one per served set): a search then scores each visible tool's document.
 
 mod bm25;
 mod terms;
@@ -68,44 +67,69 @@ const FIELDS: &[Field] = &[
 /// server does.
 const PREFIX_SEPARATOR: &str = "__";
 
-/// The tools of `registry` that `visible` lets through, best match for `query` first, at most
-/// `limit`. Tools no term of the query matches are left out (an empty answer means nothing
-/// matched).
-pub fn find_tools(
-    registry: &ToolRegistry,
-    query: &str,
-    limit: usize,
-    visible: impl Fn(&dyn AiTool) -> bool,
-) -> Vec<Arc<dyn AiTool>> {
-    let tools: Vec<Arc<dyn AiTool>> = registry
-        .all()
-        .into_iter()
-        .filter(|t| visible(t.as_ref()))
-        .collect();
-    let terms = Terms::new();
-    let documents: Vec<Document> = tools
-        .iter()
-        .map(|tool| document(&terms, registry, tool.as_ref()))
-        .collect();
-    let scorer = Scorer::new(FIELDS, &documents);
-    let query_terms = terms.of_request(query);
-    let named = named_in(query);
-    let mut ranked: Vec<(usize, bool, f64)> = tools
-        .iter()
-        .enumerate()
-        .map(|(i, tool)| {
-            let exact = is_named(tool.name(), &named);
-            (i, exact, scorer.score(i, &query_terms))
-        })
-        .filter(|&(_, exact, score)| exact || score > 0.0)
-        .collect();
-    // Exact names first, then by score; ties keep the listing order (the sort is stable).
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)));
-    ranked
-        .into_iter()
-        .take(limit)
-        .map(|(i, _, _)| tools[i].clone())
-        .collect()
+/// The searchable text of every tool of one registry, built once (a served set is immutable:
+/// a reload builds a new registry, and the server a new index for it).
+pub struct ToolIndex {
+    tools: Vec<Arc<dyn AiTool>>,
+    scorer: Scorer,
+    terms: Terms,
+}
+
+impl std::fmt::Debug for ToolIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolIndex")
+            .field("tools", &self.tools.len())
+            .finish()
+    }
+}
+
+impl ToolIndex {
+    /// The index of every tool of `registry`.
+    pub fn new(registry: &ToolRegistry) -> Self {
+        let terms = Terms::new();
+        let tools = registry.all();
+        let documents = tools
+            .iter()
+            .map(|tool| document(&terms, registry, tool.as_ref()))
+            .collect();
+        Self {
+            tools,
+            scorer: Scorer::new(FIELDS, documents),
+            terms,
+        }
+    }
+
+    /// The tools that `visible` lets through, best match for `query` first, at most `limit`.
+    /// Tools no term of the query matches are left out (an empty answer means nothing
+    /// matched). A term's rarity is counted over every tool of the registry, so what one
+    /// session may not see changes no other tool's rank relative to another.
+    pub fn find(
+        &self,
+        query: &str,
+        limit: usize,
+        visible: impl Fn(&dyn AiTool) -> bool,
+    ) -> Vec<Arc<dyn AiTool>> {
+        let query_terms = self.terms.of_request(query);
+        let named = named_in(query);
+        let mut ranked: Vec<(usize, bool, f64)> = self
+            .tools
+            .iter()
+            .enumerate()
+            .filter(|(_, tool)| visible(tool.as_ref()))
+            .map(|(i, tool)| {
+                let exact = is_named(tool.name(), &named);
+                (i, exact, self.scorer.score(i, &query_terms))
+            })
+            .filter(|&(_, exact, score)| exact || score > 0.0)
+            .collect();
+        // Exact names first, then by score; ties keep the listing order (the sort is stable).
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)));
+        ranked
+            .into_iter()
+            .take(limit)
+            .map(|(i, _, _)| self.tools[i].clone())
+            .collect()
+    }
 }
 
 /// A tool's searchable text, field by field (see [`FIELDS`]).
@@ -276,6 +300,15 @@ mod tests {
             registry.register(t).unwrap();
         }
         registry
+    }
+
+    fn find_tools(
+        registry: &ToolRegistry,
+        query: &str,
+        limit: usize,
+        visible: impl Fn(&dyn AiTool) -> bool,
+    ) -> Vec<Arc<dyn AiTool>> {
+        ToolIndex::new(registry).find(query, limit, visible)
     }
 
     fn names(query: &str) -> Vec<String> {
