@@ -253,11 +253,13 @@ mod tests {
         parameters: Value,
         upstream: Option<&'static str>,
     ) -> Arc<dyn AiTool> {
-        let schema = serde_json::json!({"type": "object", "properties": parameters});
+        let mut schema = serde_json::Map::new();
+        schema.insert("type".into(), Value::from("object"));
+        schema.insert("properties".into(), parameters);
         Arc::new(Fake {
             name,
             description,
-            schema: Arc::new(schema.as_object().cloned().unwrap()),
+            schema: Arc::new(schema),
             upstream,
             tags: Vec::new(),
         })
