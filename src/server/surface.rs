@@ -21,8 +21,8 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, JsonObject,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -240,13 +240,18 @@ impl ToolportServer {
         match read(&request) {
             Ok(Asked::Call(inner)) => {
                 let answer = self.call(inner, context, Some(CALL_TOOL)).await;
-                // A model that named a tool that is not there gets a result it can act on
-                // (search again), not a protocol error its client may not show it.
+                // A model gets a result it can act on, not a protocol error its client may not
+                // show it: a tool that is not there (search again), or one outside the
+                // token's scopes (do without it).
                 answer.or_else(|error| {
-                    let message = format!(
-                        "{}. Find the tool's exact name with {SEARCH_TOOLS}.",
-                        error.message
-                    );
+                    let message = if error.code == ErrorCode::INVALID_PARAMS {
+                        format!(
+                            "{}. Find the tool's exact name with {SEARCH_TOOLS}.",
+                            error.message
+                        )
+                    } else {
+                        error.message.to_string()
+                    };
                     Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into())
                 })
             }
