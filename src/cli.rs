@@ -1,6 +1,7 @@
 //! The `toolport` command: parse the command line, build the configuration, then serve or run
 //! one of the subcommands (`tools`, `instructions`, `call`, `config`, `plugins check`,
-//! `upstreams status`, `auth list|revoke`). `main.rs` only handles
+//! `upstreams status|login|logout` (login.rs: the OAuth login's loopback redirect and browser),
+//! `auth list|revoke`). `main.rs` only handles
 //! the hidden helpers and calls [`run`].
 //!
 //! Output behaves like a Unix tool's: writing to a closed pipe (`toolport tools | head`) ends
@@ -25,6 +26,8 @@ use crate::observe::audit::{Caller, Outcome};
 use crate::observe::{Call, Failure, TOOL_ERROR};
 use crate::server::Shared;
 use crate::transport::http::oauth::builtin::admin;
+
+mod login;
 
 /// This very binary, however it was started: the command watchdog runs as
 /// `toolport __watchdog`. On Linux `/proc/self/exe`, which names it even if the file was
@@ -192,6 +195,12 @@ async fn command(command: Command, config: Config) -> ExitCode {
         },
         Command::Plugins(PluginsCommand::Check { dirs }) => Ok(check_plugins(config, &dirs)),
         Command::Auth(command) => Ok(auth(config, &command)),
+        Command::Upstreams(UpstreamsCommand::Login { name, no_browser }) => {
+            Ok(login::login(config, &name, no_browser).await)
+        }
+        Command::Upstreams(UpstreamsCommand::Logout { name }) => {
+            Ok(login::logout(config, &name).await)
+        }
         Command::Upstreams(UpstreamsCommand::Status { json }) => match build(config).await {
             Ok(shared) => Ok(stop(&shared, upstreams_status(&shared, config, json)).await),
             Err(code) => Err(code),

@@ -86,7 +86,7 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Plugins(PluginsCommand),
     /// The other MCP servers whose tools are served (`[[upstreams]]`): `toolport upstreams
-    /// status`.
+    /// status`, `login NAME`, `logout NAME`.
     #[command(subcommand)]
     Upstreams(UpstreamsCommand),
     /// The built-in OAuth authorization server's grants (`[http.oauth] authorization_server =
@@ -122,6 +122,22 @@ pub(crate) enum UpstreamsCommand {
         /// Print JSON (one object per upstream) instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Log in to an upstream that authorizes with OAuth (auth = "oauth"): the authorization
+    /// code flow with PKCE, the URL printed on stderr and opened in the browser ($BROWSER),
+    /// the redirect back to 127.0.0.1; its tokens kept in the system credential store (or a
+    /// private file) for every toolport that runs with this config.
+    Login {
+        /// The upstream's name.
+        name: String,
+        /// Only print the URL; do not open a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget an upstream's stored OAuth tokens.
+    Logout {
+        /// The upstream's name.
+        name: String,
     },
 }
 

@@ -56,6 +56,10 @@ mod payload;
 // Other MCP servers behind toolport (toolport itself as the upstream): one list, the audit,
 // confirmation, progress and cancellation, crashes and hangs, reload, no process left.
 mod upstreams;
+// OAuth to upstreams: `toolport upstreams login` against an upstream toolport in resource-server
+// mode with oidc-provider as its identity provider (browser scripted), refresh with
+// `resource`, a restart, a revoked refresh token, client credentials.
+mod upstream_oauth;
 // The official reference MCP servers (npm, PyPI; pinned in .ci/upstreams) behind toolport.
 mod upstream_servers;
 // The tool surface: the search surface (search_tools, call_tool) with the reference servers,

@@ -50,13 +50,13 @@ struct Provider {
 }
 
 /// Where `provider.mjs` and its modules are.
-fn oidc_dir() -> PathBuf {
+pub(crate) fn oidc_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/oidc")
 }
 
 /// `node` on PATH with oidc-provider installed, or `None` (the test does not run) when they
 /// are not there and CI does not require them.
-fn node() -> Option<PathBuf> {
+pub(crate) fn node() -> Option<PathBuf> {
     let node = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|d| d.join("node"))
@@ -162,7 +162,7 @@ fn now() -> i64 {
 
 /// A toolport serving HTTP with `[http.oauth]` `oauth_toml` for `issuer` (plus `extra`
 /// arguments), and its resource URL (`http://127.0.0.1:PORT/mcp`, from the Host header).
-async fn serve_oauth(
+pub(crate) async fn serve_oauth(
     root: &Path,
     issuer: &str,
     oauth_toml: &str,

@@ -43,7 +43,10 @@ pub use crate::workspace::client_root_path;
 pub use crate::background::{Background, BackgroundState, BackgroundTable, OutputStream};
 
 // Other MCP servers.
-pub use crate::upstreams::{State as UpstreamState, UpstreamStatus, Upstreams};
+pub use crate::upstreams::{
+    Login as UpstreamLogin, State as UpstreamState, TOKEN_DIR_VARIABLE, UpstreamStatus, Upstreams,
+    logout as upstream_logout,
+};
 
 // Each feature's settings, as the server's `Config` holds them.
 pub use crate::plugins::PluginSettings;

@@ -17,7 +17,11 @@ use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use tokio_util::sync::CancellationToken;
+
 use super::client::UpstreamClient;
+use super::oauth::http::OAuthHttp;
+use super::oauth::{Authorizer, Refused};
 use super::oversize;
 use super::settings::{Endpoint, UpstreamSettings};
 use crate::tools::exec::{child_env, os};
@@ -44,11 +48,31 @@ const STDERR_LINE_BYTES: usize = 2048;
 pub(crate) struct Failure {
     pub(crate) why: String,
     pub(crate) stderr: Option<String>,
+    /// Only a login helps (an OAuth upstream without usable tokens): not retried until its
+    /// stored tokens change.
+    pub(crate) needs_login: bool,
 }
 
 impl From<String> for Failure {
     fn from(why: String) -> Self {
-        Self { why, stderr: None }
+        Self {
+            why,
+            stderr: None,
+            needs_login: false,
+        }
+    }
+}
+
+impl From<Refused> for Failure {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::NeedsLogin(why) => Self {
+                why,
+                stderr: None,
+                needs_login: true,
+            },
+            Refused::Failed(why) => why.into(),
+        }
     }
 }
 
@@ -62,6 +86,8 @@ impl From<&str> for Failure {
 pub(crate) struct Connection {
     pub(crate) service: RunningService<RoleClient, UpstreamClient>,
     pub(crate) process: Option<Process>,
+    /// For an OAuth upstream: fires when only a new login can help.
+    pub(crate) lost: Option<CancellationToken>,
 }
 
 /// A started upstream's process tree and its last stderr lines.
@@ -129,7 +155,7 @@ pub(crate) async fn connect(
     settings: &UpstreamSettings,
     client: UpstreamClient,
     default_cwd: &Path,
-    secret: &(dyn Fn(&str) + Sync),
+    secret: &std::sync::Arc<dyn Fn(&str) + Send + Sync>,
     deadline: tokio::time::Instant,
 ) -> Result<Connection, Failure> {
     match &settings.endpoint {
@@ -164,10 +190,12 @@ pub(crate) async fn connect(
                 Ok(Ok(service)) => Ok(Connection {
                     service,
                     process: Some(process),
+                    lost: None,
                 }),
                 Err(_) => Err(Failure {
                     why: start_timed_out(settings),
                     stderr: process.stop_keeping_tail().await,
+                    needs_login: false,
                 }),
                 Ok(Err(error)) => {
                     // A server that failed the handshake by exiting says why as it goes.
@@ -181,6 +209,7 @@ pub(crate) async fn connect(
                     Err(Failure {
                         why,
                         stderr: process.stop_keeping_tail().await,
+                        needs_login: false,
                     })
                 }
             }
@@ -190,6 +219,7 @@ pub(crate) async fn connect(
             token_env,
             token_file,
             headers,
+            oauth,
         } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             if let Some(token) = read_token(token_env.as_deref(), token_file.as_deref())? {
@@ -205,20 +235,53 @@ pub(crate) async fn connect(
                 custom.insert(name, value);
             }
             let config = config.custom_headers(custom);
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let handshake_failed = |error: rmcp::service::ClientInitializeError| {
+                format!(
+                    "{} did not complete the MCP handshake ({error})",
+                    crate::secret::display_url(url)
+                )
+            };
+            let Some(oauth) = oauth else {
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let service = tokio::time::timeout_at(deadline, client.serve(transport))
+                    .await
+                    .map_err(|_| start_timed_out(settings))?
+                    .map_err(handshake_failed)?;
+                return Ok(Connection {
+                    service,
+                    process: None,
+                    lost: None,
+                });
+            };
+            let told = {
+                let secret = secret.clone();
+                Box::new(move |token: &str| secret(token))
+            };
+            let authorizer =
+                tokio::time::timeout_at(deadline, Authorizer::open(settings, url, oauth, told))
+                    .await
+                    .map_err(|_| start_timed_out(settings))??;
+            let lost = authorizer.lost().clone();
+            let transport =
+                StreamableHttpClientTransport::with_client(OAuthHttp::new(authorizer), config);
             let service = tokio::time::timeout_at(deadline, client.serve(transport))
                 .await
-                .map_err(|_| start_timed_out(settings))?
-                .map_err(|error| {
-                    format!(
-                        "{} did not complete the MCP handshake ({error})",
-                        crate::secret::display_url(url)
-                    )
-                })?;
-            Ok(Connection {
-                service,
-                process: None,
-            })
+                .map_err(|_| start_timed_out(settings))?;
+            match service {
+                Ok(service) => Ok(Connection {
+                    service,
+                    process: None,
+                    lost: Some(lost),
+                }),
+                Err(_) if lost.is_cancelled() => Err(Failure {
+                    why:
+                        "its OAuth tokens were refused (the refresh token was rejected or expired)"
+                            .into(),
+                    stderr: None,
+                    needs_login: true,
+                }),
+                Err(error) => Err(handshake_failed(error).into()),
+            }
         }
     }
 }

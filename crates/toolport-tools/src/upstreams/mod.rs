@@ -36,6 +36,7 @@ use crate::secret::Secret;
 mod client;
 mod connect;
 mod naming;
+mod oauth;
 mod oversize;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -43,6 +44,8 @@ pub use oversize::fuzz as fuzz_oversize;
 mod settings;
 mod tool;
 
+pub use oauth::login::{Login, logout};
+pub use oauth::store::TOKEN_DIR_VARIABLE;
 pub use settings::UpstreamSettings;
 pub(crate) use settings::{FileUpstream, PrefixMode};
 
@@ -81,6 +84,9 @@ pub enum State {
     Ready,
     /// It failed or exited; it is started again after a delay.
     Retrying,
+    /// It authorizes with OAuth and has no usable tokens (never logged into, or its refresh
+    /// token was refused): `toolport upstreams login NAME`; it starts again once that is done.
+    NeedsLogin,
     /// `enabled = false`.
     Disabled,
     /// Stopped (toolport is stopping, or the upstream was removed from the config).
@@ -99,6 +105,13 @@ pub struct UpstreamStatus {
     pub state: State,
     /// How many of its tools are offered (after `allow_tools` / `deny_tools`).
     pub tools: usize,
+    /// `oauth` or `client_credentials` when it authorizes with OAuth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<settings::AuthKind>,
+    /// Where its OAuth tokens are kept (the system credential store, or a file: its path),
+    /// once known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_store: Option<String>,
     /// How many times it was started again after a failure.
     pub restarts: u32,
     /// Why it is not ready (the last failure).
@@ -230,6 +243,12 @@ impl Link {
             transport: self.settings.transport(),
             state: live.state,
             tools: self.served(&live).count(),
+            auth: self.settings.oauth().map(settings::OAuthSettings::kind),
+            token_store: self
+                .settings
+                .oauth()
+                .filter(|o| o.kind() == settings::AuthKind::Oauth)
+                .and_then(|_| oauth::store::resolved(&self.settings.name)),
             restarts: live.restarts,
             error: live.error.clone().filter(|_| live.state != State::Ready),
             stderr: live.stderr.clone().filter(|_| live.state != State::Ready),
@@ -254,6 +273,7 @@ impl Live {
         match (self.state, &self.error) {
             (State::Starting, _) => "it is starting".into(),
             (State::Disabled, _) => "it is disabled (enabled = false)".into(),
+            (State::NeedsLogin, Some(error)) => error.clone(),
             (_, Some(error)) => error.clone(),
             (State::Stopped, None) => "it was stopped".into(),
             (_, None) => "it is not ready".into(),
@@ -641,8 +661,29 @@ async fn supervise(
             live.retry_at = None;
         }
         bump(&version);
+        // The tokens a login upstream starts with: a login made after this point is noticed
+        // by the wait below, however soon after it comes.
+        let stored = oauth::stored(&link.settings).await;
         match attempt(&link, &version, &cwd).await {
             Ended::Stopped => break,
+            Ended::Failed { failure, .. } if failure.needs_login => {
+                let why = oauth::needs_login_text(&link.settings.name, &failure.why);
+                tracing::warn!(upstream = %link.settings.name, "upstream MCP server needs a login: {why}");
+                {
+                    let mut live = link.live();
+                    live.state = State::NeedsLogin;
+                    live.peer = None;
+                    live.tools.clear();
+                    live.error = Some(why);
+                    live.stderr = None;
+                    live.tried = true;
+                }
+                bump(&version);
+                if !wait_for_login(&link, stored).await {
+                    break;
+                }
+                delay = BACKOFF_FIRST;
+            }
             Ended::Failed { failure, up } => {
                 if up >= STABLE_AFTER {
                     delay = BACKOFF_FIRST;
@@ -685,6 +726,22 @@ async fn supervise(
     bump(&version);
 }
 
+/// Wait until upstream `link`'s stored tokens differ from `before` (a login was made), polling
+/// every [`oauth::LOGIN_POLL`]; `false` when told to stop first.
+async fn wait_for_login(link: &Link, before: Option<[u8; 32]>) -> bool {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(oauth::LOGIN_POLL) => {}
+            () = link.stop.cancelled() => return false,
+        }
+        let now = oauth::stored(&link.settings).await;
+        if now.is_some() && now != before {
+            tracing::info!(upstream = %link.settings.name, "new OAuth tokens stored; connecting");
+            return true;
+        }
+    }
+}
+
 /// Connect once and serve until the connection ends, the upstream stops answering pings, or
 /// the supervisor is told to stop.
 async fn attempt(
@@ -703,7 +760,10 @@ async fn attempt(
     // fails, keeping the server's last stderr lines.
     let deadline = Instant::now() + settings.start_timeout;
     let start = async {
-        let secret = |token: &str| link.secrets.tell(token);
+        let secret: Arc<dyn Fn(&str) + Send + Sync> = {
+            let secrets = link.secrets.clone();
+            Arc::new(move |token: &str| secrets.tell(token))
+        };
         let connection = connect(settings, client, cwd, &secret, deadline).await?;
         let listed =
             tokio::time::timeout_at(deadline, connection.service.peer().list_all_tools()).await;
@@ -713,7 +773,11 @@ async fn attempt(
             Err(_) => connect::start_timed_out(settings),
         };
         let stderr = stop_connection(connection).await;
-        Err(Failure { why, stderr })
+        Err(Failure {
+            why,
+            stderr,
+            needs_login: false,
+        })
     };
     let started = tokio::select! {
         started = start => started,
@@ -729,7 +793,12 @@ async fn attempt(
         }
     };
     let up_since = Instant::now();
-    let Connection { service, process } = connection;
+    let Connection {
+        service,
+        process,
+        lost,
+    } = connection;
+    let lost = lost.unwrap_or_default();
     let peer = service.peer().clone();
     tracing::info!(upstream = %settings.name, tools = tools.len(), "upstream MCP server ready");
     {
@@ -771,6 +840,14 @@ async fn attempt(
                     break Some(why);
                 }
             }
+            () = lost.cancelled() => {
+                // Its tokens were refused and cannot be renewed: only a login helps.
+                if let Some(token) = stop_service.take() {
+                    token.cancel();
+                }
+                let _ = (&mut waiting).await;
+                break Some("its OAuth tokens were refused (the refresh token was rejected or expired)".to_owned());
+            }
             () = link.stop.cancelled() => {
                 if let Some(token) = stop_service.take() {
                         token.cancel();
@@ -804,7 +881,11 @@ async fn attempt(
     match ended {
         None => Ended::Stopped,
         Some(why) => Ended::Failed {
-            failure: Failure { why, stderr },
+            failure: Failure {
+                why,
+                stderr,
+                needs_login: lost.is_cancelled(),
+            },
             up: up_since.elapsed(),
         },
     }
@@ -854,7 +935,9 @@ async fn list_again(link: Arc<Link>, peer: Peer<RoleClient>, version: Arc<watch:
 
 /// Close a connection that will not be used, and stop its process: its last stderr lines.
 async fn stop_connection(connection: Connection) -> Option<String> {
-    let Connection { service, process } = connection;
+    let Connection {
+        service, process, ..
+    } = connection;
     let _ = service.cancel().await;
     match process {
         Some(process) => process.stop_keeping_tail().await,

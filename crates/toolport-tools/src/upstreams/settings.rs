@@ -80,6 +80,15 @@ pub struct FileUpstream {
     token_env: Option<String>,
     token_file: Option<PathBuf>,
     headers: Option<BTreeMap<String, String>>,
+    auth: Option<AuthKind>,
+    client_id: Option<String>,
+    client_secret_env: Option<String>,
+    client_secret_file: Option<PathBuf>,
+    private_key_file: Option<PathBuf>,
+    private_key_alg: Option<KeyAlg>,
+    client_metadata_url: Option<String>,
+    scopes: Option<Vec<String>>,
+    token_store: Option<StoreKind>,
     prefix: Option<PrefixMode>,
     allow_tools: Option<Vec<String>>,
     deny_tools: Option<Vec<String>>,
@@ -120,7 +129,147 @@ pub enum Endpoint {
         token_file: Option<PathBuf>,
         /// Extra request headers (not secrets: they are printed).
         headers: BTreeMap<String, String>,
+        /// Tokens obtained with OAuth instead of a static one (`auth`).
+        oauth: Option<OAuthSettings>,
     },
+}
+
+/// `auth`: how an HTTP upstream's tokens are obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthKind {
+    /// The authorization code flow with PKCE, once, by `toolport upstreams login NAME`; then
+    /// refreshed.
+    Oauth,
+    /// The client credentials grant (machine to machine): a client secret or a signed
+    /// assertion (`private_key_jwt`), no person involved.
+    ClientCredentials,
+}
+
+/// `token_store`: where an OAuth upstream's tokens are kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreKind {
+    /// The system's credential store, or the file when there is none (saying so).
+    #[default]
+    Auto,
+    /// The system's credential store only (an error when there is none).
+    Keyring,
+    /// A file readable only by its owner, in toolport's state folder (`TOOLPORT_TOKEN_DIR`).
+    File,
+}
+
+/// `private_key_alg`: how a `private_key_jwt` assertion is signed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum KeyAlg {
+    /// RSA PKCS#1 v1.5 with SHA-256 (the default: what every server takes).
+    #[default]
+    RS256,
+    /// RSA with SHA-384.
+    RS384,
+    /// RSA with SHA-512.
+    RS512,
+    /// ECDSA P-256 with SHA-256.
+    ES256,
+    /// ECDSA P-384 with SHA-384.
+    ES384,
+}
+
+/// Where a client secret is read (never written in the config file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretSource {
+    /// A variable of toolport's environment.
+    Env(String),
+    /// A file (trimmed).
+    File(PathBuf),
+}
+
+impl SecretSource {
+    /// The secret, read now (a rotated file is picked up at the next connection).
+    pub(crate) fn read(&self, what: &str) -> Result<String, String> {
+        let value = match self {
+            Self::Env(name) => {
+                std::env::var(name).map_err(|_| format!("its {what} variable {name} is not set"))?
+            }
+            Self::File(path) => std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read its {what} file {} ({e})", path.display()))?,
+        };
+        let value = value.trim().to_owned();
+        if value.is_empty() {
+            return Err(format!("its {what} is empty"));
+        }
+        Ok(value)
+    }
+}
+
+/// How the client of a `client_credentials` upstream authenticates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// A client secret (`client_secret_env` / `client_secret_file`).
+    Secret(SecretSource),
+    /// A private key signing an RFC 7523 assertion (`private_key_file`, `private_key_alg`).
+    PrivateKey {
+        /// The PEM file.
+        file: PathBuf,
+        /// Its algorithm.
+        alg: KeyAlg,
+    },
+}
+
+/// The grant an OAuth upstream's tokens come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grant {
+    /// `auth = "oauth"`: a person logs in once (`toolport upstreams login NAME`).
+    AuthorizationCode {
+        /// A client registered out of band; otherwise a client ID metadata document or
+        /// dynamic registration, as the authorization server offers.
+        client_id: Option<String>,
+        /// The secret of that client, when it is confidential.
+        client_secret: Option<SecretSource>,
+        /// The https URL of toolport's client ID metadata document, when the operator
+        /// publishes one.
+        client_metadata_url: Option<String>,
+    },
+    /// `auth = "client_credentials"`.
+    ClientCredentials {
+        /// The client.
+        client_id: String,
+        /// How it authenticates.
+        credential: ClientAuth,
+    },
+}
+
+/// An HTTP upstream that authorizes with OAuth.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthSettings {
+    /// Where its tokens come from.
+    pub grant: Grant,
+    /// The scopes asked for (none: what the upstream's challenge and metadata suggest).
+    pub scopes: Vec<String>,
+    /// Where its tokens are kept.
+    pub store: StoreKind,
+}
+
+impl OAuthSettings {
+    /// `auth` as written.
+    pub fn kind(&self) -> AuthKind {
+        match self.grant {
+            Grant::AuthorizationCode { .. } => AuthKind::Oauth,
+            Grant::ClientCredentials { .. } => AuthKind::ClientCredentials,
+        }
+    }
+
+    /// Its client secret's source, when it has one.
+    fn secret_source(&self) -> Option<&SecretSource> {
+        match &self.grant {
+            Grant::AuthorizationCode { client_secret, .. } => client_secret.as_ref(),
+            Grant::ClientCredentials {
+                credential: ClientAuth::Secret(source),
+                ..
+            } => Some(source),
+            Grant::ClientCredentials { .. } => None,
+        }
+    }
 }
 
 /// One upstream, validated.
@@ -174,6 +323,14 @@ impl UpstreamSettings {
         self.confirm || self.confirm_tools.iter().any(|c| c == tool)
     }
 
+    /// How it authorizes with OAuth, when it does.
+    pub fn oauth(&self) -> Option<&OAuthSettings> {
+        match &self.endpoint {
+            Endpoint::Http { oauth, .. } => oauth.as_ref(),
+            Endpoint::Command { .. } => None,
+        }
+    }
+
     /// `stdio` or `http`, for the status and the log.
     pub fn transport(&self) -> &'static str {
         match self.endpoint {
@@ -204,6 +361,8 @@ impl UpstreamSettings {
 
     fn load(file: FileUpstream, index: usize, base: &Path) -> Result<Self, SettingError> {
         let key = |k: &str| format!("upstreams[{index}].{k}");
+        // The OAuth keys are read from the entry as written, beside the fields taken below.
+        let whole = file.clone();
         let name = file.name.unwrap_or_default();
         if name.is_empty()
             || name.chars().count() > MAX_NAME_CHARS
@@ -227,8 +386,14 @@ impl UpstreamSettings {
                         ("token_env", file.token_env.is_some()),
                         ("token_file", file.token_file.is_some()),
                         ("headers", file.headers.is_some()),
+                        ("auth", file.auth.is_some()),
                     ],
                     "only an HTTP upstream (url) takes it; a command gets variables through env or env_pass",
+                )?;
+                refuse_given(
+                    &key,
+                    oauth_keys(&whole),
+                    "only an HTTP upstream with auth = \"oauth\" or \"client_credentials\" takes it",
                 )?;
                 if program.trim().is_empty() {
                     return Err(SettingError::new(
@@ -298,7 +463,7 @@ impl UpstreamSettings {
                     if header.eq_ignore_ascii_case("authorization") {
                         return Err(SettingError::new(
                             key("headers"),
-                            "Authorization is set from token_env or token_file (never written in the config file)",
+                            "Authorization is set from token_env, token_file or auth (never written in the config file)",
                         ));
                     }
                     if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
@@ -308,11 +473,13 @@ impl UpstreamSettings {
                         ));
                     }
                 }
+                let oauth = load_oauth(&whole, &parsed, &key, base)?;
                 Endpoint::Http {
                     url: parsed,
                     token_env: file.token_env,
                     token_file: file.token_file.map(|f| base.join(f)),
                     headers,
+                    oauth,
                 }
             }
             (Some(_), Some(_)) => {
@@ -434,6 +601,179 @@ impl UpstreamSettings {
     }
 }
 
+/// The OAuth keys of an entry and whether each was given (all belong to `auth`).
+fn oauth_keys(file: &FileUpstream) -> [(&'static str, bool); 8] {
+    [
+        ("client_id", file.client_id.is_some()),
+        ("client_secret_env", file.client_secret_env.is_some()),
+        ("client_secret_file", file.client_secret_file.is_some()),
+        ("private_key_file", file.private_key_file.is_some()),
+        ("private_key_alg", file.private_key_alg.is_some()),
+        ("client_metadata_url", file.client_metadata_url.is_some()),
+        ("scopes", file.scopes.is_some()),
+        ("token_store", file.token_store.is_some()),
+    ]
+}
+
+/// An HTTP entry's `auth` and its keys, validated: each grant takes only what it uses, a
+/// client secret or key is named by where it is (never written in the file), and tokens go
+/// only over https (or plain http to a loopback address, where nothing leaves the machine).
+fn load_oauth(
+    file: &FileUpstream,
+    url: &url::Url,
+    key: &impl Fn(&str) -> String,
+    base: &Path,
+) -> Result<Option<OAuthSettings>, SettingError> {
+    let Some(kind) = file.auth else {
+        return refuse_given(
+            key,
+            oauth_keys(file),
+            "only an upstream with auth = \"oauth\" or \"client_credentials\" takes it; add auth",
+        )
+        .map(|()| None);
+    };
+    refuse_given(
+        key,
+        [
+            ("token_env", file.token_env.is_some()),
+            ("token_file", file.token_file.is_some()),
+        ],
+        "is a static token; an upstream with auth gets its tokens from its authorization server (drop one of the two)",
+    )?;
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    if url.scheme() != "https" && !loopback {
+        return Err(SettingError::new(
+            key("url"),
+            "is plain http to another machine; OAuth tokens go only over https (or http to 127.0.0.1, ::1 or localhost)",
+        ));
+    }
+    for scope in file.scopes.iter().flatten() {
+        if scope.is_empty()
+            || scope
+                .chars()
+                .any(|c| c.is_whitespace() || c == '"' || c == '\\')
+        {
+            return Err(SettingError::new(
+                key("scopes"),
+                format!("{scope:?} is not a scope: one word each, without spaces or quotes"),
+            ));
+        }
+    }
+    if file.client_secret_env.is_some() && file.client_secret_file.is_some() {
+        return Err(SettingError::new(
+            key("client_secret_env"),
+            "and client_secret_file are two sources of one secret; keep one",
+        ));
+    }
+    let secret = match (&file.client_secret_env, &file.client_secret_file) {
+        (Some(name), _) => {
+            check_variable(name)
+                .map_err(|e| SettingError::new(key("client_secret_env"), e.to_string()))?;
+            Some(SecretSource::Env(name.clone()))
+        }
+        (None, Some(path)) => Some(SecretSource::File(base.join(path))),
+        (None, None) => None,
+    };
+    let client_id = match &file.client_id {
+        Some(id) if id.trim().is_empty() => {
+            return Err(SettingError::new(
+                key("client_id"),
+                "is empty; give the client's id, or leave it out",
+            ));
+        }
+        other => other.clone(),
+    };
+    if file.private_key_alg.is_some() && file.private_key_file.is_none() {
+        return Err(SettingError::new(
+            key("private_key_alg"),
+            "names how private_key_file signs; give private_key_file too",
+        ));
+    }
+    let grant = match kind {
+        AuthKind::Oauth => {
+            refuse_given(
+                key,
+                [("private_key_file", file.private_key_file.is_some())],
+                "is for auth = \"client_credentials\" (private_key_jwt); a login (auth = \"oauth\") uses no key",
+            )?;
+            if secret.is_some() && client_id.is_none() {
+                return Err(SettingError::new(
+                    key("client_id"),
+                    "is missing: a client secret belongs to a client registered out of band; give its client_id",
+                ));
+            }
+            let metadata_url = match &file.client_metadata_url {
+                Some(text) => {
+                    let ok = url::Url::parse(text).is_ok_and(|u| {
+                        u.scheme() == "https" && u.host().is_some() && u.path() != "/"
+                    });
+                    if !ok {
+                        return Err(SettingError::new(
+                            key("client_metadata_url"),
+                            format!(
+                                "{text:?} is not an https URL with a path (where toolport's client ID metadata document is published)"
+                            ),
+                        ));
+                    }
+                    Some(text.clone())
+                }
+                None => None,
+            };
+            Grant::AuthorizationCode {
+                client_id,
+                client_secret: secret,
+                client_metadata_url: metadata_url,
+            }
+        }
+        AuthKind::ClientCredentials => {
+            refuse_given(
+                key,
+                [("client_metadata_url", file.client_metadata_url.is_some())],
+                "is for a login (auth = \"oauth\"); client credentials need a registered client_id",
+            )?;
+            let Some(client_id) = client_id else {
+                return Err(SettingError::new(
+                    key("client_id"),
+                    "is missing: client credentials need the client registered with the authorization server",
+                ));
+            };
+            let credential = match (secret, &file.private_key_file) {
+                (Some(source), None) => ClientAuth::Secret(source),
+                (None, Some(path)) => ClientAuth::PrivateKey {
+                    file: base.join(path),
+                    alg: file.private_key_alg.unwrap_or_default(),
+                },
+                (Some(_), Some(_)) => {
+                    return Err(SettingError::new(
+                        key("private_key_file"),
+                        "and a client secret are two ways to authenticate one client; keep one",
+                    ));
+                }
+                (None, None) => {
+                    return Err(SettingError::new(
+                        key("client_secret_env"),
+                        "is missing: client credentials need client_secret_env, client_secret_file or private_key_file (private_key_jwt)",
+                    ));
+                }
+            };
+            Grant::ClientCredentials {
+                client_id,
+                credential,
+            }
+        }
+    };
+    Ok(Some(OAuthSettings {
+        grant,
+        scopes: file.scopes.clone().unwrap_or_default(),
+        store: file.token_store.unwrap_or_default(),
+    }))
+}
+
 /// An error naming the first of `keys` that was given (`true`): it does not belong to this
 /// kind of upstream, `why`.
 fn refuse_given<const N: usize>(
@@ -473,6 +813,8 @@ impl Serialize for UpstreamSettings {
             token_file: Option<&'a Path>,
             #[serde(skip_serializing_if = "Option::is_none")]
             headers: Option<BTreeMap<&'a str, &'a str>>,
+            #[serde(flatten)]
+            oauth: Option<PrintedOAuth<'a>>,
             prefix: PrefixMode,
             #[serde(skip_serializing_if = "Option::is_none")]
             allow_tools: Option<&'a [String]>,
@@ -501,6 +843,7 @@ impl Serialize for UpstreamSettings {
             token_env: None,
             token_file: None,
             headers: None,
+            oauth: None,
             prefix: self.prefix,
             allow_tools: self.allow_tools.as_deref(),
             deny_tools: &self.deny_tools,
@@ -537,7 +880,9 @@ impl Serialize for UpstreamSettings {
                 token_env,
                 token_file,
                 headers,
+                oauth,
             } => {
+                printed.oauth = oauth.as_ref().map(PrintedOAuth::of);
                 printed.url = Some(url.as_str());
                 printed.token_env = token_env.as_deref();
                 printed.token_file = token_file.as_deref();
@@ -551,6 +896,66 @@ impl Serialize for UpstreamSettings {
             }
         }
         printed.serialize(serializer)
+    }
+}
+
+/// An upstream's OAuth keys as `toolport config` prints them: a secret or a key only as where
+/// it is read from.
+#[derive(Serialize)]
+struct PrintedOAuth<'a> {
+    auth: AuthKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_secret_env: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_secret_file: Option<&'a Path>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    private_key_file: Option<&'a Path>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    private_key_alg: Option<KeyAlg>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_metadata_url: Option<&'a str>,
+    scopes: &'a [String],
+    token_store: StoreKind,
+}
+
+impl<'a> PrintedOAuth<'a> {
+    fn of(oauth: &'a OAuthSettings) -> Self {
+        let (client_id, client_metadata_url, key) = match &oauth.grant {
+            Grant::AuthorizationCode {
+                client_id,
+                client_metadata_url,
+                ..
+            } => (client_id.as_deref(), client_metadata_url.as_deref(), None),
+            Grant::ClientCredentials {
+                client_id,
+                credential,
+            } => (
+                Some(client_id.as_str()),
+                None,
+                match credential {
+                    ClientAuth::PrivateKey { file, alg } => Some((file.as_path(), *alg)),
+                    ClientAuth::Secret(_) => None,
+                },
+            ),
+        };
+        let (secret_env, secret_file) = match oauth.secret_source() {
+            Some(SecretSource::Env(name)) => (Some(name.as_str()), None),
+            Some(SecretSource::File(path)) => (None, Some(path.as_path())),
+            None => (None, None),
+        };
+        Self {
+            auth: oauth.kind(),
+            client_id,
+            client_secret_env: secret_env,
+            client_secret_file: secret_file,
+            private_key_file: key.map(|(file, _)| file),
+            private_key_alg: key.map(|(_, alg)| alg),
+            client_metadata_url,
+            scopes: &oauth.scopes,
+            token_store: oauth.store,
+        }
     }
 }
 
