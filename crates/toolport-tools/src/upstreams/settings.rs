@@ -1068,6 +1068,59 @@ mod tests {
                 "name = \"a\"\ncommand = \"x\"\nmax_result_bytes = 17000000",
                 "upstreams[0].max_result_bytes",
             ),
+            // OAuth: each key where it belongs, secrets by where they are, tokens over https.
+            (
+                "name = \"a\"\ncommand = \"x\"\nauth = \"oauth\"",
+                "upstreams[0].auth",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nclient_id = \"c\"",
+                "upstreams[0].client_id",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"oauth\"\ntoken_env = \"T\"",
+                "upstreams[0].token_env",
+            ),
+            (
+                "name = \"a\"\nurl = \"http://h/\"\nauth = \"oauth\"",
+                "upstreams[0].url",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"client_credentials\"\nclient_secret_env = \"S\"",
+                "upstreams[0].client_id",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"client_credentials\"\nclient_id = \"c\"",
+                "upstreams[0].client_secret_env",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"client_credentials\"\nclient_id = \"c\"\nclient_secret_env = \"S\"\nprivate_key_file = \"k.pem\"",
+                "upstreams[0].private_key_file",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"client_credentials\"\nclient_id = \"c\"\nclient_secret_env = \"S\"\nprivate_key_alg = \"ES256\"",
+                "upstreams[0].private_key_alg",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"oauth\"\nprivate_key_file = \"k.pem\"",
+                "upstreams[0].private_key_file",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"oauth\"\nclient_secret_env = \"S\"",
+                "upstreams[0].client_id",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"oauth\"\nclient_metadata_url = \"http://h/c.json\"",
+                "upstreams[0].client_metadata_url",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"oauth\"\nscopes = [\"a b\"]",
+                "upstreams[0].scopes",
+            ),
+            (
+                "name = \"a\"\nurl = \"https://h/\"\nauth = \"oauth\"\ntoken_store = \"disk\"",
+                "token_store",
+            ),
         ] {
             let error = load(&format!("[[upstreams]]\n{text}")).unwrap_err();
             assert!(error.contains(key), "{text}: {error}");
@@ -1078,6 +1131,41 @@ mod tests {
         assert!(twice.unwrap_err().contains("upstreams[1].name"));
         let typo = load("[[upstreams]]\nname = \"a\"\ncommand = \"x\"\nprefx = \"never\"");
         assert!(typo.unwrap_err().contains("prefx"));
+    }
+
+    #[test]
+    fn oauth_entries_read_and_print_their_secrets_by_source_only() {
+        let all = load(
+            "[[upstreams]]\nname = \"a\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth = \"oauth\"\n\
+             [[upstreams]]\nname = \"b\"\nurl = \"https://h/mcp\"\nauth = \"client_credentials\"\nclient_id = \"c\"\nprivate_key_file = \"k.pem\"\nscopes = [\"x\"]",
+        )
+        .unwrap();
+        let a = all[0].oauth().unwrap();
+        assert_eq!(a.kind(), AuthKind::Oauth);
+        assert_eq!(a.store, StoreKind::Auto);
+        let b = all[1].oauth().unwrap();
+        assert_eq!(
+            b.grant,
+            Grant::ClientCredentials {
+                client_id: "c".into(),
+                credential: ClientAuth::PrivateKey {
+                    file: PathBuf::from("/etc/toolport/k.pem"),
+                    alg: KeyAlg::RS256,
+                },
+            }
+        );
+        let printed = toml::to_string(&all[1]).unwrap();
+        for key in [
+            "auth = \"client_credentials\"",
+            "client_id = \"c\"",
+            "private_key_file = \"/etc/toolport/k.pem\"",
+            "private_key_alg = \"RS256\"",
+        ] {
+            assert!(printed.contains(key), "{printed}");
+        }
+        // What is printed loads again.
+        let again = load(&format!("[[upstreams]]\n{printed}")).unwrap();
+        assert_eq!(again[0], all[1]);
     }
 
     #[test]
