@@ -12,7 +12,8 @@
 //   token for the resource;
 // - refresh tokens for every client allowed them (no `offline_access` dance), rotated at each
 //   use for public clients; revoking one revokes its grant;
-// - client credentials for the client `toolport-cc` / `toolport-cc-secret-0123456789`.
+// - client credentials for the client `toolport-cc` / `toolport-cc-secret-0123456789`, and for
+//   `toolport-jwt` with `private_key_jwt` (its key written to CLIENT_KEY_FILE when set).
 //
 // The person's part: the page at /interaction/UID is a form (`login`), posted to
 // /interaction/UID/login: first to log in, then (the provider always asks native clients) to
@@ -21,6 +22,8 @@
 // Test-only routes (nothing here is a production pattern):
 // - GET /test/token-requests -> every token request so far: [{grant_type, resource, status}].
 
+import { writeFileSync } from 'node:fs';
+import { generateKeyPair, exportJWK, exportPKCS8 } from 'jose';
 import Provider from 'oidc-provider';
 
 console.log = console.error;
@@ -29,6 +32,15 @@ console.info = console.error;
 const SCOPES = 'tools:read tools:write tools:exec tools:web tools:upstreams';
 const TTL = Number(process.env.ACCESS_TOKEN_TTL ?? 32);
 const CC = { id: 'toolport-cc', secret: 'toolport-cc-secret-0123456789' };
+const JWT_CLIENT = 'toolport-jwt';
+
+// The private_key_jwt client's key: the public half registered here, the private half (PKCS#8
+// PEM) written to CLIENT_KEY_FILE for the client.
+const clientKey = await generateKeyPair('RS256', { extractable: true });
+const clientJwk = { ...(await exportJWK(clientKey.publicKey)), alg: 'RS256', use: 'sig' };
+if (process.env.CLIENT_KEY_FILE) {
+  writeFileSync(process.env.CLIENT_KEY_FILE, await exportPKCS8(clientKey.privateKey), { mode: 0o600 });
+}
 
 const tokenRequests = [];
 
@@ -42,6 +54,14 @@ const provider = new Provider(issuer, {
   clients: [{
     client_id: CC.id,
     client_secret: CC.secret,
+    grant_types: ['client_credentials'],
+    redirect_uris: [],
+    response_types: [],
+    scope: SCOPES,
+  }, {
+    client_id: JWT_CLIENT,
+    token_endpoint_auth_method: 'private_key_jwt',
+    jwks: { keys: [clientJwk] },
     grant_types: ['client_credentials'],
     redirect_uris: [],
     response_types: [],

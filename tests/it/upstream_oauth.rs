@@ -51,7 +51,16 @@ struct Provider {
 
 impl Provider {
     async fn start(node: &Path) -> Self {
-        let mut child = Command::new(node)
+        Self::start_with(node, None).await
+    }
+
+    /// Started with the private_key_jwt client's key written to `key_file`.
+    async fn start_with(node: &Path, key_file: Option<&Path>) -> Self {
+        let mut command = Command::new(node);
+        if let Some(file) = key_file {
+            command.env("CLIENT_KEY_FILE", file);
+        }
+        let mut child = command
             .arg(oidc_dir().join("login.mjs"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -646,5 +655,46 @@ async fn client_credentials_need_no_login_and_the_secret_is_never_printed() {
         String::from_utf8_lossy(&out.stderr).contains("needs no login"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn client_credentials_with_private_key_jwt() {
+    let Some(node) = node() else { return };
+    let (_dir, root) = tempdir();
+    let key = root.join("client-key.pem");
+    let provider = Provider::start_with(&node, Some(&key)).await;
+    let upstream_root = root.join("upstream");
+    std::fs::create_dir_all(&upstream_root).unwrap();
+    let (_upstream, resource) = upstream(&upstream_root, &provider.issuer).await;
+    let tokens = root.join("tokens");
+    let config = config_file(
+        &root,
+        &front_toml(
+            &resource,
+            &format!(
+                "auth = \"client_credentials\"\nclient_id = \"toolport-jwt\"\nprivate_key_file = '{}'\nprivate_key_alg = \"RS256\"\nscopes = [\"tools:read\"]",
+                key.display()
+            ),
+            &root.join("local"),
+        ),
+    );
+    let client = serve_front(&root, &tokens, &config).await;
+    until_listed(&client, &["remote__read_file"]).await;
+    let read = call(&client, "remote__read_file", json!({"path": "note.txt"})).await;
+    assert!(
+        ok(&read)["content"]
+            .as_str()
+            .unwrap()
+            .contains("protected upstream")
+    );
+    let requests = provider.token_requests().await;
+    assert!(
+        requests
+            .iter()
+            .any(|r| r["grant_type"] == "client_credentials"
+                && r["resource"] == resource.as_str()
+                && r["status"] == 200),
+        "{requests:?}"
     );
 }
