@@ -483,6 +483,30 @@ async fn login_refresh_restart_and_a_revoked_refresh_token() {
         1
     );
 
+    // Two toolports sharing the login (two clients, each starting its own): their refreshes
+    // take turns (the lock file) and each continues the other's rotated refresh token, so the
+    // provider never sees one used twice (which would end the grant).
+    let other_root = root.join("other");
+    std::fs::create_dir_all(&other_root).unwrap();
+    let other = serve_front(&other_root, &tokens, &config).await;
+    until_listed(&other, &["remote__read_file"]).await;
+    tokio::time::sleep(TOKEN_FRESH_FOR).await;
+    let (one, two) = tokio::join!(
+        call(&client, "remote__read_file", json!({"path": "note.txt"})),
+        call(&other, "remote__read_file", json!({"path": "note.txt"})),
+    );
+    assert!(
+        one.is_error != Some(true) && two.is_error != Some(true),
+        "{one:?} {two:?}"
+    );
+    assert!(tokens.join("remote.lock").exists());
+    let requests = provider.token_requests().await;
+    assert!(
+        requests.iter().all(|r| r["status"] == 200),
+        "a refresh token was used twice: {requests:?}"
+    );
+    drop(other);
+
     // The refresh token revoked at the provider (its grant with it): the next refresh is
     // refused, `remote` needs a login, `local` keeps working.
     let saved = stored(&tokens);

@@ -6,9 +6,11 @@
 //! another URL are never sent (an entry whose `url` changed needs a new login).
 //!
 //! rmcp's OAuth client reads and writes the entry through [`rmcp`'s `CredentialStore`]
-//! (`load` before each request, `save` after a login or refresh), so a login made by another
-//! process (`toolport upstreams login`) reaches a running server at its next request or
-//! reconnection.
+//! (`load` before each request: from memory after the first; `save` after a login or
+//! refresh). A refresh holds a lock file shared by every toolport process using the entry and
+//! reads the entry again under it (several clients each run their own toolport with one
+//! config, and a rotated refresh token used twice ends the grant). A login made by another
+//! process (`toolport upstreams login`) is picked up at the next connection.
 //!
 //! [`rmcp`'s `CredentialStore`]: rmcp::transport::auth::CredentialStore
 
@@ -16,7 +18,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -77,12 +81,16 @@ struct Saved {
     credentials: StoredCredentials,
 }
 
-/// One upstream's entry, as rmcp's credential store.
+/// One upstream's entry, as rmcp's credential store. rmcp loads the entry before every
+/// request; after the first read it comes from memory (`cache`, written through on every
+/// save), so a credential store is asked once per connection and once per refresh, not once
+/// per request (a D-Bus round trip each, on Linux).
 #[derive(Debug, Clone)]
 pub(crate) struct TokenStore {
     name: String,
     url: String,
     pub(crate) backend: Backend,
+    cache: std::sync::Arc<Mutex<Option<Option<StoredCredentials>>>>,
 }
 
 impl TokenStore {
@@ -121,6 +129,7 @@ impl TokenStore {
             name: name.to_owned(),
             url: url.to_owned(),
             backend,
+            cache: std::sync::Arc::default(),
         })
     }
 
@@ -168,6 +177,7 @@ impl TokenStore {
 
     /// Forget the entry; `true` when there was one.
     pub(crate) async fn remove(&self) -> Result<bool, String> {
+        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = None;
         match &self.backend {
             Backend::File(path) => match tokio::fs::remove_file(path).await {
                 Ok(()) => Ok(true),
@@ -197,6 +207,81 @@ impl TokenStore {
 #[async_trait::async_trait]
 impl CredentialStore for TokenStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        if let Some(cached) = self.cached() {
+            return Ok(cached);
+        }
+        let loaded = self.load_stored().await?;
+        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let saved = Saved {
+            url: self.url.clone(),
+            credentials,
+        };
+        let text = serde_json::to_string(&saved)
+            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
+        // Forgotten first: a write that fails leaves the next load to read what is there.
+        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        self.write(text)
+            .await
+            .map_err(AuthError::CredentialStoreError)?;
+        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = Some(Some(saved.credentials));
+        Ok(())
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        self.lock_for_refresh()
+            .await
+            .map(Some)
+            .map_err(AuthError::CredentialStoreError)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        self.remove()
+            .await
+            .map(|_| ())
+            .map_err(AuthError::CredentialStoreError)
+    }
+}
+
+impl TokenStore {
+    /// Hold the entry across a refresh, against every process that shares it: an exclusive
+    /// lock on `NAME.lock` beside the token files (several clients each start their own
+    /// toolport with one config; a refresh token rotates at each use, and one used twice ends
+    /// the grant at most servers). The entry is read again under the lock, so a refresh made
+    /// meanwhile by another process is the one continued.
+    async fn lock_for_refresh(&self) -> Result<CredentialRefreshGuard, String> {
+        let path = token_file(&self.name)?.with_extension("lock");
+        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        blocking(move || {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            create_private_dir(dir)
+                .map_err(|e| format!("cannot create {} ({e})", dir.display()))?;
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| format!("cannot open {} ({e})", path.display()))?;
+            file.lock()
+                .map_err(|e| format!("cannot lock {} ({e})", path.display()))?;
+            Ok(CredentialRefreshGuard::new(file))
+        })
+        .await
+    }
+
+    fn cached(&self) -> Option<Option<StoredCredentials>> {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The entry's credentials as stored (not the cache).
+    async fn load_stored(&self) -> Result<Option<StoredCredentials>, AuthError> {
         let Some(text) = self.read().await.map_err(AuthError::CredentialStoreError)? else {
             return Ok(None);
         };
@@ -213,25 +298,6 @@ impl CredentialStore for TokenStore {
                 Ok(None)
             }
         }
-    }
-
-    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let saved = Saved {
-            url: self.url.clone(),
-            credentials,
-        };
-        let text = serde_json::to_string(&saved)
-            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
-        self.write(text)
-            .await
-            .map_err(AuthError::CredentialStoreError)
-    }
-
-    async fn clear(&self) -> Result<(), AuthError> {
-        self.remove()
-            .await
-            .map(|_| ())
-            .map_err(AuthError::CredentialStoreError)
     }
 }
 
@@ -303,6 +369,7 @@ mod tests {
             name: "a".into(),
             url: "http://127.0.0.1:1/mcp".into(),
             backend: Backend::File(path.clone()),
+            cache: std::sync::Arc::default(),
         };
         assert!(store.load().await.unwrap().is_none());
         assert!(store.fingerprint().await.is_none());
@@ -330,6 +397,7 @@ mod tests {
         }
         let elsewhere = TokenStore {
             url: "http://127.0.0.1:2/mcp".into(),
+            cache: std::sync::Arc::default(),
             ..store.clone()
         };
         assert!(
