@@ -165,10 +165,12 @@ impl TokenStore {
             }
             Backend::Keyring => {
                 let account = self.account();
+                // The Windows Credential Manager holds at most 2,560 bytes an entry: large
+                // tokens (JWTs with many claims) do not fit there.
                 blocking(move || {
-                    keyring_entry(&account)?
-                        .set_password(&text)
-                        .map_err(|e| e.to_string())
+                    keyring_entry(&account)?.set_password(&text).map_err(|e| {
+                        format!("the system credential store refused the tokens ({e}); give this upstream token_store = \"file\"")
+                    })
                 })
                 .await
             }
