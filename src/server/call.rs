@@ -191,7 +191,7 @@ impl ToolportServer {
                 .await
         } else {
             // Answered before waiting for the client's roots.
-            let mut message = registry.unknown(&request.name).to_string();
+            let mut message = unknown_tool_message(&registry, &request.name, principal.as_deref());
             if let Some(hint) = self.shared.upstreams.unknown_hint(&request.name) {
                 message = format!("{hint}. {message}");
             }
@@ -316,8 +316,13 @@ impl ToolportServer {
                 let failure = Failure::tool(&error, facts);
                 (error_result(error), Some(failure))
             }
-            Err(unknown @ ExecuteError::UnknownTool { .. }) => {
-                return Finished::unknown_tool(unknown.to_string());
+            Err(ExecuteError::UnknownTool { name, .. }) => {
+                let principal = Principal::of(context);
+                return Finished::unknown_tool(unknown_tool_message(
+                    registry,
+                    &name,
+                    principal.as_deref(),
+                ));
             }
             Err(ExecuteError::ConfirmationRequired { description }) => {
                 return match confirm::input_required(&description) {
@@ -399,5 +404,28 @@ impl ToolportServer {
             elicitor: McpElicitor::for_request(context).map(|e| Arc::new(e) as Arc<dyn Elicitor>),
             traceparent: crate::observe::trace::traceparent(context.meta.get_traceparent()),
         }
+    }
+}
+
+/// The unknown-tool error for `name`, listing the tools the caller may use: a principal whose
+/// scopes or policy leave some out is not told their names.
+fn unknown_tool_message(
+    registry: &ToolRegistry,
+    name: &str,
+    principal: Option<&Principal>,
+) -> String {
+    match principal.filter(|p| !p.access.is_all()) {
+        None => registry.unknown(name).to_string(),
+        Some(principal) => ExecuteError::UnknownTool {
+            name: name.to_owned(),
+            available: registry
+                .all()
+                .iter()
+                .filter(|tool| principal.access.allows_tool(tool.as_ref()))
+                .map(|tool| tool.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+        .to_string(),
     }
 }

@@ -23,6 +23,7 @@ use std::process::Stdio;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -748,6 +749,18 @@ deny_tools = ["grep", "web_*"]
         message.contains(r#"rule "bob" denies the tool grep"#),
         "{message}"
     );
+    // A name no tool has: the error lists what bob may use, never the tools denied to him.
+    let unknown = within(bob.call_tool(CallToolRequestParams::new("no_such_tool")))
+        .await
+        .expect_err("an unknown tool is a protocol error")
+        .to_string();
+    assert!(unknown.contains("read_file"), "{unknown}");
+    for hidden in ["grep", "web_search", "write_file", "execute_command"] {
+        assert!(
+            !unknown.contains(hidden),
+            "bob is told of {hidden}: {unknown}"
+        );
+    }
 
     // alice's budget (3 calls) holds across her sessions: two made, one more in a new one.
     let again = client(&server, &alice_token).await;
