@@ -44,7 +44,10 @@ pub use oversize::fuzz as fuzz_oversize;
 mod settings;
 mod tool;
 
+// The login commands and the token folder's variable: the server's (`host`) alone.
+#[cfg(feature = "host")]
 pub use oauth::login::{Login, logout};
+#[cfg(feature = "host")]
 pub use oauth::store::TOKEN_DIR_VARIABLE;
 pub use settings::UpstreamSettings;
 pub(crate) use settings::{FileUpstream, PrefixMode};
