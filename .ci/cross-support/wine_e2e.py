@@ -423,6 +423,10 @@ def main() -> int:
     upstream_config = os.path.join(args.work, "upstream.toml")
     with open(upstream_config, "w", encoding="utf-8") as f:
         f.write(
+            # The whole list: with the inner server's tools it has 42, past `auto`'s search
+            # surface threshold for a client toolport does not know (this one), and the check
+            # is that the upstream's tools are listed.
+            "[tools]\nsurface = \"full\"\n\n"
             "[[upstreams]]\nname = \"inner\"\n"
             f"command = '{winpath(args.exe)}'\n"
             f"args = ['--root', '{winpath(root)}', '--config', '{winpath(inner_config)}']\n"
