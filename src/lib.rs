@@ -14,9 +14,11 @@
 //! - [`config`]: command line + TOML file + environment → one validated, immutable `Config`;
 //! - [`server`]: the rmcp `ServerHandler`;
 //! - [`transport`]: the stdio and HTTP transports;
-//! - [`observe`]: the audit log, metrics, call budgets and traces.
+//! - [`observe`]: the audit log, metrics, call budgets and traces;
+//! - `cluster`: replicas' shared state in Redis (budgets, rates, the replica registry).
 
 pub mod cli;
+mod cluster;
 pub mod config;
 mod identity;
 pub mod observe;
@@ -55,6 +57,9 @@ pub enum Error {
     /// The HTTP server could not start or failed.
     #[error(transparent)]
     Http(#[from] transport::http::HttpError),
+    /// The replicas' shared store cannot be set up (`[replicas]`).
+    #[error("cannot set up the replicas' shared store: {0}")]
+    Replicas(String),
 }
 
 /// Build everything a server shares across sessions, once: open the roots, compile the secret
@@ -87,12 +92,23 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<Catalog>), Error>
     let _ = catalog.accept(&built);
     // The HTTP token (configured or generated) is added by the HTTP transport, which knows it.
     let secrets = config.secrets();
+    // Not connected yet: the HTTP transport starts it (nothing else shares state).
+    let cluster = config
+        .replicas
+        .clone()
+        .map(cluster::Cluster::new)
+        .transpose()
+        .map_err(Error::Replicas)?;
     let shared = Shared {
         registry: Arc::new(LiveRegistry::new(built.registry)),
         workspace: Arc::new(workspace),
         confirm_fallback: config.exec.confirm,
         audit: observe::audit::AuditLog::open(&config.audit, secrets),
-        metrics: observe::metrics::Metrics::new(catalog.commands_running(), catalog.web_requests()),
+        metrics: observe::metrics::Metrics::new(
+            catalog.commands_running(),
+            catalog.web_requests(),
+            cluster.as_ref().map(|c| c.metrics()),
+        ),
         budgets: Arc::new(config.limits.calls.clone()),
         jobs: BackgroundTable::new(Arc::new(catalog.jobs())),
         payload: config.tools.payload,
@@ -100,7 +116,7 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<Catalog>), Error>
         surface: config.tools.surface.clone(),
         search_index: Default::default(),
         upstreams,
-        principal_budgets: Arc::default(),
+        principal_budgets: Arc::new(observe::budget::PrincipalBudgets::new(cluster)),
     };
     // Before any upstream is configured: their secrets (env values, tokens as they are read,
     // entries a reload adds) are scrubbed from the audit log like the web keys.

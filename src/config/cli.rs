@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use toolport_tools::ToolFormat;
 use toolport_tools::host::config::ToolArgs;
 
+use crate::cluster::ReplicaArgs;
 use crate::observe::audit::AuditArgs;
 use crate::transport::http::settings::HttpArgs;
 
@@ -65,6 +66,10 @@ pub struct GlobalArgs {
 
     #[command(flatten)]
     pub(crate) audit: AuditArgs,
+
+    /// The replicas' shared store (`--redis-url`, `--replica-id`, …).
+    #[command(flatten)]
+    pub(crate) replicas: ReplicaArgs,
 }
 
 /// Subcommands.

@@ -6,7 +6,7 @@
 //! validation; see [`toolport_tools::host::settings`]). The tool sections — roots, `[tools]`,
 //! `[limits]`, `[fs]`, `[workspace]`, `[exec]`, `[web]`, `[plugins]`, `[[upstreams]]` — are
 //! loaded by the library's [`ToolConfig::load`], the code `Settings::from_toml` runs too; the
-//! server's own (`log_level`, `[http]`, `[audit]`, `[telemetry]`, the call budgets of
+//! server's own (`log_level`, `[http]`, `[audit]`, `[telemetry]`, `[replicas]`, the call budgets of
 //! `[limits]`) are loaded here from the same parsed file ([`FileConfig`], the library's: the
 //! whole file's format is there). Precedence, lowest first: built-in defaults < TOML file
 //! (`--config`, else `$XDG_CONFIG_HOME/toolport/toolport.toml` if present) < `TOOLPORT_*` (and
@@ -36,6 +36,7 @@ pub(crate) use cli::{AuthCommand, CallArgs, Command, PluginsCommand, ToolsArgs, 
 pub use cli::{Cli, GlobalArgs};
 
 // Each feature's settings, as the composed `Config` holds them.
+pub use crate::cluster::settings::ReplicaSettings;
 pub use crate::observe::audit::AuditSettings;
 pub use crate::observe::budget::BudgetSettings;
 pub use crate::observe::trace::TelemetrySettings;
@@ -122,6 +123,9 @@ pub struct Config {
     pub audit: AuditSettings,
     /// Trace export (`[telemetry]`, `OTEL_*`).
     pub telemetry: TelemetrySettings,
+    /// The replicas' shared store (`[replicas]`); `None`: this server shares nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<ReplicaSettings>,
     /// Other MCP servers whose tools are served too (`[[upstreams]]`; last: an array of
     /// tables is printed after the sections).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -152,6 +156,7 @@ impl Default for Config {
             plugins: PluginSettings::default(),
             audit: AuditSettings::default(),
             telemetry: TelemetrySettings::default(),
+            replicas: None,
             upstreams: Vec::new(),
             config_file: None,
             unexpanded_env: Vec::new(),
@@ -221,6 +226,7 @@ impl Config {
         let http = HttpSettings::load(&args.http, &file.http, &file_dir)?;
         let audit = AuditSettings::load(&file.audit, &args.audit, &file_dir, &cwd)?;
         let telemetry = TelemetrySettings::load(&file.telemetry, |name| env.get(name))?;
+        let replicas = ReplicaSettings::load(&file.replicas, &args.replicas, |name| env.get(name))?;
         let loaded = ToolConfig::load(
             file,
             &args.tools.clone().with_env(env),
@@ -244,6 +250,7 @@ impl Config {
             plugins: loaded.plugins,
             audit,
             telemetry,
+            replicas,
             upstreams: loaded.upstreams,
             config_file: path,
             unexpanded_env: Vec::new(),
@@ -297,6 +304,10 @@ impl Config {
             self.http.notes(),
             self.plugins.notes(),
             self.telemetry.notes(),
+            self.replicas
+                .as_ref()
+                .map(ReplicaSettings::notes)
+                .unwrap_or_default(),
             self.upstreams
                 .iter()
                 .enumerate()

@@ -17,6 +17,12 @@
 //!
 //! Stateless HTTP has no sessions: each request is its own, so these limits do not bound it;
 //! the HTTP transport's per-client request rate (`[http] max_requests_per_minute`) does.
+//!
+//! A session lives on one replica, so its budget is always counted here. The budgets policy
+//! rules give principals ([`PrincipalBudgets`]) span sessions, and so replicas: with
+//! `[replicas] redis_url` each call is admitted by one atomic script in Redis
+//! ([`crate::cluster::Cluster::admit`], the same limits decided the same way), and while Redis
+//! is away by the operator's choice: refused ([`Limit::StoreAway`]) or counted here.
 
 use std::collections::{BTreeMap, HashMap};
 use std::num::NonZeroU32;
@@ -29,6 +35,7 @@ use serde::Serialize;
 use toolport_tools::host::settings::{SettingError, check_range};
 use toolport_tools::host::{FileBudget, FileLimits};
 
+use crate::cluster::{self, Cluster, Lease, Refused, SharedLimit, WhenAway};
 use crate::identity::policy::PolicyRule;
 
 /// Largest `max_calls_per_session`: beyond any real session, below overflow.
@@ -133,6 +140,9 @@ pub(crate) enum Limit {
     CallsPerSession,
     CallsPerMinute,
     Concurrent,
+    /// The budget is shared through Redis, which cannot be reached, and the operator chose to
+    /// refuse meanwhile (`[replicas] when_redis_away = "refuse"`).
+    StoreAway,
 }
 
 impl Limit {
@@ -141,6 +151,16 @@ impl Limit {
             Self::CallsPerSession => "max_calls_per_session",
             Self::CallsPerMinute => "max_calls_per_minute",
             Self::Concurrent => "max_concurrent_calls_per_session",
+            Self::StoreAway => "replicas.when_redis_away",
+        }
+    }
+
+    /// A shared refusal's limit.
+    fn of(shared: SharedLimit) -> Self {
+        match shared {
+            SharedLimit::Calls => Self::CallsPerSession,
+            SharedLimit::Rate => Self::CallsPerMinute,
+            SharedLimit::Running => Self::Concurrent,
         }
     }
 }
@@ -198,8 +218,21 @@ impl std::fmt::Display for Denial {
                 f,
                 "call refused: this session already has {value} {calls} running ({key} = {value}); retry when one of them has finished"
             ),
+            Limit::StoreAway => fmt_store_away(self.retry_after, f),
         }
     }
+}
+
+/// The message of a call refused because its shared budget cannot be checked.
+fn fmt_store_away(
+    retry_after: Option<Duration>,
+    f: &mut std::fmt::Formatter<'_>,
+) -> std::fmt::Result {
+    write!(
+        f,
+        "call refused: your call budget is shared by the server's replicas through a store that cannot be reached right now, and the operator chose to refuse calls meanwhile (replicas.when_redis_away = \"refuse\"); retry in {:.0} s",
+        retry_after.unwrap_or_default().as_secs_f64().max(1.0)
+    )
 }
 
 impl Denial {
@@ -224,6 +257,7 @@ impl Denial {
                 "call refused: you already have {value} tool calls running, the most the server's policy allows ({} = {value}); retry when one of them has finished",
                 key("max_concurrent_calls")
             ),
+            Limit::StoreAway => fmt_store_away(self.retry_after, f),
         }
     }
 }
@@ -294,6 +328,7 @@ impl SessionBudget {
             return Ok(Permit {
                 budget: None,
                 tool: None,
+                lease: None,
             });
         }
         let tool_budget = self.settings.tools.get(tool);
@@ -356,29 +391,110 @@ impl SessionBudget {
         Ok(Permit {
             budget: Some(self.clone()),
             tool: tool_budget.map(|_| tool.to_owned()),
+            lease: None,
         })
     }
 }
 
 /// The budgets policy rules give principals (`[[http.principals.rules]]` with `max_calls`,
 /// `max_calls_per_minute` or `max_concurrent_calls`): one per rule and subject, counted across
-/// every session and stateless request of that subject on this server.
+/// every session and stateless request of that subject — on this server, or with `[replicas]`
+/// across every replica, in Redis.
 ///
-/// An entry lives as long as the server (a subject's used budget must not reset when its
-/// sessions end); there is one per rule and subject that called, a bounded set in a
+/// A local entry lives as long as the server (a subject's used budget must not reset when
+/// its sessions end); there is one per rule and subject that called, a bounded set in a
 /// deployment whose principals an operator names in rules.
 #[derive(Debug, Default)]
 pub struct PrincipalBudgets {
     budgets: Mutex<HashMap<(String, String), Arc<SessionBudget>>>,
+    /// The replicas' shared store, when configured.
+    shared: Option<Arc<Cluster>>,
 }
 
 impl PrincipalBudgets {
-    /// Admit a call to `tool` by `subject` under each of `rules`' budgets: a permit per rule,
-    /// or the first refusal (the permits taken before it are dropped, so nothing is counted).
-    pub(crate) fn admit<'a>(
+    /// The budgets, counted in `shared` when replicas share a store, else here.
+    pub(crate) fn new(shared: Option<Arc<Cluster>>) -> Self {
+        Self {
+            budgets: Mutex::default(),
+            shared,
+        }
+    }
+
+    /// The replicas' shared store, when configured.
+    pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.shared.as_ref()
+    }
+
+    /// Admit a call to `tool` by `subject` under each of `rules`' budgets: permits, or the
+    /// first refusal (nothing is counted then). Shared budgets are decided by one script in
+    /// Redis; while it is away, by the operator's choice (refused, or counted here).
+    pub(crate) async fn admit<'a>(
         &self,
         subject: &str,
         rules: impl Iterator<Item = &'a Arc<PolicyRule>>,
+        tool: &str,
+    ) -> Result<Vec<Permit>, Denial> {
+        let rules: Vec<&Arc<PolicyRule>> = rules.collect();
+        if rules.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Some(cluster) = &self.shared {
+            let budgets: Vec<cluster::Budget> = rules
+                .iter()
+                .map(|rule| cluster::Budget {
+                    name: format!(
+                        "rule:{}:{}",
+                        Cluster::key_part(&rule.name),
+                        Cluster::key_part(subject)
+                    ),
+                    max_calls: rule.budget.max_calls,
+                    per_minute: rule.budget.max_calls_per_minute,
+                    max_running: rule.budget.max_concurrent_calls,
+                })
+                .collect();
+            match cluster.admit(&budgets).await {
+                Ok(lease) => return Ok(vec![Permit::shared(lease)]),
+                Err(Refused::Over(refusal)) => {
+                    let rule = rules[refusal.index.min(rules.len() - 1)];
+                    let limits = rule.budget;
+                    let limit = Limit::of(refusal.limit);
+                    let value = match limit {
+                        Limit::CallsPerSession => limits.max_calls.unwrap_or(0),
+                        Limit::CallsPerMinute => limits.max_calls_per_minute.unwrap_or(0).into(),
+                        Limit::Concurrent | Limit::StoreAway => {
+                            limits.max_concurrent_calls.unwrap_or(0).into()
+                        }
+                    };
+                    return Err(Denial {
+                        owner: Owner::Rule(rule.name.clone()),
+                        limit,
+                        tool: None,
+                        value,
+                        retry_after: refusal.retry_after,
+                    });
+                }
+                Err(Refused::Away(away)) => {
+                    cluster.decided_without_store(&away);
+                    if cluster.when_away() == WhenAway::Refuse {
+                        return Err(Denial {
+                            owner: Owner::Rule(rules[0].name.clone()),
+                            limit: Limit::StoreAway,
+                            tool: None,
+                            value: 0,
+                            retry_after: Some(cluster::RETRY_WHEN_AWAY),
+                        });
+                    }
+                }
+            }
+        }
+        self.admit_local(subject, &rules, tool)
+    }
+
+    /// [`PrincipalBudgets::admit`] on this server alone.
+    fn admit_local(
+        &self,
+        subject: &str,
+        rules: &[&Arc<PolicyRule>],
         tool: &str,
     ) -> Result<Vec<Permit>, Denial> {
         let mut permits = Vec::new();
@@ -429,13 +545,27 @@ pub(crate) struct Permit {
     budget: Option<Arc<SessionBudget>>,
     /// The tool, when it has limits of its own.
     tool: Option<String>,
+    /// Its place in budgets shared through Redis (given back when dropped).
+    lease: Option<Lease>,
 }
 
 impl Permit {
+    /// A call admitted by the shared store.
+    fn shared(lease: Lease) -> Self {
+        Self {
+            budget: None,
+            tool: None,
+            lease: Some(lease),
+        }
+    }
+
     /// The call was not really made (the client will retry it with the user's answer to a
     /// confirmation question): give its count back, so the retry is the one that counts.
     /// (A rate token taken stays taken.)
     pub(crate) fn refund(&self) {
+        if let Some(lease) = &self.lease {
+            lease.refund();
+        }
         if let Some(budget) = &self.budget {
             let mut state = budget.state();
             state.session.calls = state.session.calls.saturating_sub(1);

@@ -52,8 +52,13 @@ impl std::fmt::Debug for Metrics {
 
 impl Metrics {
     /// The metrics, with the tools' own registered too: `commands_running` (the executor's
-    /// gauge) and `web_requests` (`web_search`'s requests by provider and outcome).
-    pub(crate) fn new(commands_running: Gauge, web_requests: Family<Labels, Counter>) -> Arc<Self> {
+    /// gauge) and `web_requests` (`web_search`'s requests by provider and outcome), and with
+    /// `[replicas]` the shared store's (`cluster::Cluster::metrics`).
+    pub(crate) fn new(
+        commands_running: Gauge,
+        web_requests: Family<Labels, Counter>,
+        shared_store: Option<(Gauge, Family<Labels, Counter>)>,
+    ) -> Arc<Self> {
         let mut registry = Registry::default();
         let duration = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(
             duration_histogram as fn() -> Histogram,
@@ -92,6 +97,18 @@ impl Metrics {
             "web_search provider requests by provider and outcome (ok, timeout, rate_limited, refused, blocked, empty, network, parse, too_large, status)",
             web_requests,
         );
+        if let Some((up, away)) = shared_store {
+            registry.register(
+                "toolport_shared_store_up",
+                "1 while the shared store (Redis, [replicas]) answers, 0 while it is away",
+                up,
+            );
+            registry.register(
+                "toolport_shared_store_away_decisions",
+                "decisions that needed the shared store while it was away, by outcome (refused, local)",
+                away,
+            );
+        }
         Arc::new(Self {
             registry,
             duration,
@@ -104,7 +121,7 @@ impl Metrics {
     /// Metrics with a commands-running gauge of their own (for a server assembled by hand,
     /// as the in-process tests do; `toolport::build` wires the executor's).
     pub fn standalone() -> Arc<Self> {
-        Self::new(Gauge::default(), Family::default())
+        Self::new(Gauge::default(), Family::default(), None)
     }
 
     /// Record a finished `tools/call`: its duration (with `error_type` when it failed:

@@ -287,11 +287,12 @@ impl ToolportServer {
             .and_then(|p| p.access.policy().map(|applied| (p, applied)))
         {
             Some((principal, applied)) => {
-                match self.shared.principal_budgets.admit(
-                    &principal.subject,
-                    applied.budgeted(),
-                    name,
-                ) {
+                match self
+                    .shared
+                    .principal_budgets
+                    .admit(&principal.subject, applied.budgeted(), name)
+                    .await
+                {
                     Ok(permits) => permits,
                     Err(denial) => return Finished::over_budget(call, &denial),
                 }

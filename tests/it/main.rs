@@ -42,6 +42,9 @@ mod search_tools;
 mod images;
 // The HTTP transports (Streamable HTTP and legacy SSE) and their security rules.
 mod http;
+// Three replicas behind haproxy sharing budgets, rates and the registry through redis-server
+// (Debian's; TOOLPORT_REQUIRE_REDIS in CI).
+mod replicas;
 // OAuth 2.1 resource server: tokens from oidc-provider (npm; pinned in .ci/oidc), refusals
 // and their challenges, the metadata documents, scopes, introspection.
 mod oauth;

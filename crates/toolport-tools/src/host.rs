@@ -78,7 +78,7 @@ pub use crate::upstreams::fuzz_oversize;
 pub mod config {
     pub use crate::config::{
         Environment, FileAudit, FileConfig, FileHttp, FileOAuth, FilePrincipalRule, FilePrincipals,
-        FileTelemetry, ToolArgs, ToolConfig, absolute,
+        FileReplicas, FileTelemetry, ToolArgs, ToolConfig, absolute,
     };
 }
 

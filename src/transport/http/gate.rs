@@ -23,6 +23,9 @@
 //!    with `Retry-After`. A client is its peer address: there is one token, so every client
 //!    that passed 3 holds the same one, and the address is what tells them apart. Counted
 //!    after the token check, so requests without the token cannot use up a client's rate.
+//!    With `[replicas]` the rate is one across every replica, decided in Redis
+//!    ([`crate::cluster::Cluster::admit`]); while Redis is away, a request is refused with 503
+//!    (`when_redis_away = "refuse"`) or counted here (`"local"`).
 //!
 //! rmcp's own Host check is switched off and its Origin list left empty: this gate applies
 //! the same rules to every endpoint, including the legacy ones rmcp knows nothing about, so
@@ -55,6 +58,7 @@ use super::oauth::OAuth;
 use super::oauth::challenge::Challenge;
 use super::oauth::jwt::TokenError;
 use super::refusal::{REFUSED, refusal};
+use crate::cluster::{self, Cluster, Refused, WhenAway};
 use crate::identity::{Policy, Principal};
 
 /// The gate's rules, built once from the settings.
@@ -73,6 +77,8 @@ pub(crate) struct Gate {
     max_body_bytes: usize,
     /// Requests per minute per client, when limited.
     rate: Option<ClientRate>,
+    /// The replicas' shared store: the rate is counted there, when configured.
+    cluster: Option<Arc<Cluster>>,
 }
 
 /// The per-client request rate: a token bucket per peer address (GCRA, `governor`).
@@ -109,6 +115,9 @@ pub(crate) enum Rejection {
         per_minute: NonZeroU32,
         retry_after: Duration,
     },
+    /// The rate is shared through Redis, which cannot be reached (`when_redis_away =
+    /// "refuse"`).
+    StoreAway,
 }
 
 impl IntoResponse for Rejection {
@@ -171,6 +180,20 @@ impl IntoResponse for Rejection {
                     .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
                 return response;
             }
+            Rejection::StoreAway => {
+                let seconds = cluster::RETRY_WHEN_AWAY.as_secs().max(1);
+                let mut response = refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    REFUSED,
+                    format!(
+                        "unavailable: this client's request rate is shared by the server's replicas through a store that cannot be reached right now (replicas.when_redis_away = \"refuse\"); retry in {seconds} s"
+                    ),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+                return response;
+            }
         };
         let mut response = refusal(status, REFUSED, message);
         if let Some(challenge) = challenge {
@@ -205,7 +228,14 @@ impl Gate {
                 per_minute,
                 limiter: RateLimiter::keyed(Quota::per_minute(per_minute)),
             }),
+            cluster: None,
         }
+    }
+
+    /// Count the request rate in the replicas' shared store.
+    pub(crate) fn with_cluster(mut self, cluster: Option<Arc<Cluster>>) -> Self {
+        self.cluster = cluster;
+        self
     }
 
     /// The built-in authorization server, when toolport is its own (for its routes).
@@ -220,14 +250,37 @@ impl Gate {
 
     /// Rule 5: count a request from `peer` (`None`: an in-process request without an
     /// address) against its client's rate.
-    pub(crate) fn check_rate(&self, peer: Option<IpAddr>) -> Result<(), Rejection> {
+    pub(crate) async fn check_rate(&self, peer: Option<IpAddr>) -> Result<(), Rejection> {
         let Some(rate) = &self.rate else {
             return Ok(());
         };
+        let peer = peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        if let Some(cluster) = &self.cluster {
+            let budget = cluster::Budget {
+                name: format!("http-rate:{}", Cluster::key_part(&peer.to_string())),
+                max_calls: None,
+                per_minute: Some(rate.per_minute.get()),
+                max_running: None,
+            };
+            match cluster.admit(&[budget]).await {
+                Ok(_counted) => return Ok(()),
+                Err(Refused::Over(refusal)) => {
+                    return Err(Rejection::TooMany {
+                        per_minute: rate.per_minute,
+                        retry_after: refusal.retry_after.unwrap_or_default(),
+                    });
+                }
+                Err(Refused::Away(away)) => {
+                    cluster.decided_without_store(&away);
+                    if cluster.when_away() == WhenAway::Refuse {
+                        return Err(Rejection::StoreAway);
+                    }
+                }
+            }
+        }
         if rate.limiter.len() > RATE_KEYS_BEFORE_CLEANUP {
             rate.limiter.retain_recent();
         }
-        let peer = peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         rate.limiter
             .check_key(&peer)
             .map_err(|not_until| Rejection::TooMany {
@@ -374,10 +427,11 @@ pub(crate) async fn gate(
     }
     // The operator's rules narrow what it may use, once, here.
     .map(|principal| principal.within(&gate.policy));
-    if let Err(rejection) = gate
-        .check_size(request.headers())
-        .and_then(|()| gate.check_rate(peer))
-    {
+    let checked = match gate.check_size(request.headers()) {
+        Ok(()) => gate.check_rate(peer).await,
+        Err(rejection) => Err(rejection),
+    };
+    if let Err(rejection) = checked {
         return gate.refuse(rejection, &request, peer);
     }
     if let Some(principal) = principal {
@@ -641,8 +695,8 @@ mod tests {
         assert_eq!(gate(None).check(&headers(&[("host", "localhost")])), Ok(()));
     }
 
-    #[test]
-    fn the_rate_is_per_client_and_says_when_to_retry() {
+    #[tokio::test]
+    async fn the_rate_is_per_client_and_says_when_to_retry() {
         let gate = Gate::new(
             None,
             None,
@@ -654,15 +708,15 @@ mod tests {
         );
         let a = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let b = Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)));
-        assert_eq!(gate.check_rate(a), Ok(()));
-        assert_eq!(gate.check_rate(a), Ok(()));
-        let Err(Rejection::TooMany { retry_after, .. }) = gate.check_rate(a) else {
+        assert_eq!(gate.check_rate(a).await, Ok(()));
+        assert_eq!(gate.check_rate(a).await, Ok(()));
+        let Err(Rejection::TooMany { retry_after, .. }) = gate.check_rate(a).await else {
             panic!("the third request in a minute passed");
         };
         // Two a minute: one more every 30 s.
         assert!(retry_after > Duration::from_secs(25) && retry_after <= Duration::from_secs(30));
         assert_eq!(
-            gate.check_rate(b),
+            gate.check_rate(b).await,
             Ok(()),
             "another client has its own bucket"
         );

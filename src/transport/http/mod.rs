@@ -12,14 +12,17 @@
 //!   [`HttpSettings`];
 //! - [`oauth`]: `[http.oauth]`, toolport as an OAuth 2.1 resource server: access tokens
 //!   checked for the gate, the RFC 9728 metadata (outside the gate), the 401/403 challenges;
-//! - here: [`router`] (the endpoints behind the gate, `/healthz` outside it, revealing
-//!   nothing) and [`serve`] (listen, print the address, shut down in bounds).
+//! - [`ready`]: `/readyz` (outside the gate: whether this replica can take calls, which with
+//!   `[replicas]` depends on Redis) and `/replicas` (behind it: the replica registry);
+//! - here: [`router`] (the endpoints behind the gate, `/healthz` and `/readyz` outside it,
+//!   revealing nothing else) and [`serve`] (listen, print the address, shut down in bounds).
 //!
 //! The transports import from `gate`, `sessions`, `refusal` and `settings`, never from each other or
 //! from this file. `tests.rs` drives [`router`] in process, one gate rule at a time.
 
 pub(crate) mod gate;
 pub(crate) mod oauth;
+mod ready;
 mod refusal;
 pub(crate) mod sessions;
 pub(crate) mod settings;
@@ -158,7 +161,11 @@ pub(crate) async fn serve(
             }
         );
     }
-    let gate = Arc::new(settings.gate_with(token, oauth));
+    let cluster = shared.principal_budgets.cluster().cloned();
+    if let Some(cluster) = &cluster {
+        cluster.start(stop.clone()).await;
+    }
+    let gate = Arc::new(settings.gate_with(token, oauth).with_cluster(cluster));
     let app = router(shared, settings, gate, stop.clone());
 
     // A stable line on stderr: the operator learns the real port (with `:0`), tests read it.
@@ -222,6 +229,7 @@ pub(crate) fn router(
     let slots = SessionSlots::new(settings.max_sessions);
     let mcp = streamable::routes(shared.clone(), settings, slots.clone(), &stop);
     let metrics = shared.metrics.clone();
+    let cluster = shared.principal_budgets.cluster().cloned();
     let legacy = sse::routes(sse::SseState {
         shared,
         sessions: Arc::default(),
@@ -248,6 +256,7 @@ pub(crate) fn router(
                 async move { ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], text) }
             }),
         )
+        .merge(ready::replicas_route(cluster.clone()))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(settings.max_body_bytes))
         .layer(middleware::from_fn_with_state(gate, gate::gate))
@@ -263,5 +272,7 @@ pub(crate) fn router(
         None => router,
     };
     // After the layers, so outside the gate (GET also answers HEAD).
-    router.route("/healthz", get(healthz))
+    router
+        .route("/healthz", get(healthz))
+        .merge(ready::readyz_route(cluster))
 }

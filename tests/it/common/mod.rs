@@ -14,6 +14,7 @@ pub(crate) mod config;
 pub(crate) mod http;
 pub(crate) mod process;
 pub(crate) mod raw;
+pub(crate) mod redis;
 pub(crate) mod reference;
 pub(crate) mod upstreams;
 pub(crate) mod web_fixture;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::server::{FileAudit, FileHttp, FileTelemetry};
+use super::server::{FileAudit, FileHttp, FileReplicas, FileTelemetry};
 use crate::plugins::FilePlugins;
 use crate::tools::FileTools;
 use crate::tools::exec::FileExec;
@@ -50,6 +50,9 @@ pub struct FileConfig {
     /// The server's trace export.
     #[serde(default)]
     pub telemetry: FileTelemetry,
+    /// The replicas' shared store.
+    #[serde(default)]
+    pub replicas: FileReplicas,
     /// Other MCP servers whose tools are served (the server also reads them again on a
     /// reload).
     #[serde(default)]

@@ -24,7 +24,7 @@ mod server;
 pub use file::FileConfig;
 #[cfg(feature = "host")]
 pub use server::{
-    FileAudit, FileHttp, FileOAuth, FilePrincipalRule, FilePrincipals, FileTelemetry,
+    FileAudit, FileHttp, FileOAuth, FilePrincipalRule, FilePrincipals, FileReplicas, FileTelemetry,
 };
 
 use crate::plugins::{PluginArgs, PluginSettings};

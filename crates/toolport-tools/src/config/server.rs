@@ -1,7 +1,8 @@
-//! The server's own sections of the config file, as data: `[http]`, `[audit]` and
-//! `[telemetry]` (the call budgets are keys of `[limits]`: [`FileLimits`]). Their settings —
+//! The server's own sections of the config file, as data: `[http]`, `[audit]`, `[telemetry]`
+//! and `[replicas]` (the call budgets are keys of `[limits]`: [`FileLimits`]). Their settings —
 //! defaults, flags, validation — are the `toolport` binary's (its
-//! `transport/http/settings.rs`, `observe/audit/settings.rs`, `observe/trace/settings.rs`);
+//! `transport/http/settings.rs`, `observe/audit/settings.rs`, `observe/trace/settings.rs`,
+//! `cluster/settings.rs`);
 //! their keys are here so that the library, reading the same file, refuses a misspelled one
 //! as the server does instead of passing over the section.
 //!
@@ -172,4 +173,25 @@ pub struct FileTelemetry {
     pub otlp_traces_endpoint: Option<String>,
     /// The `service.name` resource.
     pub service_name: Option<String>,
+}
+
+/// The `[replicas]` section: the shared store (Redis) that replicas behind a load balancer
+/// keep their shared state in.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileReplicas {
+    /// `redis://host:port/db` or `rediss://…` (TLS); no password in it.
+    pub redis_url: Option<String>,
+    /// A file holding the Redis password.
+    pub redis_password_file: Option<PathBuf>,
+    /// This replica's id (default: generated at start).
+    pub id: Option<String>,
+    /// How the other replicas reach this one (`http://10.0.0.5:8080`).
+    pub internal_url: Option<String>,
+    /// What calls that need a shared decision get while Redis is away: `refuse` or `local`.
+    pub when_redis_away: Option<String>,
+    /// The longest any one Redis command may take.
+    pub redis_timeout: Option<DurationValue>,
+    /// The prefix of every key toolport writes.
+    pub key_prefix: Option<String>,
 }
