@@ -376,3 +376,6 @@ impl Drop for Lease {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -69,7 +69,7 @@ impl Cluster {
     }
 
     /// Beat once: this replica is live for another [`TIME_TO_LIVE`].
-    async fn beat(&self) -> Result<(), Away> {
+    pub(super) async fn beat(&self) -> Result<(), Away> {
         let details = serde_json::to_string(&Details {
             id: self.settings.id.value.clone(),
             internal_url: self.settings.internal_url.as_ref().map(ToString::to_string),
@@ -99,7 +99,7 @@ impl Cluster {
 
     /// Take this replica out of the registry (a clean stop): the calls it counted as running
     /// stop holding their places at once.
-    async fn leave(&self) {
+    pub(super) async fn leave(&self) {
         let (ids, info) = self.registry_keys();
         let id = self.settings.id.value.clone();
         let result = self
