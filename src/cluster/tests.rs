@@ -62,16 +62,19 @@ async fn admitted_eventually(cluster: &Arc<Cluster>, budgets: &[Budget]) -> Leas
     }
 }
 
+/// A Redis and two replicas' clusters on it, or `None` (skipped) without `redis-server`.
+async fn two_replicas() -> Option<(redis::Redis, Arc<Cluster>, Arc<Cluster>)> {
+    let redis = redis::Redis::start(redis::redis_server()?).await;
+    let a = cluster(&redis.url(), "a").await;
+    let b = cluster(&redis.url(), "b").await;
+    Some((redis, a, b))
+}
+
 #[tokio::test]
 async fn shared_budgets_count_across_replicas() {
-    let Some(program) = redis::redis_server() else {
+    let Some((_redis, a, b)) = two_replicas().await else {
         return;
     };
-    let redis = redis::Redis::start(program).await;
-    let (a, b) = (
-        cluster(&redis.url(), "a").await,
-        cluster(&redis.url(), "b").await,
-    );
 
     // A total of 3, spent from both replicas; a refund gives one back.
     let total = [budget("total", Some(3), None, None)];
@@ -123,14 +126,9 @@ async fn shared_budgets_count_across_replicas() {
 
 #[tokio::test]
 async fn a_replica_that_leaves_frees_its_calls_places() {
-    let Some(program) = redis::redis_server() else {
+    let Some((_redis, a, b)) = two_replicas().await else {
         return;
     };
-    let redis = redis::Redis::start(program).await;
-    let (a, b) = (
-        cluster(&redis.url(), "a").await,
-        cluster(&redis.url(), "b").await,
-    );
     let one = [budget("one", None, None, Some(1))];
     // `a` dies mid-call: its lease is never dropped.
     std::mem::forget(a.admit(&one).await.unwrap());
