@@ -269,11 +269,19 @@ impl Config {
         }
     }
 
-    /// The secrets the audit log scrubs wherever they appear from the start: the web keys.
+    /// The secrets the audit log scrubs wherever they appear from the start: the web keys and
+    /// the Redis password.
     /// (The upstreams tell theirs as they are configured and connect:
     /// [`Upstreams::on_secret`](toolport_tools::host::Upstreams::on_secret).)
     pub(crate) fn secrets(&self) -> Vec<Secret> {
-        self.web.secrets()
+        let mut secrets = self.web.secrets();
+        secrets.extend(
+            self.replicas
+                .as_ref()
+                .and_then(|r| r.password.as_ref())
+                .map(|(password, _)| password.clone()),
+        );
+        secrets
     }
 
     /// How the server is reached: HTTP when `--http` gave an address, else stdio.

@@ -21,7 +21,7 @@ use tokio::process::{Child, Command};
 
 use crate::common::http::{INIT, Server, TOKEN, authed, http, start};
 use crate::common::redis::{Redis, free_port, redis_server, required_program};
-use crate::common::{Client, TestClient, call, err, ok, tempdir, within};
+use crate::common::{Client, TestClient, call, command, err, ok, tempdir, within};
 
 /// The parts every test here needs, or `None` (skipped).
 fn parts() -> Option<(PathBuf, PathBuf)> {
@@ -390,4 +390,42 @@ async fn redis_away_with_local_decisions_keeps_serving() {
     let stderr: String = deployment.replicas.iter().map(Server::stderr).collect();
     assert!(stderr.contains("decided by this replica alone"), "{stderr}");
     within(client.cancel()).await.unwrap();
+}
+
+/// `toolport config` prints the store with the password's source, never the password; a
+/// password in the URL is refused without being echoed. (No Redis needed.)
+#[tokio::test]
+async fn config_shows_the_store_but_never_its_password() {
+    let (_d, root) = tempdir();
+    let mut cmd = command(&root, &["config"]);
+    cmd.env("TOOLPORT_REDIS_URL", "rediss://cache.internal:6380/1")
+        .env("TOOLPORT_REDIS_PASSWORD", "hunter2-secret")
+        .env("TOOLPORT_REPLICA_ID", "r7");
+    let out = within(cmd.output()).await.unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    for expected in [
+        "[replicas]",
+        r#"redis_url = "rediss://cache.internal:6380/1""#,
+        r#"id = "r7""#,
+        r#"when_redis_away = "refuse""#,
+        "set from TOOLPORT_REDIS_PASSWORD (a secret: never printed)",
+    ] {
+        assert!(stdout.contains(expected), "{expected} in:\n{stdout}");
+    }
+    assert!(!stdout.contains("hunter2") && !stderr.contains("hunter2"));
+
+    let mut cmd = command(&root, &["config"]);
+    cmd.env("TOOLPORT_REDIS_URL", "redis://me:hunter2-secret@cache:6379");
+    let out = within(cmd.output()).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("replicas.redis_url") && stderr.contains("redis_password_file"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
 }
