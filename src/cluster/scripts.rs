@@ -20,6 +20,9 @@
 //! The in-process twin of [`ADMIT`] is `observe/budget.rs` (`SessionBudget::admit`), which
 //! decides the same way with the same limits when no Redis is configured (or while it is
 //! away, with `when_redis_away = "local"`).
+//!
+//! Writing after `TIME` needs effects replication: the default from Redis 5 (and in Valkey);
+//! `redis.replicate_commands()` turns it on in 3.2 and 4 and does nothing later.
 
 use std::sync::LazyLock;
 
@@ -42,6 +45,7 @@ pub(crate) enum SharedLimit {
 /// Returns `{0, 0, 0}` when admitted, else `{budget (1-based), limit (1 total, 2 rate, 3 at
 /// once), retry after (ms, rates only)}`.
 const ADMIT_LUA: &str = r"
+redis.replicate_commands()
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n = tonumber(ARGV[1])
@@ -109,6 +113,7 @@ return 0
 /// JSON). `ARGV`: this replica's id, its time to live (ms), its details, how long a replica
 /// that stopped beating is remembered (ms). Returns Redis's time (ms).
 const BEAT_LUA: &str = r"
+redis.replicate_commands()
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
