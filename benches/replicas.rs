@@ -76,11 +76,7 @@ async fn serve(root: &Path, config: &str) -> Server {
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let url = loop {
-        let line = lines
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the server exited");
+        let line = lines.next_line().await.unwrap().expect("the server exited");
         if let Some(rest) = line.strip_prefix("toolport: listening on ") {
             break rest.split_whitespace().next().unwrap().to_owned();
         }
