@@ -27,10 +27,11 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::common::http::Server;
+use crate::common::reference;
 use crate::common::upstreams::until_listed;
 use crate::common::{
     Client, TestClient, audit_records, bin, call, command, config_file, ok, spawn_server, tempdir,
-    within,
+    text, within,
 };
 use crate::oauth::{node, oidc_dir, serve_oauth};
 
@@ -367,12 +368,26 @@ async fn login_refresh_restart_and_a_revoked_refresh_token() {
     std::fs::create_dir_all(&upstream_root).unwrap();
     let (upstream_server, resource) = upstream(&upstream_root, &provider.issuer).await;
     let tokens = root.join("tokens");
+    // The official reference server `everything` as a third upstream, when it is installed
+    // (`.ci/upstreams`; CI requires it): a server nobody here wrote keeps working too.
+    let everything = reference::servers().map(|s| {
+        reference::upstream(
+            "everything",
+            &s.node,
+            &[s.everything.to_str().unwrap(), "stdio"],
+            "",
+        )
+    });
     let config = config_file(
         &root,
-        &front_toml(
-            &resource,
-            "auth = \"oauth\"\ntoken_store = \"file\"",
-            &root.join("local"),
+        &format!(
+            "{}\n{}",
+            front_toml(
+                &resource,
+                "auth = \"oauth\"\ntoken_store = \"file\"",
+                &root.join("local"),
+            ),
+            everything.as_deref().unwrap_or_default()
         ),
     );
 
@@ -549,6 +564,16 @@ async fn login_refresh_restart_and_a_revoked_refresh_token() {
             .unwrap()
             .contains("local upstream")
     );
+    if everything.is_some() {
+        assert_eq!(states["everything"]["state"], "ready", "{states}");
+        let echo = call(
+            &client,
+            "everything__echo",
+            json!({"message": "still here"}),
+        )
+        .await;
+        assert!(text(&echo).contains("still here"), "{echo:?}");
+    }
 
     // A new login: the running server connects again, no restart.
     login(&root, &tokens, &config, "alice").await;
