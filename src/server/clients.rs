@@ -151,6 +151,9 @@ enum Lists {
     SearchesItself,
     /// It caps the tools of a session, or its model's choice degrades, past this many.
     UpTo(usize),
+    /// A person browses and calls the tools by name (no model reads the list), and the client
+    /// refuses to call a tool it was not listed: the whole list, whatever its size.
+    Browses,
 }
 
 /// A client by the normal form of its `clientInfo.name`, and how it copes with a long list.
@@ -186,6 +189,13 @@ const KNOWN_LISTS: &[KnownList] = &[
         name: "cursor",
         lists: Lists::UpTo(40),
     },
+    // The MCP Inspector (`inspector-cli`, `inspector-client`): its CLI answers "Tool '…' not
+    // found on server." for a tool its tools/list did not hold, without calling it (.ci/run's
+    // upstream checks, Inspector 2.12.0, with 50 tools under the search surface).
+    KnownList {
+        name: "inspector",
+        lists: Lists::Browses,
+    },
 ];
 
 /// The surface a session gets: as the operator fixed it, or (`auto`) by the client's name and
@@ -201,7 +211,7 @@ pub(super) fn surface_for(
         SurfaceSetting::Auto => {
             let lists = client.and_then(|name| named(KNOWN_LISTS, |k| k.name, name));
             let limit = match lists.map(|known| known.lists) {
-                Some(Lists::SearchesItself) => return Surface::Full,
+                Some(Lists::SearchesItself | Lists::Browses) => return Surface::Full,
                 Some(Lists::UpTo(limit)) => limit,
                 None => settings.search_above,
             };
@@ -393,10 +403,14 @@ mod tests {
         // Cursor degrades past about 40.
         assert_eq!(at(Some("cursor-vscode"), 40), Surface::Full);
         assert_eq!(at(Some("cursor-vscode"), 41), Surface::Search);
+        // The Inspector: a person browsing, who can call only what was listed.
+        for inspector in ["inspector-cli", "inspector-client"] {
+            assert_eq!(at(Some(inspector), 500), Surface::Full, "{inspector}");
+        }
         // Everyone else: search_above (40 by default).
         for other in [
             Some("mcp"),
-            Some("inspector-cli"),
+            Some("inspectors"),
             Some("claude-ai"),
             Some("cursorial"),
             None,
