@@ -99,11 +99,13 @@ impl Provider {
     }
 }
 
-/// An upstream toolport in resource-server mode for `issuer`, serving `root` (with a file in
-/// it); its resource URL.
-async fn upstream(root: &Path, issuer: &str) -> (Server, String) {
+/// An upstream toolport in resource-server mode for `issuer`, serving `under/upstream` (made,
+/// with a file in it); its resource URL.
+async fn upstream(under: &Path, issuer: &str) -> (Server, String) {
+    let root = under.join("upstream");
+    std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("note.txt"), "from the protected upstream\n").unwrap();
-    serve_oauth(root, issuer, "", &[]).await
+    serve_oauth(&root, issuer, "", &[]).await
 }
 
 /// A front toolport's config: `remote` (OAuth, `auth_toml`) at `resource`, and `local`, a
@@ -364,9 +366,7 @@ async fn login_refresh_restart_and_a_revoked_refresh_token() {
     let Some(node) = node() else { return };
     let provider = Provider::start(&node).await;
     let (_dir, root) = tempdir();
-    let upstream_root = root.join("upstream");
-    std::fs::create_dir_all(&upstream_root).unwrap();
-    let (upstream_server, resource) = upstream(&upstream_root, &provider.issuer).await;
+    let (upstream_server, resource) = upstream(&root, &provider.issuer).await;
     let tokens = root.join("tokens");
     // The official reference server `everything` as a third upstream, when it is installed
     // (`.ci/upstreams`; CI requires it): a server nobody here wrote keeps working too.
@@ -626,9 +626,7 @@ async fn client_credentials_need_no_login_and_the_secret_is_never_printed() {
     let Some(node) = node() else { return };
     let provider = Provider::start(&node).await;
     let (_dir, root) = tempdir();
-    let upstream_root = root.join("upstream");
-    std::fs::create_dir_all(&upstream_root).unwrap();
-    let (_upstream, resource) = upstream(&upstream_root, &provider.issuer).await;
+    let (_upstream, resource) = upstream(&root, &provider.issuer).await;
     let tokens = root.join("tokens");
     let config = config_file(
         &root,
@@ -713,9 +711,7 @@ async fn client_credentials_with_private_key_jwt() {
     let (_dir, root) = tempdir();
     let key = root.join("client-key.pem");
     let provider = Provider::start_with(&node, Some(&key)).await;
-    let upstream_root = root.join("upstream");
-    std::fs::create_dir_all(&upstream_root).unwrap();
-    let (_upstream, resource) = upstream(&upstream_root, &provider.issuer).await;
+    let (_upstream, resource) = upstream(&root, &provider.issuer).await;
     let tokens = root.join("tokens");
     let config = config_file(
         &root,
