@@ -194,7 +194,7 @@ async fn command(command: Command, config: Config) -> ExitCode {
             Err(error) => Err(usage_error(&error)),
         },
         Command::Plugins(PluginsCommand::Check { dirs }) => Ok(check_plugins(config, &dirs)),
-        Command::Auth(command) => Ok(auth(config, &command)),
+        Command::Auth(command) => Ok(auth(config, &command).await),
         Command::Upstreams(UpstreamsCommand::Login { name, no_browser }) => {
             Ok(login::login(config, &name, no_browser).await)
         }
@@ -228,11 +228,12 @@ async fn command(command: Command, config: Config) -> ExitCode {
 }
 
 /// `toolport auth list|revoke`: the built-in OAuth server's grants.
-fn auth(config: &Config, command: &AuthCommand) -> ExitCode {
-    let result = admin::state_dir(config.http.oauth.as_ref()).and_then(|dir| match command {
-        AuthCommand::List { json } => admin::list(&dir, *json),
-        AuthCommand::Revoke { id } => admin::revoke(&dir, id),
-    });
+async fn auth(config: &Config, command: &AuthCommand) -> ExitCode {
+    let (oauth, replicas) = (config.http.oauth.as_ref(), config.replicas.as_ref());
+    let result = match command {
+        AuthCommand::List { json } => admin::list(oauth, replicas, *json).await,
+        AuthCommand::Revoke { id } => admin::revoke(oauth, replicas, id).await,
+    };
     match result {
         Ok(text) => emit(&text),
         Err(error) => {

@@ -11,7 +11,8 @@
 //! Here: [`Cluster`], what the rest of the server asks: admit a call against shared budgets
 //! ([`Cluster::admit`], giving a [`Lease`] that holds its place among running calls until
 //! dropped), and whether calls that need a shared decision are refused or decided locally
-//! while Redis is away ([`Cluster::when_away`]).
+//! while Redis is away ([`Cluster::when_away`]); other shared state (the built-in
+//! authorization server's) runs its own commands through [`Cluster::run`] under [`Cluster::key`].
 //!
 //! Without `redis_url` there is no `Cluster`: nothing connects and no task runs. Redis is one
 //! server (or a primary behind a fixed address): the scripts touch several keys, which Redis
@@ -168,6 +169,11 @@ impl Cluster {
         self.spawn_heartbeat(stop);
     }
 
+    /// Connect without joining the registry or beating (a one-shot command, `toolport auth`).
+    pub(crate) async fn connect(&self) -> Result<(), Away> {
+        self.store.connect().await
+    }
+
     /// This replica's id.
     pub(crate) fn id(&self) -> &str {
         &self.settings.id.value
@@ -184,8 +190,19 @@ impl Cluster {
     }
 
     /// A key under the prefix.
-    fn key(&self, rest: &str) -> String {
+    pub(crate) fn key(&self, rest: &str) -> String {
         format!("{}:{rest}", self.settings.key_prefix)
+    }
+
+    /// Run one command (or script, or atomic pipeline) on the shared store, bounded like every
+    /// other: the door for state kept there by others than the budgets (the built-in
+    /// authorization server's grants and keys, `transport/http/oauth/builtin/store/`).
+    pub(crate) async fn run<T, F, Fut>(&self, command: F) -> Result<T, Away>
+    where
+        F: FnOnce(redis::aio::MultiplexedConnection) -> Fut,
+        Fut: Future<Output = Result<T, redis::RedisError>>,
+    {
+        self.store.run(command).await
     }
 
     /// A variable part of a key (a rule's name, a subject, an address), escaped so it cannot
@@ -378,4 +395,4 @@ impl Drop for Lease {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

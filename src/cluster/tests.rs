@@ -7,7 +7,7 @@
 
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../tests/it/common/redis.rs"]
-mod redis;
+pub(crate) mod redis;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +19,8 @@ use super::*;
 /// How long a test waits for something given back in the background.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-async fn cluster(url: &str, id: &str) -> Arc<Cluster> {
+/// A connected cluster on `url` as replica `id`, beating once.
+pub(crate) async fn cluster(url: &str, id: &str) -> Arc<Cluster> {
     let file = FileReplicas {
         redis_url: Some(url.to_owned()),
         id: Some(id.to_owned()),

@@ -132,12 +132,14 @@ pub(crate) async fn serve(
     let local = listener.local_addr().map_err(HttpError::Serve)?;
 
     let stop = CancellationToken::new();
+    let cluster = shared.principal_budgets.cluster().cloned();
     let oauth = match &settings.oauth {
         Some(oauth) => {
             if let (Some(audit), Some(introspection)) = (&shared.audit, &oauth.introspection) {
                 audit.add_secret(introspection.client_secret.clone());
             }
-            let resource = OAuth::new(oauth, shared.registry.clone()).map_err(HttpError::OAuth)?;
+            let resource = OAuth::new(oauth, shared.registry.clone(), cluster.clone())
+                .map_err(HttpError::OAuth)?;
             Some(Arc::new(resource))
         }
         None => None,
@@ -153,7 +155,14 @@ pub(crate) async fn serve(
             } else {
                 "http.oauth.builtin_max_scopes"
             },
-            settings.state_dir.display(),
+            if builtin.cluster().is_some() {
+                format!(
+                    "the shared store (Redis; this replica's signing key in {})",
+                    settings.state_dir.display()
+                )
+            } else {
+                settings.state_dir.display().to_string()
+            },
             match settings.approval {
                 oauth::settings::builtin::Approval::OneTimeCode =>
                     "a one-time code printed here when the request arrives",
@@ -161,7 +170,6 @@ pub(crate) async fn serve(
             }
         );
     }
-    let cluster = shared.principal_budgets.cluster().cloned();
     if let Some(cluster) = &cluster {
         cluster.start(stop.clone()).await;
     }

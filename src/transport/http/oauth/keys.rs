@@ -29,7 +29,7 @@ const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 /// Why no key set is at hand.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("the authorization server's keys cannot be fetched: {0}")]
-pub(crate) struct KeysUnavailable(String);
+pub(crate) struct KeysUnavailable(pub(crate) String);
 
 /// The key set, and when to fetch it again.
 #[derive(Debug)]
@@ -39,8 +39,6 @@ pub(crate) struct Keys {
     /// The operator's `jwks_uri`, which skips discovery.
     configured: Option<Url>,
     state: Mutex<State>,
-    /// The set was given ([`Keys::fixed`]): an unknown `kid` is unknown, nothing to fetch.
-    fixed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -66,22 +64,6 @@ impl Keys {
             issuer,
             configured,
             state: Mutex::default(),
-            fixed: false,
-        }
-    }
-
-    /// A set given in process, never fetched: the built-in authorization server's own keys
-    /// (toolport does not ask itself over HTTP).
-    pub(crate) fn fixed(fetcher: Fetcher, set: JwkSet) -> Self {
-        Self {
-            fetcher,
-            issuer: String::new(),
-            configured: None,
-            state: Mutex::new(State {
-                set: Some(Arc::new(set)),
-                ..State::default()
-            }),
-            fixed: true,
         }
     }
 
@@ -107,10 +89,9 @@ impl Keys {
             // Another request fetched it meanwhile.
             return Ok(Some(set.clone()));
         }
-        if self.fixed
-            || state
-                .refetched
-                .is_some_and(|at| at.elapsed() < REFETCH_INTERVAL)
+        if state
+            .refetched
+            .is_some_and(|at| at.elapsed() < REFETCH_INTERVAL)
         {
             return Ok(None);
         }

@@ -13,7 +13,8 @@
 //! - [`challenge`]: the 401/403 answers with their `WWW-Authenticate` challenges;
 //! - [`builtin`]: toolport as its own authorization server (`authorization_server =
 //!   "builtin"`): its endpoints, consent page and grants; its tokens come back here and are
-//!   checked as any issuer's, with its keys given in process;
+//!   checked as any issuer's, with the keys it knows in process (with replicas, also those the
+//!   others published in the shared store);
 //! - here: [`OAuth`], which ties them together for the gate ([`super::gate`]): check a token
 //!   ([`OAuth::authenticate`]) and refuse a `tools/call` outside the token's scopes with 403
 //!   ([`OAuth::admit_calls`]) before the call reaches the server, which checks again (a tool
@@ -42,6 +43,7 @@ use serde_json::{Map, Value};
 use toolport_tools::host::LiveRegistry;
 
 use self::builtin::Builtin;
+use self::builtin::store::StoreError;
 use self::builtin::token::GRANT_CLAIM;
 use self::challenge::{Challenge, respond, unavailable};
 use self::discovery::Fetcher;
@@ -51,6 +53,7 @@ use self::keys::{Keys, KeysUnavailable};
 use self::metadata::Resource;
 use self::settings::OAuthSettings;
 use super::sessions::read_body;
+use crate::cluster::{Away, Cluster, WhenAway};
 use crate::identity::{Principal, ToolClass};
 
 /// The resource server: the settings, the keys, the introspection client, and the served
@@ -58,7 +61,8 @@ use crate::identity::{Principal, ToolClass};
 #[derive(Debug)]
 pub(crate) struct OAuth {
     settings: Arc<OAuthSettings>,
-    keys: Keys,
+    /// The issuer's keys, fetched (`None` with the built-in server, which has its own).
+    keys: Option<Keys>,
     introspector: Option<Introspector>,
     registry: Arc<LiveRegistry>,
     /// Every scope, space-separated (the 401 challenge's `scope`).
@@ -86,26 +90,31 @@ impl From<KeysUnavailable> for JwtFailure {
 }
 
 impl OAuth {
-    /// The resource server of `settings`, over the served tools.
+    /// The resource server of `settings`, over the served tools; with `cluster` (replicas) the
+    /// built-in server keeps its state in the shared store.
     pub(crate) fn new(
         settings: &OAuthSettings,
         registry: Arc<LiveRegistry>,
+        cluster: Option<Arc<Cluster>>,
     ) -> Result<Self, String> {
         let fetcher = Fetcher::new()?;
         let shared = Arc::new(settings.clone());
         let builtin = match &settings.builtin {
-            Some(builtin) => Some(Arc::new(Builtin::new(shared.clone(), builtin.clone())?)),
+            Some(builtin) => Some(Arc::new(Builtin::new(
+                shared.clone(),
+                builtin.clone(),
+                cluster,
+            )?)),
             None => None,
         };
-        let keys = match &builtin {
-            // Its own keys, in process: toolport does not fetch them from itself.
-            Some(builtin) => Keys::fixed(fetcher.clone(), builtin.jwks()),
-            None => Keys::new(
+        // The built-in server's keys are in process: toolport does not fetch them from itself.
+        let keys = builtin.is_none().then(|| {
+            Keys::new(
                 fetcher.clone(),
                 settings.issuer.clone(),
                 settings.jwks_uri.clone(),
-            ),
-        };
+            )
+        });
         Ok(Self {
             keys,
             builtin,
@@ -185,9 +194,16 @@ impl OAuth {
                 .get(GRANT_CLAIM)
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            match builtin.store.grant_alive(grant) {
+            match builtin.store.grant_alive(grant).await {
                 Ok(true) => {}
                 Ok(false) => return Err(refused(&TokenError::Revoked)),
+                Err(StoreError::Away(away)) if builtin.cluster().is_some() => {
+                    if !grant_unknown_while_away(builtin, &away) {
+                        return Err(unavailable(&format!(
+                            "whether its grant stands is kept in the shared store, which cannot be reached ({away})"
+                        )));
+                    }
+                }
                 Err(error) => {
                     tracing::error!(%error, "cannot read the OAuth grants");
                     return Err(unavailable(&error.to_string()));
@@ -198,20 +214,35 @@ impl OAuth {
     }
 
     /// A JWT's claims, checked with the issuer's keys (fetched again once for an unknown
-    /// `kid`: the keys may have rotated).
+    /// `kid`: the keys may have rotated), or the built-in server's.
     async fn check_jwt(
         &self,
         token: &str,
         expected: &Expected<'_>,
     ) -> Result<Map<String, Value>, JwtFailure> {
         let header = jwt::header(token)?;
-        let keys = self.keys.current().await?;
+        let Some(keys) = &self.keys else {
+            let Some(builtin) = &self.builtin else {
+                return Err(KeysUnavailable("no key set is configured".to_owned()).into());
+            };
+            let kid = header.kid.clone().unwrap_or_default();
+            let keys = builtin
+                .key_set(header.kid.as_deref())
+                .await
+                .map_err(|e| KeysUnavailable(e.to_string()))?;
+            let jwk = jwt::select(&header, &keys)?.ok_or(TokenError::UnknownKey(kid))?;
+            return Ok(jwt::verify(token, &header, jwk, expected)?);
+        };
+        let keys = keys.current().await?;
         if let Some(jwk) = jwt::select(&header, &keys)? {
             return Ok(jwt::verify(token, &header, jwk, expected)?);
         }
         let kid = header.kid.clone().unwrap_or_default();
         let unknown = || TokenError::UnknownKey(kid.clone());
-        let keys = self.keys.refreshed_for(&kid).await?.ok_or_else(unknown)?;
+        let keys = match &self.keys {
+            Some(keys) => keys.refreshed_for(&kid).await?.ok_or_else(unknown)?,
+            None => return Err(unknown().into()),
+        };
         let jwk = jwt::select(&header, &keys)?.ok_or_else(unknown)?;
         Ok(jwt::verify(token, &header, jwk, expected)?)
     }
@@ -290,4 +321,20 @@ impl OAuth {
         }
         Ok(Request::from_parts(parts, Body::from(bytes)))
     }
+}
+
+/// Whether a built-in token whose grant cannot be looked up (the shared store is away) is
+/// accepted: with `when_redis_away = "local"` yes, on its signature, audience and expiry alone
+/// (a revocation made elsewhere is not seen until Redis is back, at most a token lifetime),
+/// with a warning; with `"refuse"` no (503, retry). Counted either way.
+fn grant_unknown_while_away(builtin: &Builtin, away: &Away) -> bool {
+    let Some(cluster) = builtin.cluster() else {
+        return false;
+    };
+    cluster.decided_without_store(away);
+    let local = cluster.when_away() == WhenAway::Local;
+    if local {
+        tracing::debug!(%away, "accepted a built-in access token without checking its grant: the shared store is away (when_redis_away = \"local\")");
+    }
+    local
 }

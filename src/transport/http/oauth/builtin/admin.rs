@@ -1,15 +1,20 @@
 //! `toolport auth list` and `toolport auth revoke ID`: the operator's view of the built-in
-//! server's grants, read from (and revoked in) the state folder the server uses. A running
-//! server sees a revocation at its next request ([`super::store`] reads the file again when it
-//! changed). Nothing printed is secret: grants hold only hashes, and those are not shown.
+//! server's grants, read from (and revoked in) where the server keeps them: the state folder,
+//! or with replicas (`[replicas] redis_url`) the shared store. A running server sees a
+//! revocation at its next request ([`super::store`] reads the file again when it changed; every
+//! replica asks Redis). Nothing printed is secret: grants hold only hashes, and those are not
+//! shown.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::json;
 
 use super::super::settings::OAuthSettings;
 use super::super::settings::builtin::default_state_dir;
+use super::store::local::{GRANTS_FILE, Local};
+use super::store::shared::Shared;
 use super::store::{Grant, Store};
+use crate::cluster::{Cluster, ReplicaSettings};
 
 /// The state folder of the configured built-in server (`oauth`), or the default one.
 pub(crate) fn state_dir(oauth: Option<&OAuthSettings>) -> Result<PathBuf, String> {
@@ -23,6 +28,40 @@ pub(crate) fn state_dir(oauth: Option<&OAuthSettings>) -> Result<PathBuf, String
         })
 }
 
+/// Where the grants are, and how to name that place: `Ok(None)` when the state folder does
+/// not exist (nothing was ever granted there).
+async fn open(
+    oauth: Option<&OAuthSettings>,
+    replicas: Option<&ReplicaSettings>,
+) -> Result<Option<(Store, String)>, String> {
+    if let Some(replicas) = replicas {
+        let cluster = Cluster::new(replicas.clone())?;
+        cluster.connect().await.map_err(|away| {
+            format!(
+                "the grants are in the shared store ({}), which cannot be reached: {away}",
+                replicas.redis_url
+            )
+        })?;
+        let place = format!("the shared store {}", replicas.redis_url);
+        return Ok(Some((Store::Shared(Shared::new(cluster)), place)));
+    }
+    let dir = state_dir(oauth)?;
+    if !dir.exists() {
+        return Ok(None);
+    }
+    if !dir.join(GRANTS_FILE).is_file() {
+        return Err(format!(
+            "no grants in {}: the built-in server has not granted anything there (is this the state folder the server uses? give its config, or --oauth-state-dir)",
+            dir.display()
+        ));
+    }
+    let store = Local::open(&dir).map_err(|e| e.to_string())?;
+    Ok(Some((
+        Store::Local(store),
+        format!("state folder {}", dir.display()),
+    )))
+}
+
 /// A time as RFC 3339 (UTC), or `-` for none.
 fn time(seconds: u64) -> String {
     if seconds == 0 {
@@ -34,22 +73,18 @@ fn time(seconds: u64) -> String {
     .to_string()
 }
 
-fn open(dir: &Path) -> Result<Store, String> {
-    if !dir.join("grants.json").is_file() {
-        return Err(format!(
-            "no grants in {}: the built-in server has not granted anything there (is this the state folder the server uses? give its config, or --oauth-state-dir)",
-            dir.display()
-        ));
-    }
-    Store::open(dir).map_err(|e| e.to_string())
-}
-
-/// The grants in `dir`, as a table or JSON lines.
-pub(crate) fn list(dir: &Path, as_json: bool) -> Result<String, String> {
-    let grants = match open(dir) {
-        Ok(store) => store.grants().map_err(|e| e.to_string())?,
-        Err(_) if !dir.exists() => Vec::new(),
-        Err(error) => return Err(error),
+/// The grants, as a table or JSON lines.
+pub(crate) async fn list(
+    oauth: Option<&OAuthSettings>,
+    replicas: Option<&ReplicaSettings>,
+    as_json: bool,
+) -> Result<String, String> {
+    let (grants, place) = match open(oauth, replicas).await? {
+        Some((store, place)) => (store.grants().await.map_err(|e| e.to_string())?, place),
+        None => (
+            Vec::new(),
+            format!("state folder {}", state_dir(oauth)?.display()),
+        ),
     };
     if as_json {
         return Ok(grants
@@ -59,7 +94,7 @@ pub(crate) fn list(dir: &Path, as_json: bool) -> Result<String, String> {
             .join("\n"));
     }
     if grants.is_empty() {
-        return Ok(format!("no grants (state folder {})", dir.display()));
+        return Ok(format!("no grants ({place})"));
     }
     let mut out = String::from("ID\tCLIENT\tCLIENT ID\tSUBJECT\tSCOPES\tCREATED\tLAST USED");
     for g in &grants {
@@ -90,15 +125,23 @@ fn row_json(g: &Grant) -> serde_json::Value {
     })
 }
 
-/// End grant `id` in `dir`.
-pub(crate) fn revoke(dir: &Path, id: &str) -> Result<String, String> {
-    let store = open(dir)?;
-    if store.revoke(id).map_err(|e| e.to_string())? {
+/// End grant `id`.
+pub(crate) async fn revoke(
+    oauth: Option<&OAuthSettings>,
+    replicas: Option<&ReplicaSettings>,
+    id: &str,
+) -> Result<String, String> {
+    let Some((store, place)) = open(oauth, replicas).await? else {
+        return Err(format!(
+            "no grants in {}: the built-in server has not granted anything there (is this the state folder the server uses? give its config, or --oauth-state-dir)",
+            state_dir(oauth)?.display()
+        ));
+    };
+    if store.revoke(id).await.map_err(|e| e.to_string())? {
         Ok(format!("revoked grant {id}"))
     } else {
         Err(format!(
-            "no grant {id:?} in {} (`toolport auth list` shows the grants)",
-            dir.display()
+            "no grant {id:?} in {place} (`toolport auth list` shows the grants)"
         ))
     }
 }

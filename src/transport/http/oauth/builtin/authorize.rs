@@ -15,11 +15,10 @@
 //!
 //! **Approval** (`POST`): the pending request named by the form, its CSRF token, the origin
 //! (absent, or this server's), the attempt rates, then the secret ([`super::consent`]). The
-//! code is single-use and good for [`CODE_LIFETIME`]; only its hash is kept.
+//! code is single-use and good for [`super::store::CODE_LIFETIME`]; only its hash is kept.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -28,31 +27,15 @@ use subtle::ConstantTimeEq;
 use url::Url;
 
 use super::super::settings::builtin::Approval;
-use super::consent::{self, MAX_ATTEMPTS, ONE_TIME_CODE_BYTES, PENDING_LIFETIME, Pending};
+use super::consent::{self, MAX_ATTEMPTS, ONE_TIME_CODE_BYTES};
 use super::metadata::peer;
-use super::store::hash;
+use super::store::{Attempt, Issued, PENDING_LIFETIME, Pending, StoreError, hash};
 use super::{Builtin, ID_BYTES, MAX_BODY_BYTES, SECRET_BYTES, cimd, pkce, redirect, secret};
 use crate::transport::http::sessions::read_body;
 
-/// How long an authorization code may wait for its exchange: the client exchanges it at once;
-/// a minute covers a slow network and keeps a leaked code's window small.
-pub(crate) const CODE_LIFETIME: std::time::Duration = std::time::Duration::from_secs(60);
 /// Most consent pages waiting at once: one person approves a few; more is someone flooding
 /// the operator's terminal with codes.
 const MAX_PENDING: usize = 16;
-
-/// An authorization code waiting for its exchange (kept by the code's hash).
-#[derive(Debug)]
-pub(crate) struct Issued {
-    pub(crate) client_id: String,
-    pub(crate) client_name: Option<String>,
-    pub(crate) redirect_uri: String,
-    pub(crate) challenge: String,
-    pub(crate) resource: String,
-    pub(crate) issuer: String,
-    pub(crate) scopes: Vec<String>,
-    pub(crate) expires: Instant,
-}
 
 /// `redirect_uri` with the query parameters `pairs` added.
 fn redirect_with(redirect_uri: &str, pairs: &[(&str, &str)]) -> Response {
@@ -126,7 +109,7 @@ pub(crate) async fn start(
             }
         }
     } else {
-        match builtin.store.client(client_id) {
+        match builtin.store.client(client_id).await {
             Ok(Some(client)) => client,
             Ok(None) => {
                 return consent::error_page(
@@ -134,13 +117,7 @@ pub(crate) async fn start(
                     "The client is not registered with this server (register it first, RFC 7591).",
                 );
             }
-            Err(error) => {
-                tracing::error!(%error, "cannot read the OAuth state");
-                return consent::error_page(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "The authorization server cannot read its state; its log says why.",
-                );
-            }
+            Err(error) => return state_failed(&error),
         }
     };
     let redirect_uri = match param("redirect_uri") {
@@ -272,21 +249,20 @@ pub(crate) async fn start(
         granted,
         withheld,
         csrf,
-        one_time_code,
+        one_time_code: one_time_code.as_deref().map(consent::one_time_code_hash),
         attempts: 0,
-        expires: Instant::now() + PENDING_LIFETIME,
+        replica: builtin.replica().map(str::to_owned),
     };
     let page = consent::page(&id, &pending, None, StatusCode::OK);
-    {
-        let mut flows = builtin.flows();
-        if flows.pending.len() >= MAX_PENDING {
+    match builtin.store.add_pending(&id, &pending, MAX_PENDING).await {
+        Ok(true) => announce(&pending, one_time_code.as_deref()),
+        Ok(false) => {
             return consent::error_page(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Too many connection requests are waiting for approval; try again later.",
             );
         }
-        announce(&pending);
-        flows.pending.insert(id, pending);
+        Err(error) => return state_failed(&error),
     }
     tracing::info!(
         client_id,
@@ -295,9 +271,25 @@ pub(crate) async fn start(
     page
 }
 
+/// The page when the state cannot be read or written: 503 when the shared store is away (try
+/// again), else 500; the log says why.
+fn state_failed(error: &StoreError) -> Response {
+    tracing::error!(%error, "the built-in authorization server cannot use its state");
+    match error {
+        StoreError::Away(_) => consent::error_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The authorization server cannot reach its shared store right now; try again in a moment.",
+        ),
+        _ => consent::error_page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "The authorization server cannot read its state; its log says why.",
+        ),
+    }
+}
+
 /// Tell the operator, on stderr, that a request waits, and (with one-time codes) its code.
 /// Deliberately not a tracing event, so a log file never holds the code.
-fn announce(pending: &Pending) {
+fn announce(pending: &Pending, one_time_code: Option<&str>) {
     let who = format!(
         "client {:?} (client_id {}, answer to {}) asks for {}",
         pending.client_name.as_deref().unwrap_or("(no name)"),
@@ -305,7 +297,7 @@ fn announce(pending: &Pending) {
         pending.redirect_host,
         pending.granted.join(" "),
     );
-    match &pending.one_time_code {
+    match one_time_code {
         Some(code) => eprintln!(
             "toolport: OAuth authorization request: {who}; to approve, enter the one-time code {} on its consent page (valid {} minutes; ignore it if you did not start this)",
             consent::grouped(code),
@@ -339,12 +331,15 @@ pub(crate) async fn decide(State(builtin): State<Arc<Builtin>>, request: Request
     let field = |name: &str| form.get(name).map(String::as_str).unwrap_or_default();
     let id = field("request");
 
-    let mut flows = builtin.flows();
-    let Some(pending) = flows.pending.get_mut(id) else {
-        return consent::error_page(
-            StatusCode::BAD_REQUEST,
-            "This approval request is unknown or has expired.",
-        );
+    let pending = match builtin.store.pending(id).await {
+        Ok(Some(pending)) => pending,
+        Ok(None) => {
+            return consent::error_page(
+                StatusCode::BAD_REQUEST,
+                "This approval request is unknown or has expired.",
+            );
+        }
+        Err(error) => return state_failed(&error),
     };
     if !bool::from(pending.csrf.as_bytes().ct_eq(field("csrf").as_bytes())) {
         return consent::error_page(
@@ -353,53 +348,58 @@ pub(crate) async fn decide(State(builtin): State<Arc<Builtin>>, request: Request
         );
     }
     if field("decision") == "deny" {
-        let Some(pending) = flows.pending.remove(id) else {
-            return consent::error_page(StatusCode::BAD_REQUEST, "This approval request is gone.");
+        return match builtin.store.take_pending(id).await {
+            Ok(Some(pending)) => {
+                tracing::info!(client_id = %pending.client_id, "the operator denied an authorization request");
+                answer_pending(&pending, "access_denied", "the operator denied the request")
+            }
+            Ok(None) => gone(),
+            Err(error) => state_failed(&error),
         };
-        tracing::info!(client_id = %pending.client_id, "the operator denied an authorization request");
-        return answer_pending(&pending, "access_denied", "the operator denied the request");
     }
     if !builtin.attempts.admit(&pending.client_id) {
         tracing::warn!(client_id = %pending.client_id, "consent attempts over their rate");
         return consent::too_many();
     }
     let right = match (&pending.one_time_code, &builtin.settings.approval) {
-        (Some(code), _) => consent::secret_matches(code, field("secret"), true),
+        (Some(kept), _) => consent::one_time_code_matches(kept, field("secret")),
         (None, Approval::Passphrase(secret, _)) => {
-            consent::secret_matches(secret.expose(), field("secret"), false)
+            consent::passphrase_matches(secret.expose(), field("secret"))
         }
         (None, Approval::OneTimeCode) => false,
     };
     if !right {
-        pending.attempts += 1;
+        let pending = match builtin.store.wrong_attempt(id, MAX_ATTEMPTS).await {
+            Ok(Attempt::Counted(pending)) => pending,
+            Ok(Attempt::Ended(pending)) => {
+                tracing::warn!(client_id = %pending.client_id, attempts = pending.attempts, "a wrong consent secret was entered; the request is refused");
+                return answer_pending(
+                    &pending,
+                    "access_denied",
+                    "too many wrong approval attempts",
+                );
+            }
+            Ok(Attempt::Gone) => return gone(),
+            Err(error) => return state_failed(&error),
+        };
         tracing::warn!(
             client_id = %pending.client_id,
             attempts = pending.attempts,
             "a wrong consent secret was entered"
         );
-        if pending.attempts >= MAX_ATTEMPTS {
-            let Some(pending) = flows.pending.remove(id) else {
-                return consent::error_page(
-                    StatusCode::BAD_REQUEST,
-                    "This approval request is gone.",
-                );
-            };
-            return answer_pending(
-                &pending,
-                "access_denied",
-                "too many wrong approval attempts",
-            );
-        }
         let left = MAX_ATTEMPTS - pending.attempts;
         return consent::page(
             id,
-            pending,
+            &pending,
             Some(&format!("That is not the secret; {left} attempts left.")),
             StatusCode::FORBIDDEN,
         );
     }
-    let Some(pending) = flows.pending.remove(id) else {
-        return consent::error_page(StatusCode::BAD_REQUEST, "This approval request is gone.");
+    // Taken out once: an approval sent twice (or to two replicas at once) makes one code.
+    let pending = match builtin.store.take_pending(id).await {
+        Ok(Some(pending)) => pending,
+        Ok(None) => return gone(),
+        Err(error) => return state_failed(&error),
     };
     let code = match secret(SECRET_BYTES) {
         Ok(code) => code,
@@ -408,29 +408,37 @@ pub(crate) async fn decide(State(builtin): State<Arc<Builtin>>, request: Request
             return answer_pending(&pending, "server_error", "the authorization server failed");
         }
     };
+    let issued = Issued {
+        client_id: pending.client_id.clone(),
+        client_name: pending.client_name.clone(),
+        redirect_uri: pending.redirect_uri.clone(),
+        challenge: pending.challenge.clone(),
+        resource: pending.resource.clone(),
+        issuer: pending.issuer.clone(),
+        scopes: pending.granted.clone(),
+    };
+    if let Err(error) = builtin.store.add_code(&hash(&code), &issued).await {
+        tracing::error!(%error, "cannot keep an authorization code");
+        return answer_pending(
+            &pending,
+            "temporarily_unavailable",
+            "the authorization server cannot keep the code now; start again",
+        );
+    }
     tracing::info!(
         client_id = %pending.client_id,
         scopes = %pending.granted.join(" "),
         "the operator approved an authorization request"
     );
-    flows.codes.insert(
-        hash(&code),
-        Issued {
-            client_id: pending.client_id,
-            client_name: pending.client_name,
-            redirect_uri: pending.redirect_uri.clone(),
-            challenge: pending.challenge,
-            resource: pending.resource,
-            issuer: pending.issuer.clone(),
-            scopes: pending.granted,
-            expires: Instant::now() + CODE_LIFETIME,
-        },
-    );
-    drop(flows);
     let mut pairs = vec![("code", code.as_str())];
     if let Some(state) = pending.state.as_deref() {
         pairs.push(("state", state));
     }
     pairs.push(("iss", &pending.issuer));
     redirect_with(&pending.redirect_uri, &pairs)
+}
+
+/// The page for an approval that is no longer there.
+fn gone() -> Response {
+    consent::error_page(StatusCode::BAD_REQUEST, "This approval request is gone.")
 }

@@ -10,7 +10,7 @@
 //!
 //! **The secret.** Approval needs what only the operator has: by default a one-time code made
 //! for this request and printed on the server's stderr (not through the log: a log file never
-//! holds it), [`ONE_TIME_CODE_BYTES`] of randomness, good for [`PENDING_LIFETIME`]; or the
+//! holds it), [`ONE_TIME_CODE_BYTES`] of randomness, good for [`super::store::PENDING_LIFETIME`]; or the
 //! passphrase the operator configured. It is compared in constant time. The form also carries
 //! a per-request token bound to the pending authorization (CSRF: a form another site makes
 //! cannot name a pending request and its token).
@@ -20,16 +20,15 @@
 //! across requests. Each wrong attempt is logged with the client, never with what was typed.
 
 use std::num::NonZeroU32;
-use std::time::{Duration, Instant};
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use subtle::ConstantTimeEq;
 
-/// How long a consent page (and its one-time code) waits for the operator: long enough to
-/// find the terminal, short enough that a forgotten code is dead soon.
-pub(crate) const PENDING_LIFETIME: Duration = Duration::from_secs(600);
+use super::store::Pending;
+use super::store::hash;
+
 /// Bytes of randomness in a one-time code: 5 bytes, ten hex characters (40 bits). With
 /// [`MAX_ATTEMPTS`] per code and the rates below, a guess succeeds with odds of about
 /// 5 in 10^12; short enough to type from a terminal.
@@ -41,28 +40,6 @@ const ATTEMPTS_PER_CLIENT_PER_MINUTE: NonZeroU32 = NonZeroU32::new(10).unwrap();
 const ATTEMPTS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(30).unwrap();
 /// The page's Content-Security-Policy, before the redirect origin is added to `form-action`.
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
-
-/// A consent page waiting for the operator.
-#[derive(Debug)]
-pub(crate) struct Pending {
-    pub(crate) client_id: String,
-    pub(crate) client_name: Option<String>,
-    pub(crate) redirect_uri: String,
-    /// Shown on the page, and the only origin the form may go on to.
-    pub(crate) redirect_host: String,
-    pub(crate) redirect_origin: String,
-    pub(crate) state: Option<String>,
-    pub(crate) challenge: String,
-    pub(crate) resource: String,
-    pub(crate) issuer: String,
-    pub(crate) granted: Vec<String>,
-    pub(crate) withheld: Vec<String>,
-    pub(crate) csrf: String,
-    /// This request's one-time code, unless a passphrase approves.
-    pub(crate) one_time_code: Option<String>,
-    pub(crate) attempts: u32,
-    pub(crate) expires: Instant,
-}
 
 /// The rates consent attempts are held to.
 #[derive(Debug)]
@@ -85,20 +62,31 @@ impl AttemptLimits {
     }
 }
 
-/// Whether `typed` is `expected` (case, spaces and dashes aside for a one-time code, which is
-/// shown grouped), in constant time over the contents.
-pub(crate) fn secret_matches(expected: &str, typed: &str, one_time: bool) -> bool {
-    let normal = |s: &str| -> String {
-        if one_time {
-            s.chars()
-                .filter(|c| !c.is_whitespace() && *c != '-')
-                .flat_map(char::to_lowercase)
-                .collect()
-        } else {
-            s.trim().to_owned()
-        }
-    };
-    let (expected, typed) = (normal(expected), normal(typed));
+/// A one-time code as typed, in its normal form: case, spaces and dashes aside (it is shown
+/// grouped).
+fn one_time_normal(code: &str) -> String {
+    code.chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// What is kept of a one-time code: the hash of its normal form.
+pub(crate) fn one_time_code_hash(code: &str) -> String {
+    hash(&one_time_normal(code))
+}
+
+/// Whether `typed` is the one-time code kept as `kept` ([`one_time_code_hash`]), in constant
+/// time over the hashes.
+pub(crate) fn one_time_code_matches(kept: &str, typed: &str) -> bool {
+    let typed = one_time_normal(typed);
+    !typed.is_empty() && bool::from(kept.as_bytes().ct_eq(hash(&typed).as_bytes()))
+}
+
+/// Whether `typed` is the passphrase `expected` (surrounding space aside), in constant time
+/// over the contents.
+pub(crate) fn passphrase_matches(expected: &str, typed: &str) -> bool {
+    let (expected, typed) = (expected.trim(), typed.trim());
     !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(typed.as_bytes()))
 }
 
@@ -191,10 +179,16 @@ pub(crate) fn page(
             .collect()
     };
     let name = pending.client_name.as_deref().unwrap_or("(no name given)");
-    let how = if pending.one_time_code.is_some() {
-        "the one-time code toolport printed on its terminal (stderr) for this request"
-    } else {
-        "the consent passphrase configured for this toolport"
+    let how = match (&pending.one_time_code, &pending.replica) {
+        (Some(_), None) => {
+            "the one-time code toolport printed on its terminal (stderr) for this request"
+                .to_owned()
+        }
+        (Some(_), Some(replica)) => format!(
+            "the one-time code replica <code>{}</code> printed on its terminal (stderr) for this request",
+            escape(replica)
+        ),
+        (None, _) => "the consent passphrase configured for this toolport".to_owned(),
     };
     let problem = problem
         .map(|p| format!("<p class=\"warn\">{}</p>", escape(p)))
@@ -249,24 +243,25 @@ mod tests {
 
     #[test]
     fn the_secret_check() {
-        assert!(secret_matches("a1b2c3d4e5", "A1B2C-3D4E5", true));
-        assert!(secret_matches("a1b2c3d4e5", " a1b2c 3d4e5 ", true));
-        assert!(!secret_matches("a1b2c3d4e5", "a1b2c3d4e6", true));
-        assert!(!secret_matches("a1b2c3d4e5", "", true));
+        let kept = one_time_code_hash("a1b2c3d4e5");
+        assert_ne!(kept, "a1b2c3d4e5", "only a hash is kept");
+        assert!(one_time_code_matches(&kept, "A1B2C-3D4E5"));
+        assert!(one_time_code_matches(&kept, " a1b2c 3d4e5 "));
+        assert!(!one_time_code_matches(&kept, "a1b2c3d4e6"));
+        assert!(!one_time_code_matches(&kept, ""));
         assert!(
-            !secret_matches("", "", true),
+            !one_time_code_matches(&one_time_code_hash(""), ""),
             "an empty secret never approves"
         );
-        assert!(secret_matches(
+        assert!(passphrase_matches(
             "correct horse battery",
-            "correct horse battery\n",
-            false
+            "correct horse battery\n"
         ));
-        assert!(!secret_matches(
+        assert!(!passphrase_matches(
             "correct horse battery",
-            "Correct horse battery",
-            false
+            "Correct horse battery"
         ));
+        assert!(!passphrase_matches("", ""));
         assert_eq!(grouped("a1b2c3d4e5"), "a1b2c-3d4e5");
     }
 

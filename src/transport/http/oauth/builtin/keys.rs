@@ -8,6 +8,14 @@
 //! JWKS the resource server checks tokens against in process ([`super::super::keys::Keys::fixed`])
 //! and that `/oauth/jwks` publishes. The key id is derived from the public key (a hash), so it
 //! names this key and no other.
+//!
+//! **With replicas** each replica signs with its own key (in its own state folder: a private
+//! key never leaves its server, so reading Redis gives no one the power to sign), and publishes
+//! the public half in the shared store before it signs, valid until every token it may have
+//! signed has expired ([`super::Builtin::publish_key`]). Every replica checks a token with the
+//! key its `kid` names, its own or a published one, and `/oauth/jwks` lists them all. A replica
+//! restarted without its folder makes a new key; the tokens its old key signed stay valid on
+//! every replica until they expire, since the old public key stays published that long.
 
 use std::path::Path;
 
@@ -20,7 +28,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::Serialize;
 use serde_json::json;
 
-use super::store::{hash, write_private};
+use super::store::hash;
+use super::store::local::write_private;
 
 /// The key file in the state folder.
 const KEY_FILE: &str = "signing-key.ed25519.pk8";
@@ -79,7 +88,12 @@ impl Signer {
         })
     }
 
-    /// The public key set.
+    /// The public key.
+    pub(crate) fn jwk(&self) -> &Jwk {
+        &self.jwk
+    }
+
+    /// The public key set of this key alone.
     pub(crate) fn jwks(&self) -> JwkSet {
         JwkSet {
             keys: vec![self.jwk.clone()],

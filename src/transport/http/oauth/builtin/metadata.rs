@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::response::IntoResponse;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::{AUTHORIZE_PATH, Builtin, JWKS_PATH, REGISTER_PATH, REVOKE_PATH, TOKEN_PATH, pkce};
@@ -56,7 +57,21 @@ pub(crate) async fn document(
     }))
 }
 
-/// The public key set.
-pub(crate) async fn jwks(State(builtin): State<Arc<Builtin>>) -> impl IntoResponse {
-    Json(builtin.jwks())
+/// The public key set (with replicas, every replica's that may still check a token).
+pub(crate) async fn jwks(State(builtin): State<Arc<Builtin>>) -> Response {
+    match builtin.jwks().await {
+        Ok(set) => Json(set).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "cannot list the signing keys");
+            let mut response = (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"error": "temporarily_unavailable", "error_description": "the key set cannot be read now; retry in a moment"})),
+            )
+                .into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+        }
+    }
 }

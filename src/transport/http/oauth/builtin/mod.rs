@@ -19,8 +19,11 @@
 //!   attempts limited;
 //! - [`token`]: `/oauth/token` (code and refresh grants, refresh tokens rotated, reuse
 //!   revoking the grant) and `/oauth/revoke`;
-//! - [`store`]: clients and grants in the state folder (hashes only, 0600, atomic);
-//! - [`keys`]: the Ed25519 signing key in the state folder.
+//! - [`store`]: clients, grants, pending approvals and codes behind one interface: the state
+//!   folder and memory on one server, Redis with replicas (`[replicas] redis_url`);
+//! - [`keys`]: the Ed25519 signing key in the state folder (with replicas, each replica's own,
+//!   its public half published through [`store`] so every replica checks every replica's
+//!   tokens and serves the same JWKS).
 //!
 //! **Crates.** jsonwebtoken (the resource server's JOSE crate) signs; aws-lc-rs (already the
 //! crypto under rustls and jsonwebtoken) makes the key; getrandom (through
@@ -44,11 +47,10 @@ pub(crate) mod register;
 pub(crate) mod store;
 pub(crate) mod token;
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -58,13 +60,12 @@ use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLim
 use jsonwebtoken::jwk::JwkSet;
 use toolport_tools::host::secret::random_token;
 
-use self::authorize::Issued;
-use self::consent::Pending;
 use self::keys::Signer;
-use self::store::Store;
+use self::store::{Store, StoreError};
 use super::metadata::Resource;
 use super::settings::OAuthSettings;
 use super::settings::builtin::BuiltinSettings;
+use crate::cluster::Cluster;
 
 /// The endpoints' paths.
 pub(crate) const AUTHORIZE_PATH: &str = "/oauth/authorize";
@@ -88,23 +89,13 @@ const OPEN_REQUESTS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(60).unwrap();
 /// Registrations per minute from everyone: each is written to the state folder.
 const REGISTRATIONS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(20).unwrap();
 
-/// In-memory flow state: consent pages waiting for approval and codes waiting for exchange.
-/// Neither survives a restart (a client starts again), which is what a 60 s code wants.
-#[derive(Debug, Default)]
-pub(crate) struct Flows {
-    pub(crate) pending: HashMap<String, Pending>,
-    /// By the code's hash.
-    pub(crate) codes: HashMap<String, Issued>,
-}
-
-impl Flows {
-    /// Forget what has expired.
-    fn sweep(&mut self) {
-        let now = Instant::now();
-        self.pending.retain(|_, p| p.expires > now);
-        self.codes.retain(|_, c| c.expires > now);
-    }
-}
+/// How often a replica publishes its signing key again (each time it signs, at most this
+/// often): the published key stays valid this long past the last token's expiry, so a token
+/// signed just before the next publication is still checked by its key.
+const REPUBLISH_EVERY: Duration = Duration::from_secs(60);
+/// Published keys a replica keeps at hand besides its own (replicas and their restarts within
+/// a token lifetime): past this the cache starts again from its own key.
+const MAX_KNOWN_KEYS: usize = 64;
 
 /// The built-in authorization server.
 #[derive(Debug)]
@@ -115,7 +106,10 @@ pub(crate) struct Builtin {
     pub(crate) signer: Signer,
     /// Client ID metadata documents, fetched and cached.
     pub(crate) documents: cimd::Documents,
-    flows: Mutex<Flows>,
+    /// The public keys known here: its own first, then those other replicas published.
+    known_keys: Mutex<JwkSet>,
+    /// When its key was last published (with replicas).
+    published: Mutex<Option<Instant>>,
     /// Requests per address to the open endpoints.
     per_address: DefaultKeyedRateLimiter<IpAddr>,
     /// Registrations from everyone.
@@ -125,30 +119,119 @@ pub(crate) struct Builtin {
 }
 
 impl Builtin {
-    /// The server of `oauth` (whose `builtin` is set), its key and grants read from (or made
-    /// in) the state folder.
+    /// The server of `oauth` (whose `builtin` is set): its key read from (or made in) the state
+    /// folder; its grants there too, or in Redis with `cluster` (replicas).
     pub(crate) fn new(
         oauth: Arc<OAuthSettings>,
         settings: BuiltinSettings,
+        cluster: Option<Arc<Cluster>>,
     ) -> Result<Self, String> {
-        let store = Store::open(&settings.state_dir).map_err(|e| e.to_string())?;
+        let store = match cluster {
+            Some(cluster) => Store::Shared(store::shared::Shared::new(cluster)),
+            None => Store::Local(
+                store::local::Local::open(&settings.state_dir).map_err(|e| e.to_string())?,
+            ),
+        };
+        if store.is_shared() {
+            store::local::private_dir(&settings.state_dir)
+                .map_err(|e| format!("cannot create {}: {e}", settings.state_dir.display()))?;
+        }
         let signer = Signer::load_or_create(&settings.state_dir)?;
         Ok(Self {
             oauth,
             settings,
             store,
+            known_keys: Mutex::new(signer.jwks()),
             signer,
             documents: cimd::Documents::new()?,
-            flows: Mutex::default(),
+            published: Mutex::new(None),
             per_address: RateLimiter::keyed(Quota::per_minute(OPEN_REQUESTS_PER_MINUTE)),
             registrations: RateLimiter::direct(Quota::per_minute(REGISTRATIONS_PER_MINUTE)),
             attempts: consent::AttemptLimits::new(),
         })
     }
 
-    /// Its public keys, for the resource server and `/oauth/jwks`.
-    pub(crate) fn jwks(&self) -> JwkSet {
-        self.signer.jwks()
+    /// This replica's id, with replicas.
+    pub(crate) fn replica(&self) -> Option<&str> {
+        self.cluster().map(|cluster| cluster.id())
+    }
+
+    /// The cluster its state is shared through, with replicas.
+    pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
+        match &self.store {
+            Store::Shared(shared) => Some(shared.cluster()),
+            Store::Local(_) => None,
+        }
+    }
+
+    /// The public keys that check a token naming `kid`: its own, and (with replicas) the one
+    /// another replica published under that `kid`, fetched once and kept.
+    pub(crate) async fn key_set(&self, kid: Option<&str>) -> Result<JwkSet, StoreError> {
+        let known = self.known_keys().clone();
+        let Some(kid) = kid else {
+            return Ok(known);
+        };
+        if known.find(kid).is_some() || !self.store.is_shared() {
+            return Ok(known);
+        }
+        let found = self.store.published_keys(Some(kid)).await?;
+        let mut known = self.known_keys();
+        if known.keys.len() + found.len() > MAX_KNOWN_KEYS {
+            known.keys.truncate(1);
+        }
+        for jwk in found {
+            if known.find(kid).is_none() {
+                known.keys.push(jwk);
+            }
+        }
+        Ok(known.clone())
+    }
+
+    fn known_keys(&self) -> std::sync::MutexGuard<'_, JwkSet> {
+        self.known_keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Its public keys, for `/oauth/jwks`: its own and (with replicas) every key a replica
+    /// published that may still check a token.
+    pub(crate) async fn jwks(&self) -> Result<JwkSet, StoreError> {
+        let mut set = self.signer.jwks();
+        for jwk in self.store.published_keys(None).await? {
+            if set
+                .find(jwk.common.key_id.as_deref().unwrap_or_default())
+                .is_none()
+            {
+                set.keys.push(jwk);
+            }
+        }
+        Ok(set)
+    }
+
+    /// With replicas, publish its key before it signs (at most every [`REPUBLISH_EVERY`]),
+    /// valid until every token it may sign before the next publication has expired.
+    pub(crate) async fn publish_key(&self) -> Result<(), StoreError> {
+        if !self.store.is_shared() {
+            return Ok(());
+        }
+        let due = self
+            .published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_none_or(|at| at.elapsed() >= REPUBLISH_EVERY);
+        if !due {
+            return Ok(());
+        }
+        // Past the last token's expiry and the resource server's leeway, with a publication
+        // interval to spare (a token signed just before the next one).
+        let valid_for =
+            self.settings.access_token_lifetime + self.oauth.leeway + REPUBLISH_EVERY * 2;
+        self.store.publish_key(self.signer.jwk(), valid_for).await?;
+        *self
+            .published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+        Ok(())
     }
 
     /// The resource a request is for, and the issuer (this server) as that request reaches it.
@@ -156,15 +239,6 @@ impl Builtin {
         let resource = Resource::of(&self.oauth, headers, peer);
         let issuer = resource.issuer(&self.oauth).into_owned();
         (resource, issuer)
-    }
-
-    /// The flow state, swept of what expired.
-    pub(crate) fn flows(&self) -> std::sync::MutexGuard<'_, Flows> {
-        // Every change to the maps is a single insert or remove: a panic elsewhere leaves them
-        // consistent.
-        let mut flows = self.flows.lock().unwrap_or_else(|p| p.into_inner());
-        flows.sweep();
-        flows
     }
 
     /// Whether `peer` may make another request to an open endpoint.

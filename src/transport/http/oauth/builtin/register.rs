@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::metadata::peer;
-use super::store::{Client, now};
+use super::store::{Client, StoreError, now};
 use super::{Builtin, ID_BYTES, MAX_BODY_BYTES, redirect, secret};
 use crate::transport::http::sessions::read_body;
 
@@ -129,8 +129,17 @@ pub(crate) async fn register(State(builtin): State<Arc<Builtin>>, request: Reque
         redirect_uris: uris,
         created: now(),
     };
-    if let Err(error) = builtin.store.add_client(client.clone()) {
-        return server_error(&error.to_string());
+    match builtin.store.add_client(client.clone()).await {
+        Ok(()) => {}
+        Err(StoreError::Away(away)) => {
+            tracing::warn!(%away, "cannot register a client while the shared store is away");
+            return registration_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                "the authorization server cannot reach its shared store; retry in a moment",
+            );
+        }
+        Err(error) => return server_error(&error.to_string()),
     }
     tracing::info!(
         client_id = %client.client_id,

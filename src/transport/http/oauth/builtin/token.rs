@@ -34,7 +34,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::metadata::peer;
-use super::store::{Grant, Refresh, hash, now};
+use super::store::{Grant, Refresh, StoreError, hash, now};
 use super::{Builtin, ID_BYTES, MAX_BODY_BYTES, OPERATOR_SUBJECT, SECRET_BYTES, pkce, secret};
 use crate::transport::http::sessions::read_body;
 
@@ -71,6 +71,12 @@ impl IntoResponse for Refusal {
         )
             .into_response();
         no_store(&mut response);
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_static(RETRY_AFTER_SECONDS),
+            );
+        }
         response
     }
 }
@@ -92,6 +98,26 @@ fn no_store(response: &mut Response) {
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
 }
+
+/// The refusal when the state cannot be used: 503 `temporarily_unavailable` while the shared
+/// store is away (the client retries; nothing was decided), else 500.
+fn state_failed(what: &str, problem: &StoreError) -> Refusal {
+    match problem {
+        StoreError::Away(away) => {
+            tracing::warn!(%away, "the built-in authorization server cannot {what} while its shared store is away");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                "the authorization server cannot reach its shared store; retry in a moment",
+            )
+        }
+        other => failed(what, &other.to_string()),
+    }
+}
+
+/// How long a client should wait before it retries a request refused while the shared store
+/// is away (the cluster reconnects within a second).
+const RETRY_AFTER_SECONDS: &str = "1";
 
 fn failed(what: &str, reason: &str) -> Refusal {
     tracing::error!(reason, "the built-in authorization server cannot {what}");
@@ -144,8 +170,8 @@ pub(crate) async fn token(State(builtin): State<Arc<Builtin>>, request: Request)
         Err(response) => return response,
     };
     let grant = match field(&form, "grant_type") {
-        Some("authorization_code") => exchange(&builtin, &form, &resource.url, &issuer),
-        Some("refresh_token") => refresh(&builtin, &form, &resource.url),
+        Some("authorization_code") => exchange(&builtin, &form, &resource.url, &issuer).await,
+        Some("refresh_token") => refresh(&builtin, &form, &resource.url).await,
         Some(_) => Err(error(
             StatusCode::BAD_REQUEST,
             "unsupported_grant_type",
@@ -158,13 +184,13 @@ pub(crate) async fn token(State(builtin): State<Arc<Builtin>>, request: Request)
         )),
     };
     match grant {
-        Ok((grant, refresh_token)) => answer(&builtin, &grant, &refresh_token, &issuer),
+        Ok((grant, refresh_token)) => answer(&builtin, &grant, &refresh_token, &issuer).await,
         Err(refusal) => refusal.into_response(),
     }
 }
 
 /// The grant a code is exchanged for, and its refresh token.
-fn exchange(
+async fn exchange(
     builtin: &Builtin,
     form: &Form,
     resource: &str,
@@ -174,9 +200,10 @@ fn exchange(
     let code = field("code").ok_or_else(|| invalid_grant("code is required"))?;
     // Out of the map first: a code is used once, whether this exchange succeeds or not.
     let issued = builtin
-        .flows()
-        .codes
-        .remove(&hash(code))
+        .store
+        .take_code(&hash(code))
+        .await
+        .map_err(|e| state_failed("exchange a code", &e))?
         .ok_or_else(|| invalid_grant("the code is unknown, used or expired"))?;
     let client_id = field("client_id").unwrap_or_default();
     let refuse = |reason: &str| {
@@ -239,13 +266,18 @@ fn exchange(
     builtin
         .store
         .add_grant(grant.clone())
-        .map_err(|e| failed("keep a grant", &e.to_string()))?;
+        .await
+        .map_err(|e| state_failed("keep a grant", &e))?;
     tracing::info!(grant = %grant.id, client_id = %grant.client_id, scopes = %grant.scopes.join(" "), "granted access");
     Ok((grant, refresh_token))
 }
 
 /// The grant a refresh token rotates, and its new refresh token.
-fn refresh(builtin: &Builtin, form: &Form, resource: &str) -> Result<(Grant, String), Refusal> {
+async fn refresh(
+    builtin: &Builtin,
+    form: &Form,
+    resource: &str,
+) -> Result<(Grant, String), Refusal> {
     let field = |name| field(form, name);
     let presented =
         field("refresh_token").ok_or_else(|| invalid_grant("refresh_token is required"))?;
@@ -253,13 +285,9 @@ fn refresh(builtin: &Builtin, form: &Form, resource: &str) -> Result<(Grant, Str
     // Checked before the rotation, so a client's mistake does not kill its token.
     let current = builtin
         .store
-        .with(|data| {
-            data.grants
-                .values()
-                .find(|g| g.refresh_hash == presented_hash)
-                .cloned()
-        })
-        .map_err(|e| failed("read the grants", &e.to_string()))?;
+        .current_grant(&presented_hash)
+        .await
+        .map_err(|e| state_failed("read the grants", &e))?;
     if let Some(grant) = current {
         if field("client_id").is_some_and(|id| id != grant.client_id) {
             return Err(invalid_grant(
@@ -280,7 +308,8 @@ fn refresh(builtin: &Builtin, form: &Form, resource: &str) -> Result<(Grant, Str
     let mut grant = match builtin
         .store
         .rotate(&presented_hash, &hash(&next))
-        .map_err(|e| failed("rotate a refresh token", &e.to_string()))?
+        .await
+        .map_err(|e| state_failed("rotate a refresh token", &e))?
     {
         Refresh::Rotated(grant) => grant,
         Refresh::Reused(grant) => {
@@ -313,7 +342,7 @@ fn refresh(builtin: &Builtin, form: &Form, resource: &str) -> Result<(Grant, Str
 }
 
 /// The token answer for `grant`.
-fn answer(builtin: &Builtin, grant: &Grant, refresh_token: &str, issuer: &str) -> Response {
+async fn answer(builtin: &Builtin, grant: &Grant, refresh_token: &str, issuer: &str) -> Response {
     let lifetime = builtin.settings.access_token_lifetime.as_secs();
     let at = now();
     let jti = match secret(ID_BYTES) {
@@ -332,6 +361,10 @@ fn answer(builtin: &Builtin, grant: &Grant, refresh_token: &str, issuer: &str) -
         jti,
         sid: &grant.id,
     };
+    // Published before it signs, so every replica can check what it signs.
+    if let Err(error) = builtin.publish_key().await {
+        return state_failed("publish its signing key", &error).into_response();
+    }
     let access_token = match builtin.signer.sign(&claims) {
         Ok(token) => token,
         Err(e) => return failed("sign an access token", &e).into_response(),
@@ -370,13 +403,18 @@ pub(crate) async fn revoke(State(builtin): State<Arc<Builtin>>, request: Request
         )
         .into_response();
     };
-    let ended = match builtin.store.revoke_by_refresh(&hash(token)) {
-        Ok(true) => true,
-        Ok(false) => match grant_of(&builtin, token) {
-            Some(id) => builtin.store.revoke(&id).unwrap_or(false),
-            None => false,
+    let ended = match builtin.store.revoke_by_refresh(&hash(token)).await {
+        Ok(true) => Ok(true),
+        Ok(false) => match grant_of(&builtin, token).await {
+            Ok(Some(id)) => builtin.store.revoke(&id).await,
+            Ok(None) => Ok(false),
+            Err(e) => Err(e),
         },
-        Err(e) => return failed("revoke a grant", &e.to_string()).into_response(),
+        Err(e) => Err(e),
+    };
+    let ended = match ended {
+        Ok(ended) => ended,
+        Err(e) => return state_failed("revoke a grant", &e).into_response(),
     };
     if ended {
         tracing::info!("a client revoked its grant");
@@ -388,19 +426,34 @@ pub(crate) async fn revoke(State(builtin): State<Arc<Builtin>>, request: Request
 
 /// The grant an access token of this server names (its signature checked, not its expiry:
 /// revoking an expired token's grant is still revoking).
-fn grant_of(builtin: &Builtin, token: &str) -> Option<String> {
-    let jwks = builtin.jwks();
-    let jwk = jwks.keys.first()?;
-    let key = jsonwebtoken::DecodingKey::from_jwk(jwk).ok()?;
+async fn grant_of(builtin: &Builtin, token: &str) -> Result<Option<String>, StoreError> {
+    let Ok(header) = jsonwebtoken::decode_header(token) else {
+        return Ok(None);
+    };
+    let jwks = builtin.key_set(header.kid.as_deref()).await?;
+    let Some(jwk) = (match &header.kid {
+        Some(kid) => jwks.find(kid),
+        None => jwks.keys.first(),
+    }) else {
+        return Ok(None);
+    };
+    let Ok(key) = jsonwebtoken::DecodingKey::from_jwk(jwk) else {
+        return Ok(None);
+    };
     let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::EdDSA);
     validation.validate_exp = false;
     validation.validate_aud = false;
     validation.set_required_spec_claims::<&str>(&[]);
-    let data = jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(
+    let Ok(data) = jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(
         token,
         &key,
         &validation,
-    )
-    .ok()?;
-    data.claims.get(GRANT_CLAIM)?.as_str().map(str::to_owned)
+    ) else {
+        return Ok(None);
+    };
+    Ok(data
+        .claims
+        .get(GRANT_CLAIM)
+        .and_then(|v| v.as_str())
+        .map(str::to_owned))
 }
