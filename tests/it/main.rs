@@ -50,6 +50,8 @@ mod replicas;
 mod oauth;
 // The built-in authorization server: its flow with the MCP Python SDK, and its refusals.
 mod oauth_builtin;
+// The built-in authorization server on three replicas behind haproxy, its state in Redis.
+mod oauth_replicas;
 // Behaviour that needs a fake tool (one that panics, one that waits), served in-process.
 mod in_process;
 // The ready-made client configs in `mcp-config/` start a working server.

@@ -40,9 +40,9 @@ use crate::common::{command, config_file, tempdir, within};
 
 /// The redirect URI the test client registers (nothing listens: the test reads the
 /// `Location` toolport answers with).
-const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
+pub(crate) const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
 /// The stderr line that carries a one-time code, up to the code.
-const CODE_LINE: &str = "to approve, enter the one-time code ";
+pub(crate) const CODE_LINE: &str = "to approve, enter the one-time code ";
 /// A PKCE pair (RFC 7636 appendix B).
 const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
@@ -102,7 +102,8 @@ impl Setup {
     }
 }
 
-fn http() -> reqwest::Client {
+/// An HTTP client that does not follow redirects (the test reads `Location`).
+pub(crate) fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -121,7 +122,7 @@ async fn nth_code(server: &Server, n: usize) -> String {
 }
 
 /// The value of hidden field `name` on a consent page.
-fn hidden(page: &str, name: &str) -> String {
+pub(crate) fn hidden(page: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
     let start = page
         .find(&marker)
@@ -304,9 +305,13 @@ impl<'a> Flow<'a> {
 
 /// An `initialize` to `/mcp` with `token`: status and challenge.
 async fn call_with(server: &Server, token: &str) -> (u16, String) {
+    initialize_as(http().post(format!("{}/mcp", server.url)), token).await
+}
+
+/// An `initialize` sent by `request` (a POST to an `/mcp`) with `token`: status and challenge.
+pub(crate) async fn initialize_as(request: reqwest::RequestBuilder, token: &str) -> (u16, String) {
     let response = within(
-        http()
-            .post(format!("{}/mcp", server.url))
+        request
             .header("content-type", "application/json")
             .header("accept", ACCEPT)
             .bearer_auth(token)

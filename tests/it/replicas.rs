@@ -24,14 +24,14 @@ use crate::common::redis::{Redis, free_port, redis_server, required_program};
 use crate::common::{Client, TestClient, call, command, err, ok, tempdir, within};
 
 /// The parts every test here needs, or `None` (skipped).
-fn parts() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn parts() -> Option<(PathBuf, PathBuf)> {
     Some((redis_server()?, required_program("haproxy", "/usr/sbin")?))
 }
 
 /// haproxy in front of `backends`, round robin, on a free loopback port.
-struct Balancer {
+pub(crate) struct Balancer {
     _child: Child,
-    url: String,
+    pub(crate) url: String,
     _dir: tempfile::TempDir,
 }
 
@@ -83,39 +83,58 @@ impl Balancer {
 }
 
 /// Three stateless replicas sharing `redis`, configured with `extra` (TOML after
-/// `[replicas]`), and haproxy in front of them.
-struct Deployment {
+/// `[replicas]`; `{replica}` in it is each replica's id), and haproxy in front of them.
+pub(crate) struct Deployment {
     _dir: tempfile::TempDir,
     root: PathBuf,
-    replicas: Vec<Server>,
-    balancer: Balancer,
+    pub(crate) replicas: Vec<Server>,
+    /// Each replica's config file.
+    pub(crate) configs: Vec<String>,
+    pub(crate) balancer: Balancer,
 }
 
 impl Deployment {
-    async fn start(redis: &Redis, haproxy: &Path, extra: &str) -> Self {
+    pub(crate) async fn start(redis: &Redis, haproxy: &Path, extra: &str) -> Self {
         let (dir, root) = tempdir();
         std::fs::write(root.join("hello.txt"), "hi from a replica\n").unwrap();
-        let mut replicas = Vec::new();
+        let (mut replicas, mut configs) = (Vec::new(), Vec::new());
         for id in ["r1", "r2", "r3"] {
             let config = root.join(format!("{id}.toml"));
             std::fs::write(
                 &config,
+                // Info lines: a test reads from each replica's log which one took a step.
                 format!(
-                    "[replicas]\nredis_url = \"{}\"\nid = \"{id}\"\nredis_timeout = \"300ms\"\n{extra}",
-                    redis.url()
+                    "log_level = \"info\"\n[replicas]\nredis_url = \"{}\"\nid = \"{id}\"\nredis_timeout = \"300ms\"\n{}",
+                    redis.url(),
+                    extra.replace("{replica}", id)
                 ),
             )
             .unwrap();
             let config = config.to_str().unwrap().to_owned();
             replicas.push(start(&root, &["--stateless", "--config", &config], Some(TOKEN)).await);
+            configs.push(config);
         }
         let balancer = Balancer::start(haproxy, &replicas.iter().collect::<Vec<_>>()).await;
         Self {
             _dir: dir,
             root,
             replicas,
+            configs,
             balancer,
         }
+    }
+
+    /// Kill replica `i` (a crash, not a goodbye) and start it again with its config, on a new
+    /// port: reach it at `replicas[i].url` (the balancer still names the old one).
+    pub(crate) async fn restart(&mut self, i: usize) {
+        within(self.replicas[i].child.kill()).await.unwrap();
+        let config = self.configs[i].clone();
+        self.replicas[i] = start(
+            &self.root,
+            &["--stateless", "--config", &config],
+            Some(TOKEN),
+        )
+        .await;
     }
 
     /// rmcp's Streamable HTTP client through the balancer.
@@ -140,7 +159,7 @@ async fn readyz(server: &Server) -> (u16, Value) {
 }
 
 /// Wait (bounded) until `/readyz` of `server` answers `status`.
-async fn ready_becomes(server: &Server, status: u16) -> Value {
+pub(crate) async fn ready_becomes(server: &Server, status: u16) -> Value {
     within(async {
         loop {
             let (got, body) = readyz(server).await;

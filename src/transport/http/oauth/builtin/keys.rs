@@ -5,17 +5,18 @@
 //! Ed25519 because it is the smallest and fastest of the algorithms the resource server
 //! accepts, with no parameters to get wrong; aws-lc-rs (already the crypto under rustls and
 //! jsonwebtoken here) generates it, and jsonwebtoken signs with it. The public half is the
-//! JWKS the resource server checks tokens against in process ([`super::super::keys::Keys::fixed`])
-//! and that `/oauth/jwks` publishes. The key id is derived from the public key (a hash), so it
+//! key the resource server checks tokens against in process ([`super::Builtin::key_set`]) and
+//! that `/oauth/jwks` publishes. The key id is derived from the public key (a hash), so it
 //! names this key and no other.
 //!
 //! **With replicas** each replica signs with its own key (in its own state folder: a private
 //! key never leaves its server, so reading Redis gives no one the power to sign), and publishes
-//! the public half in the shared store before it signs, valid until every token it may have
-//! signed has expired ([`super::Builtin::publish_key`]). Every replica checks a token with the
-//! key its `kid` names, its own or a published one, and `/oauth/jwks` lists them all. A replica
-//! restarted without its folder makes a new key; the tokens its old key signed stay valid on
-//! every replica until they expire, since the old public key stays published that long.
+//! the public half in the shared store each time before it signs, valid until that token has
+//! expired ([`super::Builtin::publish_key`]; a key is never made valid for less than before).
+//! Every replica checks a token with the key its `kid` names, its own or a published one, and
+//! `/oauth/jwks` lists them all. A replica restarted without its folder makes a new key; the
+//! tokens its old key signed stay valid on every replica until they expire, since the old
+//! public key stays published that long.
 
 use std::path::Path;
 

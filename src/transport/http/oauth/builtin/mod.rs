@@ -50,7 +50,7 @@ pub(crate) mod token;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -89,10 +89,9 @@ const OPEN_REQUESTS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(60).unwrap();
 /// Registrations per minute from everyone: each is written to the state folder.
 const REGISTRATIONS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(20).unwrap();
 
-/// How often a replica publishes its signing key again (each time it signs, at most this
-/// often): the published key stays valid this long past the last token's expiry, so a token
-/// signed just before the next publication is still checked by its key.
-const REPUBLISH_EVERY: Duration = Duration::from_secs(60);
+/// How long a published key stays valid past the expiry of the last token it signed (and the
+/// resource server's leeway): room for the clocks of Redis and this replica to differ.
+const KEY_MARGIN: Duration = Duration::from_secs(60);
 /// Published keys a replica keeps at hand besides its own (replicas and their restarts within
 /// a token lifetime): past this the cache starts again from its own key.
 const MAX_KNOWN_KEYS: usize = 64;
@@ -108,8 +107,6 @@ pub(crate) struct Builtin {
     pub(crate) documents: cimd::Documents,
     /// The public keys known here: its own first, then those other replicas published.
     known_keys: Mutex<JwkSet>,
-    /// When its key was last published (with replicas).
-    published: Mutex<Option<Instant>>,
     /// Requests per address to the open endpoints.
     per_address: DefaultKeyedRateLimiter<IpAddr>,
     /// Registrations from everyone.
@@ -144,7 +141,6 @@ impl Builtin {
             known_keys: Mutex::new(signer.jwks()),
             signer,
             documents: cimd::Documents::new()?,
-            published: Mutex::new(None),
             per_address: RateLimiter::keyed(Quota::per_minute(OPEN_REQUESTS_PER_MINUTE)),
             registrations: RateLimiter::direct(Quota::per_minute(REGISTRATIONS_PER_MINUTE)),
             attempts: consent::AttemptLimits::new(),
@@ -208,30 +204,13 @@ impl Builtin {
         Ok(set)
     }
 
-    /// With replicas, publish its key before it signs (at most every [`REPUBLISH_EVERY`]),
-    /// valid until every token it may sign before the next publication has expired.
+    /// With replicas, publish its key before it signs, valid until the token it is about to
+    /// sign has expired. Every time: a token is signed once per access-token lifetime per
+    /// client, and a Redis that lost its data (restarted without persistence) has the key
+    /// again at the next token.
     pub(crate) async fn publish_key(&self) -> Result<(), StoreError> {
-        if !self.store.is_shared() {
-            return Ok(());
-        }
-        let due = self
-            .published
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_none_or(|at| at.elapsed() >= REPUBLISH_EVERY);
-        if !due {
-            return Ok(());
-        }
-        // Past the last token's expiry and the resource server's leeway, with a publication
-        // interval to spare (a token signed just before the next one).
-        let valid_for =
-            self.settings.access_token_lifetime + self.oauth.leeway + REPUBLISH_EVERY * 2;
-        self.store.publish_key(self.signer.jwk(), valid_for).await?;
-        *self
-            .published
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
-        Ok(())
+        let valid_for = self.settings.access_token_lifetime + self.oauth.leeway + KEY_MARGIN;
+        self.store.publish_key(self.signer.jwk(), valid_for).await
     }
 
     /// The resource a request is for, and the issuer (this server) as that request reaches it.
