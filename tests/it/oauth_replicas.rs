@@ -11,7 +11,9 @@
 //! replica restarted without its state folder (each makes a new key; the old public keys are
 //! shared), refreshed on a restarted replica and checked on the others, listed by `toolport auth
 //! list` from the shared store, revoked by RFC 7009 on one replica and refused on all; Redis
-//! stopped (503 at once, to be retried) and started again.
+//! stopped (503 at once, to be retried) and started again. With `when_redis_away = "local"`, a
+//! token the replicas have seen keeps passing while Redis is away, counted as a local decision,
+//! and a refresh is still refused.
 
 use std::time::{Duration, Instant};
 
@@ -172,6 +174,19 @@ async fn refresh(
     (status, within(response.json()).await.unwrap())
 }
 
+/// A replica's metrics (the static token still works beside OAuth).
+async fn metrics(server: &Server) -> String {
+    let response = within(
+        http()
+            .get(format!("{}/metrics", server.url))
+            .bearer_auth(TOKEN)
+            .send(),
+    )
+    .await
+    .unwrap();
+    within(response.text()).await.unwrap()
+}
+
 /// `toolport auth ARGS` with replica `i`'s config (the shared store): success and stdout.
 async fn auth_command(deployment: &Deployment, i: usize, args: &[&str]) -> (bool, String) {
     let (_dir, root) = tempdir();
@@ -236,17 +251,7 @@ async fn three_replicas_share_the_builtin_authorization_server() {
         );
     }
     for server in &deployment.replicas {
-        let metrics = within(
-            http()
-                .get(format!("{}/metrics", server.url))
-                .bearer_auth(TOKEN)
-                .send(),
-        )
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        let metrics = metrics(server).await;
         assert!(
             metrics.contains(r#"tool="read_file""#),
             "a replica served no call: {metrics}"
@@ -420,4 +425,41 @@ async fn client_id_of(auth: &AuthClient<reqwest::Client>) -> String {
         .await
         .unwrap()
         .0
+}
+
+#[tokio::test]
+async fn with_local_decisions_a_known_token_passes_while_redis_is_away() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let mut redis = within(Redis::start(redis_server)).await;
+    let state = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "when_redis_away = \"local\"\n[http.oauth]\nauthorization_server = \"builtin\"\nstate_dir = '{}/{{replica}}'\n",
+        state.path().display()
+    );
+    let deployment = Deployment::start(&redis, &haproxy, &extra).await;
+    for server in &deployment.replicas {
+        ready_becomes(server, 200).await;
+    }
+    let (auth, _) = authorize(&deployment).await;
+    let client_id = client_id_of(&auth).await;
+    let (access, refresh_token) = secrets(&tokens(&auth).await);
+    // Each replica has seen the token's key (its own, or fetched once from Redis).
+    for server in &deployment.replicas {
+        assert_eq!(initialize(&deployment, server, &access).await.0, 200);
+    }
+    within(redis.stop()).await;
+    for server in &deployment.replicas {
+        // Checked on its signature, audience and expiry alone: calls go on.
+        assert_eq!(initialize(&deployment, server, &access).await.0, 200);
+        // Nothing about grants is decided alone.
+        let (status, body) = refresh(&deployment, server, &client_id, &refresh_token).await;
+        assert_eq!(status, 503, "{body}");
+        let metrics = metrics(server).await;
+        assert!(
+            metrics.contains(r#"toolport_shared_store_away_decisions_total{outcome="local"}"#),
+            "{metrics}"
+        );
+    }
 }

@@ -50,7 +50,7 @@ pub(crate) struct BuiltinSettings {
     /// The scopes it may grant.
     pub(crate) max_scopes: Vec<String>,
     pub(crate) access_token_lifetime: Duration,
-    /// Its signing key and grants.
+    /// Its signing key and (without replicas) its grants.
     pub(crate) state_dir: PathBuf,
     pub(crate) approval: Approval,
 }

@@ -150,7 +150,8 @@ pub(crate) struct OAuthArgs {
     )]
     pub(crate) mode: Option<String>,
 
-    /// With --oauth builtin: where its signing key and grants are kept.
+    /// With --oauth builtin: where its signing key and grants are kept (with --redis-url, its
+    /// signing key only: the grants are in Redis).
     #[arg(
         long = "oauth-state-dir",
         value_name = "DIR",
