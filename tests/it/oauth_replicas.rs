@@ -13,7 +13,8 @@
 //! list` from the shared store, revoked by RFC 7009 on one replica and refused on all; Redis
 //! stopped (503 at once, to be retried) and started again. With `when_redis_away = "local"`, a
 //! token the replicas have seen keeps passing while Redis is away, counted as a local decision,
-//! and a refresh is still refused.
+//! and a refresh is still refused. A client's consent attempts are limited across the replicas
+//! (its 10 a minute spent over all three).
 
 use std::time::{Duration, Instant};
 
@@ -199,22 +200,32 @@ async fn auth_command(deployment: &Deployment, i: usize, args: &[&str]) -> (bool
     )
 }
 
+/// Three replicas of the built-in server sharing `redis`, ready, with `replicas` (more of
+/// `[replicas]`); each has its own state folder (its own signing key) in the folder returned.
+async fn start(
+    redis: &Redis,
+    haproxy: &std::path::Path,
+    replicas: &str,
+) -> (Deployment, tempfile::TempDir) {
+    let state = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "{replicas}[http.oauth]\nauthorization_server = \"builtin\"\nstate_dir = '{}/{{replica}}'\n",
+        state.path().display()
+    );
+    let deployment = Deployment::start(redis, haproxy, &extra).await;
+    for server in &deployment.replicas {
+        ready_becomes(server, 200).await;
+    }
+    (deployment, state)
+}
+
 #[tokio::test]
 async fn three_replicas_share_the_builtin_authorization_server() {
     let Some((redis_server, haproxy)) = parts() else {
         return;
     };
     let mut redis = within(Redis::start(redis_server)).await;
-    let state = tempfile::tempdir().unwrap();
-    // Each replica its own state folder (its own signing key); everything else in Redis.
-    let oauth = format!(
-        "[http.oauth]\nauthorization_server = \"builtin\"\nstate_dir = '{}/{{replica}}'\n",
-        state.path().display()
-    );
-    let mut deployment = Deployment::start(&redis, &haproxy, &oauth).await;
-    for server in &deployment.replicas {
-        ready_becomes(server, 200).await;
-    }
+    let (mut deployment, state) = start(&redis, &haproxy, "").await;
 
     // Registered, approved and exchanged through the balancer, each step on another replica
     // than the one before (round robin).
@@ -433,15 +444,7 @@ async fn with_local_decisions_a_known_token_passes_while_redis_is_away() {
         return;
     };
     let mut redis = within(Redis::start(redis_server)).await;
-    let state = tempfile::tempdir().unwrap();
-    let extra = format!(
-        "when_redis_away = \"local\"\n[http.oauth]\nauthorization_server = \"builtin\"\nstate_dir = '{}/{{replica}}'\n",
-        state.path().display()
-    );
-    let deployment = Deployment::start(&redis, &haproxy, &extra).await;
-    for server in &deployment.replicas {
-        ready_becomes(server, 200).await;
-    }
+    let (deployment, _state) = start(&redis, &haproxy, "when_redis_away = \"local\"\n").await;
     let (auth, _) = authorize(&deployment).await;
     let client_id = client_id_of(&auth).await;
     let (access, refresh_token) = secrets(&tokens(&auth).await);
@@ -462,4 +465,53 @@ async fn with_local_decisions_a_known_token_passes_while_redis_is_away() {
             "{metrics}"
         );
     }
+}
+
+#[tokio::test]
+async fn consent_attempts_are_limited_across_replicas() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let redis = within(Redis::start(redis_server)).await;
+    let (deployment, _state) = start(&redis, &haproxy, "").await;
+    let mcp = format!("{}/mcp", deployment.balancer.url);
+    let mut flow = within(OAuthState::new(mcp.as_str(), None)).await.unwrap();
+    within(flow.start_authorization(AuthorizationRequest::new(REDIRECT_URI)))
+        .await
+        .unwrap();
+    let url = within(flow.get_authorization_url()).await.unwrap();
+    let mut pages = Vec::new();
+    for _ in 0..3 {
+        let page = within(http().get(&url).send()).await.unwrap();
+        assert_eq!(page.status(), 200);
+        pages.push(page.text().await.unwrap());
+    }
+    let wrong = |page: &str| {
+        http()
+            .post(format!("{}/oauth/authorize", deployment.balancer.url))
+            .form(&[
+                ("request", hidden(page, "request")),
+                ("csrf", hidden(page, "csrf")),
+                ("secret", "0000000000".to_owned()),
+                ("decision", "approve".to_owned()),
+            ])
+            .send()
+    };
+    // Two pages take their 5 wrong attempts each, spread over the replicas by the balancer:
+    // the client's 10 a minute are spent, counted across the replicas.
+    let mut statuses = Vec::new();
+    for page in &pages[..2] {
+        for _ in 0..5 {
+            statuses.push(within(wrong(page)).await.unwrap().status().as_u16());
+        }
+    }
+    assert_eq!(
+        statuses,
+        [403, 403, 403, 403, 303, 403, 403, 403, 403, 303],
+        "four wrong secrets, then the request ends"
+    );
+    // The third page's first attempt is one too many for this client, whichever replica.
+    let over = within(wrong(&pages[2])).await.unwrap();
+    assert_eq!(over.status(), 429);
+    assert_eq!(over.headers()["retry-after"], "60");
 }

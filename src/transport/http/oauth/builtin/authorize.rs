@@ -357,9 +357,13 @@ pub(crate) async fn decide(State(builtin): State<Arc<Builtin>>, request: Request
             Err(error) => state_failed(&error),
         };
     }
-    if !builtin.attempts.admit(&pending.client_id) {
-        tracing::warn!(client_id = %pending.client_id, "consent attempts over their rate");
-        return consent::too_many();
+    match builtin.admit_attempt(&pending.client_id).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(client_id = %pending.client_id, "consent attempts over their rate");
+            return consent::too_many();
+        }
+        Err(error) => return state_failed(&error),
     }
     let right = match (&pending.one_time_code, &builtin.settings.approval) {
         (Some(kept), _) => consent::one_time_code_matches(kept, field("secret")),

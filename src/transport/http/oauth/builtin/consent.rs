@@ -36,8 +36,9 @@ pub(crate) const ONE_TIME_CODE_BYTES: usize = 5;
 /// Wrong secrets one consent page takes before it is refused.
 pub(crate) const MAX_ATTEMPTS: u32 = 5;
 /// Attempts per minute for one client id, and for everyone: a person types a few.
-const ATTEMPTS_PER_CLIENT_PER_MINUTE: NonZeroU32 = NonZeroU32::new(10).unwrap();
-const ATTEMPTS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(30).unwrap();
+/// With replicas, these are counted across all of them.
+pub(crate) const ATTEMPTS_PER_CLIENT_PER_MINUTE: NonZeroU32 = NonZeroU32::new(10).unwrap();
+pub(crate) const ATTEMPTS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(30).unwrap();
 /// The page's Content-Security-Policy, before the redirect origin is added to `form-action`.
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
 

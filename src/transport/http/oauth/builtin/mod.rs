@@ -65,7 +65,7 @@ use self::store::{Store, StoreError};
 use super::metadata::Resource;
 use super::settings::OAuthSettings;
 use super::settings::builtin::BuiltinSettings;
-use crate::cluster::Cluster;
+use crate::cluster::{Budget, Cluster, Refused};
 
 /// The endpoints' paths.
 pub(crate) const AUTHORIZE_PATH: &str = "/oauth/authorize";
@@ -86,7 +86,8 @@ pub(crate) const ID_BYTES: usize = 16;
 /// address: a client makes a handful per connection; a flood is refused before it costs a
 /// disk write.
 const OPEN_REQUESTS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(60).unwrap();
-/// Registrations per minute from everyone: each is written to the state folder.
+/// Registrations per minute from everyone: each is written to the state (with replicas, one
+/// rate for all of them).
 const REGISTRATIONS_PER_MINUTE: NonZeroU32 = NonZeroU32::new(20).unwrap();
 
 /// How long a published key stays valid past the expiry of the last token it signed (and the
@@ -112,7 +113,7 @@ pub(crate) struct Builtin {
     /// Registrations from everyone.
     registrations: DefaultDirectRateLimiter,
     /// Consent attempts: per client and overall ([`consent`]).
-    pub(crate) attempts: consent::AttemptLimits,
+    attempts: consent::AttemptLimits,
 }
 
 impl Builtin {
@@ -226,9 +227,53 @@ impl Builtin {
         self.per_address.check_key(&peer).is_ok()
     }
 
-    /// Whether another client may register now.
-    pub(crate) fn admit_registration(&self) -> bool {
-        self.registrations.check().is_ok()
+    /// Whether another client may register now (with replicas, counted across all of them).
+    pub(crate) async fn admit_registration(&self) -> Result<bool, StoreError> {
+        let rates = [("registrations".to_owned(), REGISTRATIONS_PER_MINUTE)];
+        self.within_rates(|| self.registrations.check().is_ok(), &rates)
+            .await
+    }
+
+    /// Whether another consent attempt for `client_id` may be checked now: the rates of
+    /// [`consent`], per client and overall (with replicas, counted across all of them).
+    pub(crate) async fn admit_attempt(&self, client_id: &str) -> Result<bool, StoreError> {
+        let rates = [
+            (
+                format!("consent:{}", Cluster::key_part(client_id)),
+                consent::ATTEMPTS_PER_CLIENT_PER_MINUTE,
+            ),
+            ("consent".to_owned(), consent::ATTEMPTS_PER_MINUTE),
+        ];
+        self.within_rates(|| self.attempts.admit(client_id), &rates)
+            .await
+    }
+
+    /// Whether one more event fits `rates` (a name, per minute): `local` decides on one server;
+    /// with replicas the shared store does, with the cluster's admit script (the same GCRA
+    /// as the principals' rates), so N replicas never allow N times a rate.
+    async fn within_rates(
+        &self,
+        local: impl FnOnce() -> bool,
+        rates: &[(String, NonZeroU32)],
+    ) -> Result<bool, StoreError> {
+        let Some(cluster) = self.cluster() else {
+            return Ok(local());
+        };
+        let budgets: Vec<Budget> = rates
+            .iter()
+            .map(|(name, per_minute)| Budget {
+                name: format!("oauth:{name}"),
+                max_calls: None,
+                per_minute: Some(per_minute.get()),
+                max_running: None,
+            })
+            .collect();
+        match cluster.admit(&budgets).await {
+            // Nothing to hold: a rate alone has no running set to leave.
+            Ok(_lease) => Ok(true),
+            Err(Refused::Over(_)) => Ok(false),
+            Err(Refused::Away(away)) => Err(StoreError::Away(away)),
+        }
     }
 }
 

@@ -69,12 +69,21 @@ pub(crate) fn clean_name(name: &str) -> Option<String> {
 
 /// `POST /oauth/register`.
 pub(crate) async fn register(State(builtin): State<Arc<Builtin>>, request: Request) -> Response {
-    if !builtin.admit(peer(&request)) || !builtin.admit_registration() {
-        return registration_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "temporarily_unavailable",
-            "too many registrations; try again in a minute",
-        );
+    let admitted = if builtin.admit(peer(&request)) {
+        builtin.admit_registration().await
+    } else {
+        Ok(false)
+    };
+    match admitted {
+        Ok(true) => {}
+        Ok(false) => {
+            return registration_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "temporarily_unavailable",
+                "too many registrations; try again in a minute",
+            );
+        }
+        Err(error) => return store_failed(&error),
     }
     let body = match read_body(request.into_body(), MAX_BODY_BYTES).await {
         Ok(body) => body,
@@ -129,17 +138,8 @@ pub(crate) async fn register(State(builtin): State<Arc<Builtin>>, request: Reque
         redirect_uris: uris,
         created: now(),
     };
-    match builtin.store.add_client(client.clone()).await {
-        Ok(()) => {}
-        Err(StoreError::Away(away)) => {
-            tracing::warn!(%away, "cannot register a client while the shared store is away");
-            return registration_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "temporarily_unavailable",
-                "the authorization server cannot reach its shared store; retry in a moment",
-            );
-        }
-        Err(error) => return server_error(&error.to_string()),
+    if let Err(error) = builtin.store.add_client(client.clone()).await {
+        return store_failed(&error);
     }
     tracing::info!(
         client_id = %client.client_id,
@@ -159,6 +159,22 @@ pub(crate) async fn register(State(builtin): State<Arc<Builtin>>, request: Reque
         })),
     )
         .into_response()
+}
+
+/// The answer when the state cannot be used: 503 while the shared store is away (retry), else
+/// the server's failure.
+fn store_failed(error: &StoreError) -> Response {
+    match error {
+        StoreError::Away(away) => {
+            tracing::warn!(%away, "cannot register a client while the shared store is away");
+            registration_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                "the authorization server cannot reach its shared store; retry in a moment",
+            )
+        }
+        other => server_error(&other.to_string()),
+    }
 }
 
 /// The answer when the server itself failed (logged; the client learns only that).
