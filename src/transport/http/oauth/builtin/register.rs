@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -167,11 +167,15 @@ fn store_failed(error: &StoreError) -> Response {
     match error {
         StoreError::Away(away) => {
             tracing::warn!(%away, "cannot register a client while the shared store is away");
-            registration_error(
+            let mut response = registration_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "temporarily_unavailable",
                 "the authorization server cannot reach its shared store; retry in a moment",
-            )
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
         }
         other => server_error(&other.to_string()),
     }
