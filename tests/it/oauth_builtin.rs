@@ -121,8 +121,25 @@ async fn nth_code(server: &Server, n: usize) -> String {
     line.split_whitespace().next().unwrap().to_owned()
 }
 
+/// Submit consent page `page` of the server at `base` with `secret`, as the operator does.
+pub(crate) async fn approve(base: &str, page: &str, secret: &str) -> reqwest::Response {
+    within(
+        http()
+            .post(format!("{base}/oauth/authorize"))
+            .form(&[
+                ("request", hidden(page, "request").as_str()),
+                ("csrf", hidden(page, "csrf").as_str()),
+                ("secret", secret),
+                ("decision", "approve"),
+            ])
+            .send(),
+    )
+    .await
+    .unwrap()
+}
+
 /// The value of hidden field `name` on a consent page.
-pub(crate) fn hidden(page: &str, name: &str) -> String {
+fn hidden(page: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
     let start = page
         .find(&marker)
@@ -229,19 +246,7 @@ impl<'a> Flow<'a> {
 
     /// Submit a consent page with `secret`.
     async fn decide(&self, page: &str, secret: &str) -> reqwest::Response {
-        within(
-            http()
-                .post(format!("{}/oauth/authorize", self.server.url))
-                .form(&[
-                    ("request", hidden(page, "request").as_str()),
-                    ("csrf", hidden(page, "csrf").as_str()),
-                    ("secret", secret),
-                    ("decision", "approve"),
-                ])
-                .send(),
-        )
-        .await
-        .unwrap()
+        approve(&self.server.url, page, secret).await
     }
 
     /// An authorization code, approved with the right secret.
@@ -797,19 +802,7 @@ async fn rmcps_own_auth_client_connects_calls_and_refreshes() {
     let page = page.text().await.unwrap();
     assert!(page.contains("rmcp auth client"), "{page}");
     let code = nth_code(&server, 1).await;
-    let answer = within(
-        http()
-            .post(format!("{}/oauth/authorize", server.url))
-            .form(&[
-                ("request", hidden(&page, "request").as_str()),
-                ("csrf", hidden(&page, "csrf").as_str()),
-                ("secret", code.as_str()),
-                ("decision", "approve"),
-            ])
-            .send(),
-    )
-    .await
-    .unwrap();
+    let answer = approve(&server.url, &page, &code).await;
     assert_eq!(answer.status(), 303);
     let location = answer.headers()["location"].to_str().unwrap().to_owned();
     // rmcp checks state and the RFC 9207 iss, then exchanges the code with its verifier.
@@ -931,19 +924,7 @@ async fn mcp_remote_connects_is_approved_calls_and_refreshes() {
         assert_eq!(page.status(), 200);
         let page = page.text().await.unwrap();
         let code = nth_code(&server, 1).await;
-        let answer = within(
-            http()
-                .post(format!("{}/oauth/authorize", server.url))
-                .form(&[
-                    ("request", hidden(&page, "request").as_str()),
-                    ("csrf", hidden(&page, "csrf").as_str()),
-                    ("secret", code.as_str()),
-                    ("decision", "approve"),
-                ])
-                .send(),
-        )
-        .await
-        .unwrap();
+        let answer = approve(&server.url, &page, &code).await;
         assert_eq!(answer.status(), 303);
         let callback = answer.headers()["location"].to_str().unwrap().to_owned();
         assert!(

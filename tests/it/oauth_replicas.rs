@@ -27,8 +27,8 @@ use serde_json::{Value, json};
 use crate::common::http::{Server, TOKEN};
 use crate::common::process::eventually;
 use crate::common::redis::Redis;
-use crate::common::{TestClient, command, tempdir, within};
-use crate::oauth_builtin::{CODE_LINE, REDIRECT_URI, hidden, http, initialize_as};
+use crate::common::{TestClient, call, command, tempdir, text, within};
+use crate::oauth_builtin::{CODE_LINE, REDIRECT_URI, approve, http, initialize_as};
 use crate::replicas::{Deployment, parts, ready_becomes};
 
 /// The log lines that say which replica took which step.
@@ -85,19 +85,7 @@ async fn authorize(deployment: &Deployment) -> (AuthClient<reqwest::Client>, [us
         .to_owned();
 
     let before = counts(deployment, APPROVED);
-    let answer = within(
-        http()
-            .post(format!("{}/oauth/authorize", deployment.balancer.url))
-            .form(&[
-                ("request", hidden(&page, "request").as_str()),
-                ("csrf", hidden(&page, "csrf").as_str()),
-                ("secret", code.as_str()),
-                ("decision", "approve"),
-            ])
-            .send(),
-    )
-    .await
-    .unwrap();
+    let answer = approve(&deployment.balancer.url, &page, &code).await;
     assert_eq!(answer.status(), 303);
     let approved = which(deployment, APPROVED, &before).await;
     let location = answer.headers()["location"].to_str().unwrap().to_owned();
@@ -188,7 +176,8 @@ async fn metrics(server: &Server) -> String {
     within(response.text()).await.unwrap()
 }
 
-/// `toolport auth ARGS` with replica `i`'s config (the shared store): success and stdout.
+/// `toolport auth ARGS` with replica `i`'s config (the shared store): success, and stdout
+/// followed by stderr.
 async fn auth_command(deployment: &Deployment, i: usize, args: &[&str]) -> (bool, String) {
     let (_dir, root) = tempdir();
     let mut all = vec!["--config", deployment.configs[i].as_str(), "auth"];
@@ -196,7 +185,11 @@ async fn auth_command(deployment: &Deployment, i: usize, args: &[&str]) -> (bool
     let out = within(command(&root, &all).output()).await.unwrap();
     (
         out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
     )
 }
 
@@ -248,18 +241,8 @@ async fn three_replicas_share_the_builtin_authorization_server() {
         .await
         .expect("initialize with rmcp's OAuth client through the balancer");
     for _ in 0..6 {
-        let result = within(
-            client.call_tool(
-                rmcp::model::CallToolRequestParams::new("read_file")
-                    .with_arguments(json!({"path": "hello.txt"}).as_object().unwrap().clone()),
-            ),
-        )
-        .await
-        .unwrap();
-        assert_eq!(
-            result.content[0].as_text().unwrap().text,
-            "hi from a replica\n"
-        );
+        let result = call(&client, "read_file", json!({"path": "hello.txt"})).await;
+        assert_eq!(text(&result), "hi from a replica\n");
     }
     for server in &deployment.replicas {
         let metrics = metrics(server).await;
@@ -353,6 +336,7 @@ async fn three_replicas_share_the_builtin_authorization_server() {
     assert!(ok, "{listed}");
     let grants: Vec<Value> = listed
         .lines()
+        .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(grants.len(), 1, "the first grant was revoked: {listed}");
@@ -486,23 +470,13 @@ async fn consent_attempts_are_limited_across_replicas() {
         assert_eq!(page.status(), 200);
         pages.push(page.text().await.unwrap());
     }
-    let wrong = |page: &str| {
-        http()
-            .post(format!("{}/oauth/authorize", deployment.balancer.url))
-            .form(&[
-                ("request", hidden(page, "request")),
-                ("csrf", hidden(page, "csrf")),
-                ("secret", "0000000000".to_owned()),
-                ("decision", "approve".to_owned()),
-            ])
-            .send()
-    };
+    let wrong = |page| approve(&deployment.balancer.url, page, "0000000000");
     // Two pages take their 5 wrong attempts each, spread over the replicas by the balancer:
     // the client's 10 a minute are spent, counted across the replicas.
     let mut statuses = Vec::new();
     for page in &pages[..2] {
         for _ in 0..5 {
-            statuses.push(within(wrong(page)).await.unwrap().status().as_u16());
+            statuses.push(wrong(page).await.status().as_u16());
         }
     }
     assert_eq!(
@@ -511,7 +485,7 @@ async fn consent_attempts_are_limited_across_replicas() {
         "four wrong secrets, then the request ends"
     );
     // The third page's first attempt is one too many for this client, whichever replica.
-    let over = within(wrong(&pages[2])).await.unwrap();
+    let over = wrong(&pages[2]).await;
     assert_eq!(over.status(), 429);
     assert_eq!(over.headers()["retry-after"], "60");
 }

@@ -14,7 +14,11 @@ use super::super::settings::builtin::default_state_dir;
 use super::store::local::{GRANTS_FILE, Local};
 use super::store::shared::Shared;
 use super::store::{Grant, Store};
-use crate::cluster::{Cluster, ReplicaSettings};
+use crate::cluster::{Cluster, RETRY_WHEN_AWAY, ReplicaSettings};
+
+/// How many times a command tries to reach Redis (each bounded by `redis_timeout`, a second
+/// apart): it has no heartbeat to reconnect for it, and a busy Redis may miss one bound.
+const CONNECT_ATTEMPTS: u32 = 3;
 
 /// The state folder of the configured built-in server (`oauth`), or the default one.
 pub(crate) fn state_dir(oauth: Option<&OAuthSettings>) -> Result<PathBuf, String> {
@@ -36,12 +40,17 @@ async fn open(
 ) -> Result<Option<(Store, String)>, String> {
     if let Some(replicas) = replicas {
         let cluster = Cluster::new(replicas.clone())?;
-        cluster.connect().await.map_err(|away| {
-            format!(
-                "the grants are in the shared store ({}), which cannot be reached: {away}",
-                replicas.redis_url
-            )
-        })?;
+        let mut attempts = 1;
+        while let Err(away) = cluster.connect().await {
+            if attempts == CONNECT_ATTEMPTS {
+                return Err(format!(
+                    "the grants are in the shared store ({}), which cannot be reached: {away}",
+                    replicas.redis_url
+                ));
+            }
+            attempts += 1;
+            tokio::time::sleep(RETRY_WHEN_AWAY).await;
+        }
         let place = format!("the shared store {}", replicas.redis_url);
         return Ok(Some((Store::Shared(Shared::new(cluster)), place)));
     }
