@@ -57,6 +57,10 @@ PLATFORMS = {
 # Linux wheels hold a static binary: valid for glibc and musl systems alike.
 LINUX_WHEEL_TAGS = ["manylinux_2_17", "musllinux_1_2"]
 BUILD_STD = "build-std=std,panic_abort,panic_unwind"
+# rustc flags for the final binary alone (maturin passes them to `cargo rustc --`, so no
+# dependency is rebuilt for them): link through dist/link_order.py, which lays out the
+# functions start-up runs together (its docstring says why and how).
+LINK_ORDER_RUSTC_ARGS = ["-C", f"linker={DIST / 'link_order.py'}"]
 
 
 def cargo_version() -> str:
@@ -180,11 +184,30 @@ def build(platforms: list[str], profile: str) -> int:
         triple = PLATFORMS[name][2]
         cmd = [venv / "bin" / "maturin", "build", "--profile", profile, "--target", triple,
                "--target-dir", ROOT / "target" / "dist" / "build", "-o", wheels, "-Z", BUILD_STD]
+        build_env = env
         if PLATFORMS[name][0] == "linux":
             cmd += ["--zig", "--compatibility", *LINUX_WHEEL_TAGS]
-        run(cmd, cwd=DIST / "pypi", env=env)
+            build_env = link_order_env(env, triple)
+            cmd += ["--", *LINK_ORDER_RUSTC_ARGS]
+        run(cmd, cwd=DIST / "pypi", env=build_env)
         print(f"built {name}: {binary_of(name, profile)}")
     return 0
+
+
+def link_order_env(env: dict, triple: str) -> dict:
+    """The environment of a build linked through dist/link_order.py: the target it links, and
+    `TOOLPORT_LINK_ORDER=off` (said on stderr) when the binary cannot run here (another
+    architecture): the order is recorded from a run of the binary itself."""
+    env = dict(env, TOOLPORT_LINK_TARGET=triple)
+    if not triple.startswith(os.uname().machine + "-"):
+        print(f"{triple}: linked without a start-up order (this {os.uname().machine} machine "
+              "cannot run the binary to record one)", file=sys.stderr)
+        env["TOOLPORT_LINK_ORDER"] = "off"
+    elif env.get("TOOLPORT_LINK_ORDER") != "off" and not shutil.which("valgrind"):
+        sys.exit("release.py build: valgrind is not installed (apt-get install valgrind): "
+                 "dist/link_order.py records the start-up functions of the Linux binary with it; "
+                 "TOOLPORT_LINK_ORDER=off builds without that order")
+    return env
 
 
 def binary_of(platform: str, profile: str = "dist") -> Path:
