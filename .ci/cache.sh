@@ -13,7 +13,8 @@
 # made from one clone works from the next.
 #
 # Over TOOLPORT_CI_CACHE_CAP_MB (default 12288: CI's disk has about 15 GB free for a run,
-# stop 38) the whole cache is wiped at the start of a run. `.ci/run` prints each entry's state
+# stop 38) the target/ entries are deleted at the start of a run (what grows, and what cargo
+# remakes from the rest), and the whole cache if that is not enough. `.ci/run` prints each entry's state
 # (hit: the folder was there; carried: its previous version renamed,
 # cache_carry; miss: made empty now) and the cache's size at the end.
 
@@ -38,7 +39,15 @@ cache_open() {
   local size
   size="$(cache_size_mb)"
   if ((size > CACHE_CAP_MB)); then
-    echo "the CI cache is ${size} MB, over its cap of ${CACHE_CAP_MB} MB: wiping it"
+    # target/ first: it is what grows (cache_carry keeps the crates a lock change left behind)
+    # and what cargo rebuilds from the rest; the toolchains, node and Python installs stay.
+    echo "the CI cache is ${size} MB, over its cap of ${CACHE_CAP_MB} MB: deleting its target/ entries"
+    find "$CACHE" -mindepth 1 -maxdepth 1 -name 'target-*' -exec rm -rf {} +
+    CACHE_STATES+=("(target/ entries deleted at the start: ${size} MB > ${CACHE_CAP_MB} MB)")
+    size="$(cache_size_mb)"
+  fi
+  if ((size > CACHE_CAP_MB)); then
+    echo "the CI cache is still ${size} MB, over its cap of ${CACHE_CAP_MB} MB: wiping it"
     find "$CACHE" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf {} +
     CACHE_STATES+=("(wiped at the start: ${size} MB > ${CACHE_CAP_MB} MB)")
   fi

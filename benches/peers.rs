@@ -8,7 +8,8 @@
 //! - cold start: spawn → `initialize` result, p50 of [`STARTS`] spawns;
 //! - idle RSS (`VmRSS`) and its private part (`RssAnon`: the rest is the pages of the binary
 //!   and its libraries, shared and clean): after `initialize` and one `tools/list`;
-//! - small read (a 1 KiB file): sequential p50, and calls/s with 8 requests in flight;
+//! - small read (a 1 KiB file): sequential p50, and calls/s with 8 requests in flight; the
+//!   server's peak RSS (VmHWM) after them, before any large read;
 //! - 1 MiB read (a 1 MiB text file): sequential calls/s of an unchanged file (toolport
 //!   reuses the file's sha256 then: `read_file`'s digest cache), and of a file whose change
 //!   time moves before every call (so toolport hashes every read); peak RSS (VmHWM) of a
@@ -131,6 +132,7 @@ struct Figures {
     idle_anon_mb: f64,
     small_p50_ms: f64,
     small_calls_per_s: f64,
+    small_peak_rss_mb: f64,
     big_calls_per_s: f64,
     big_changed_calls_per_s: f64,
     big_peak_rss_mb: f64,
@@ -153,10 +155,9 @@ fn measure(peer: &Peer, root: &Path, quick: bool) -> Figures {
     let idle = mem(server.pid()).unwrap();
     let small_args = peer.read_args(&small);
     let big_args = peer.read_args(&big);
-    // One of each first: a failure shows here, and the first call's one-time work is not
-    // counted.
+    // One of each first (the large one after the small reads' peak below): a failure shows
+    // here, and the first call's one-time work is not counted.
     server.timed_call(peer.read_tool, &small_args);
-    server.timed_call(peer.read_tool, &big_args);
     let small_times: Vec<f64> = (0..scale(SMALL_SEQUENTIAL))
         .map(|_| server.timed_call(peer.read_tool, &small_args).0 * 1e3)
         .collect();
@@ -166,6 +167,9 @@ fn measure(peer: &Peer, root: &Path, quick: bool) -> Figures {
         scale(SMALL_PIPELINED),
         IN_FLIGHT,
     );
+    // Before any large read: the peak of a server that has only read small files.
+    let small_peak = mem(server.pid()).unwrap();
+    server.timed_call(peer.read_tool, &big_args);
     let started = std::time::Instant::now();
     let mut wire = Vec::new();
     for _ in 0..scale(BIG_SEQUENTIAL) {
@@ -191,6 +195,7 @@ fn measure(peer: &Peer, root: &Path, quick: bool) -> Figures {
         idle_anon_mb: idle.anon as f64 / 1024.0,
         small_p50_ms: median(&small_times),
         small_calls_per_s: small_rate,
+        small_peak_rss_mb: small_peak.hwm as f64 / 1024.0,
         big_calls_per_s: big_rate,
         big_changed_calls_per_s: big_changed_rate,
         big_peak_rss_mb: peak.hwm as f64 / 1024.0,
@@ -359,6 +364,12 @@ const ROWS: &[Row] = &[
         value: |f| f.small_calls_per_s,
         higher_is_better: true,
         decimals: 0,
+    },
+    Row {
+        label: "small reads (sequential, then 8 in flight): peak RSS, MB",
+        value: |f| f.small_peak_rss_mb,
+        higher_is_better: false,
+        decimals: 1,
     },
     Row {
         label: "1 MiB read of an unchanged file, sequential, calls/s",
