@@ -12,15 +12,18 @@ How: rustc calls this script as the linker (`-C linker=dist/link_order.py`, give
 binary only: see dist/release.py and .github/workflows/release.yml) with the real linker's
 arguments. It
 
- 1. links the binary with the real linker (`CARGO_TARGET_<TRIPLE>_LINKER`, TRIPLE from
-    `TOOLPORT_LINK_TARGET`: maturin --zig sets it to its `zig cc` wrapper);
+ 1. links the binary as asked with the real linker (`CARGO_TARGET_<TRIPLE>_LINKER`, TRIPLE
+    from `TOOLPORT_LINK_TARGET`: maturin --zig sets it to its `zig cc` wrapper), and again
+    keeping its symbol table (rustc has zig strip it);
  2. runs that binary under valgrind's callgrind for stdio sessions in a throwaway home with no
     TOOLPORT_* settings: start-up (initialize, tools/list), then start-up and the first calls
     (a read_file and a list_directory on a scratch root), each paced and all at once;
- 3. writes a linker script that puts the text sections of the functions that ran (rustc and
-    clang emit one section per function), start-up's first, into one output section before
-    `.text` (`INSERT BEFORE .text`: the linker's default layout is kept for everything else),
-    and links again with it through the same real linker;
+ 3. links again with lld's `--symbol-ordering-file` listing those functions, start-up's
+    first: lld then places their sections (rustc and clang emit one per function) at the start
+    of `.text` in that order and everything else as before. `zig cc` refuses that flag, so
+    the first link is made with `-v`, which prints the `ld.lld` command zig runs, and the last
+    link runs that command through zig's own lld (`ZIG_COMMAND`, which maturin --zig sets)
+    with the flag added;
  4. checks the final binary answers the session natively.
 
 The order is recorded from the very objects it is applied to, in the same link, so it can never
@@ -32,6 +35,9 @@ layout, never behaviour. The functions, in order, are written beside what the li
 Needs valgrind (`apt-get install valgrind`) and a binary this machine can run; otherwise the
 link fails and says so. `TOOLPORT_LINK_ORDER=off` links once, unordered (a build for another
 architecture, or a machine without valgrind: the binary then keeps more of its code resident).
+`TOOLPORT_LINK_ORDER_KEEP_UNORDERED=1` also writes the binary linked as it would be without the
+order, from the same objects, beside it (`….unordered`): what the order buys, measured
+(BENCHMARKS.md, "Lean again").
 """
 
 from __future__ import annotations
@@ -43,19 +49,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
-# The name of the output section that holds the start-up functions.
-SECTION = ".text.toolport.startup"
 # How long one recording session under callgrind may take (it takes about 2 s here; valgrind is
 # ~50x slower than native, and CI machines are shared).
 RECORD_TIMEOUT_S = 300
 # How long the final binary may take to answer `initialize` natively.
 CHECK_TIMEOUT_S = 60
-# The names of a function's own text section (rustc and clang emit one per function): LLVM
-# puts a cold function (`#[cold]`: hash-table growth, one-time initialisation, which start-up
-# runs a lot of) in `.text.unlikely.NAME`, and marks some `.text.hot.`/`.text.startup.`.
-TEXT_PREFIXES = (".text.", ".text.unlikely.", ".text.hot.", ".text.startup.")
 # The arguments by which rustc has the linker strip the binary (`strip` in the profile, and
 # `--strip-debug`, which `zig cc` takes as stripping the symbol table too).
 STRIP_ARGS = {"-s", "-Wl,-s", "-Wl,--strip-all", "-Wl,--strip-debug", "-Wl,-S"}
@@ -132,12 +133,18 @@ def hermetic_env(home: Path) -> dict:
 
 
 def run_session(command: list[str], work: Path, calls: bool, paced: bool, timeout: float) -> None:
-    """Run one session of `command` (the binary, maybe under valgrind) and check its answers."""
+    """Run one session of `command` (the binary, maybe under valgrind) and check its answers:
+    each message after the answer to the one before (`paced`), or all at once; the input ends
+    once every answer is in (a server whose input ends stops waiting for calls in flight)."""
     root = work / "root"
     messages = session(root, calls)
+    want = [m["id"] for m, answered in messages if answered]
     proc = subprocess.Popen([*command, "--root", str(root)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=hermetic_env(work / "home"))
+    # A hung session is killed: its missing answers then fail the check below.
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
     try:
         answers = []
         for message, answered in messages:
@@ -146,19 +153,19 @@ def run_session(command: list[str], work: Path, calls: bool, paced: bool, timeou
                 proc.stdin.flush()
                 if answered:
                     answers.append(proc.stdout.readline())
-        # communicate() sends what is buffered, then ends the input.
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        fail(f"the recording session did not end within {timeout} s")
-        raise
+        if not paced:
+            proc.stdin.flush()
+            answers += [proc.stdout.readline() for _ in want]
+        out, err = proc.communicate()
+    finally:
+        watchdog.cancel()
     answers = [json.loads(a) for a in [*answers, *out.splitlines()] if a.strip()]
     ids = sorted(a["id"] for a in answers if "id" in a)
-    want = [m["id"] for m, answered in messages if answered]
     if proc.returncode != 0 or ids != want or any("error" in a or a.get("result", {}).get("isError")
                                                   for a in answers):
-        fail(f"the session with {command[-1]} did not get its {len(want)} answers "
-             f"(exit {proc.returncode}): {answers}\n{err[-3000:]}")
+        late = f" (killed after {timeout} s)" if not watchdog.is_alive() and proc.returncode < 0 else ""
+        fail(f"the session with {command[-1]} did not get its {len(want)} answers{late} "
+             f"(exit {proc.returncode}): {str(answers)[:3000]}\n{err[-3000:]}")
 
 
 def functions(callgrind_out: Path, binary: str) -> list[str]:
@@ -209,33 +216,40 @@ def record(binary: Path, work: Path) -> list[str]:
     return list(dict.fromkeys(fn for run in runs for fn in run))
 
 
-def with_aliases(order: list[str], binary: Path) -> list[str]:
-    """`order` with, after each function, the other names at its address. LLVM merges functions
-    whose code is the same into one (and musl's weak symbols name others), so callgrind may name
-    a function by a symbol whose section holds nothing: the section is named after one of the
-    other names at that address."""
-    if not shutil.which("nm"):
-        fail("nm (binutils) is not installed: it lists the names at each function's address")
-    listing = subprocess.run(["nm", "--defined-only", str(binary)], capture_output=True,
-                             text=True)
-    if listing.returncode != 0:
-        fail(f"nm could not read {binary}: {listing.stderr.strip()}")
-    at: dict[str, list[str]] = {}
-    address: dict[str, str] = {}
-    for line in listing.stdout.splitlines():
-        fields = line.split()
-        if len(fields) == 3 and fields[1] in "tTwW":
-            at.setdefault(fields[0], []).append(fields[2])
-            address[fields[2]] = fields[0]
-    names = (alias for fn in order for alias in [fn, *at.get(address.get(fn, ""), [])])
-    return list(dict.fromkeys(names))
+def lld_command(linker: list[str], args: list[str]) -> list[str]:
+    """Link as asked, with `-v`: the `ld.lld` command `zig cc` ran, to be run through zig's
+    own lld."""
+    if any(" " in arg for arg in args):
+        fail("a linker argument holds a space, which zig's printed ld.lld command cannot "
+             "carry; build from a path without spaces, or TOOLPORT_LINK_ORDER=off")
+    done = subprocess.run([*linker, *args, "-v"], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        sys.exit(done.returncode)
+    commands = [line for line in done.stderr.splitlines() if line.startswith("ld.lld ")]
+    if not commands:
+        fail(f"{linker[0]} -v printed no ld.lld command: the real linker must be zig's "
+             "(maturin --zig); TOOLPORT_LINK_ORDER=off links without the order")
+    zig = os.environ.get("ZIG_COMMAND", "").split()
+    if zig:
+        lld = [*zig, "ld.lld"]
+    elif shutil.which("ld.lld"):
+        lld = ["ld.lld"]
+    else:
+        fail("neither ZIG_COMMAND (set by maturin --zig) nor ld.lld on PATH names an lld")
+    return [*lld, *commands[-1].split(" ")[1:]]
 
 
-def script(order: list[str]) -> str:
-    """A linker script that adds one output section of these functions' sections before
-    `.text`, leaving the default layout of everything else (INSERT makes it an addition)."""
-    lines = ["    *(" + " ".join(f'"{prefix}{fn}"' for prefix in TEXT_PREFIXES) + ")" for fn in order]
-    return "SECTIONS\n{\n  " + SECTION + " :\n  {\n" + "\n".join(lines) + "\n  }\n}\nINSERT BEFORE .text;\n"
+def run_lld(command: list[str]) -> None:
+    done = subprocess.run(command)
+    if done.returncode != 0:
+        fail(f"ld.lld failed (exit {done.returncode}): {' '.join(command)[:2000]}")
+
+
+def with_output(command: list[str], out: Path) -> list[str]:
+    """`command` with its `-o` argument replaced by `out`."""
+    i = command.index("-o")
+    return [*command[:i + 1], str(out), *command[i + 2:]]
 
 
 def main() -> None:
@@ -250,15 +264,19 @@ def main() -> None:
         (work / "root").mkdir()
         (work / "home").mkdir()
         (work / "root" / "small.txt").write_text("a small file\n" * 40)
+        lld = lld_command(linker, args)
         # The recording link keeps the symbol table (callgrind names functions by it; rustc asks
         # zig to strip, which drops it too): what is stripped is no part of the layout.
         link(linker, [a for a in args if a not in STRIP_ARGS])
-        order = with_aliases(record(out.resolve(), work), out)
+        order = record(out.resolve(), work)
         if not order:
             fail(f"callgrind recorded no function of {out}")
-        ld_script = work / "startup.ld"
-        ld_script.write_text(script(order))
-        link(linker, [*args, f"-Wl,-T,{ld_script}"])
+        if os.environ.get("TOOLPORT_LINK_ORDER_KEEP_UNORDERED") == "1":
+            # What the order buys, measured on the same objects: the binary without it.
+            run_lld(with_output(lld, Path(f"{out}.unordered")))
+        order_file = work / "startup.order"
+        order_file.write_text("".join(fn + "\n" for fn in order))
+        run_lld([*lld, f"--symbol-ordering-file={order_file}", "--no-warn-symbol-ordering"])
         run_session([str(out.resolve())], work, True, True, CHECK_TIMEOUT_S)
     Path(f"{out}.startup-order").write_text("".join(fn + "\n" for fn in order))
 

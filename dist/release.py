@@ -190,6 +190,8 @@ def build(platforms: list[str], profile: str) -> int:
             build_env = link_order_env(env, triple)
             cmd += ["--", *LINK_ORDER_RUSTC_ARGS]
         run(cmd, cwd=DIST / "pypi", env=build_env)
+        if build_env.get("TOOLPORT_LINK_ORDER", "on") != "off" and PLATFORMS[name][0] == "linux":
+            check_link_order(binary_of(name, profile))
         print(f"built {name}: {binary_of(name, profile)}")
     return 0
 
@@ -208,6 +210,22 @@ def link_order_env(env: dict, triple: str) -> dict:
                  "dist/link_order.py records the start-up functions of the Linux binary with it; "
                  "TOOLPORT_LINK_ORDER=off builds without that order")
     return env
+
+
+def check_link_order(binary: Path) -> None:
+    """Fail unless `binary` was linked with its start-up order: dist/link_order.py writes the
+    functions it ordered beside what the linker wrote (`deps/toolport-HASH`, which cargo
+    hard-links to `binary`). A binary that lost its order would pass every other check."""
+    linked = [p for p in (binary.parent / "deps").glob(binary.name + "-*")
+              if p.suffix == "" and p.stat().st_ino == binary.stat().st_ino]
+    order = Path(f"{linked[0]}.startup-order") if linked else None
+    if order is None or not order.is_file() or order.stat().st_mtime < binary.stat().st_mtime - 60:
+        sys.exit(f"release.py build: {binary} was not linked with its start-up order "
+                 "(dist/link_order.py wrote no list for it)")
+    count = len(order.read_text().splitlines())
+    if count == 0:
+        sys.exit(f"release.py build: the start-up order of {binary} is empty ({order})")
+    print(f"{binary.name}: linked with its start-up order, {count} functions ({order})")
 
 
 def binary_of(platform: str, profile: str = "dist") -> Path:
