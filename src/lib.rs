@@ -99,6 +99,10 @@ pub(crate) fn assemble(config: &Config) -> Result<(Shared, Arc<Catalog>), Error>
         .map(cluster::Cluster::new)
         .transpose()
         .map_err(Error::Replicas)?;
+    if let Some(cluster) = &cluster {
+        // Job ids name this replica; requests for other replicas' jobs go there.
+        cluster.attach_jobs(&catalog.jobs());
+    }
     let shared = Shared {
         registry: Arc::new(LiveRegistry::new(built.registry)),
         workspace: Arc::new(workspace),

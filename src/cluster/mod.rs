@@ -6,7 +6,10 @@
 //! - [`store`]: the connection, every command under the bound, and the health (up, or away
 //!   since when and why) that `/readyz` and the metrics show;
 //! - [`scripts`]: the atomic decisions as Lua (a call against budgets, a refund, the heartbeat);
-//! - [`registry`]: the live replicas (id, internal address, heartbeat with expiry).
+//! - [`registry`]: the live replicas (id, internal address, heartbeat with expiry);
+//! - [`jobs`]: jobs and tasks across replicas (ids that name their replica, requests
+//!   forwarded to it, a gone replica's jobs reported lost, every replica's jobs listed);
+//! - [`internal`]: how replicas sign and check the requests they forward to each other.
 //!
 //! Here: [`Cluster`], what the rest of the server asks: admit a call against shared budgets
 //! ([`Cluster::admit`], giving a [`Lease`] that holds its place among running calls until
@@ -18,13 +21,16 @@
 //! server (or a primary behind a fixed address): the scripts touch several keys, which Redis
 //! Cluster's slots would split.
 
+pub(crate) mod internal;
+pub(crate) mod jobs;
 mod registry;
 mod scripts;
 pub(crate) mod settings;
 mod store;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
@@ -32,6 +38,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio_util::sync::CancellationToken;
+use toolport_tools::host::JobTable;
+use toolport_tools::host::secret::random_token;
 
 pub(crate) use self::scripts::SharedLimit;
 use self::scripts::{ADMIT, REFUND, Verdict};
@@ -99,6 +107,16 @@ pub(crate) struct Cluster {
     away: Family<Vec<(String, String)>, Counter>,
     /// When the last "deciding locally" warning was logged.
     last_local_warning: Mutex<Option<std::time::Instant>>,
+    /// Which start of this replica this is (random): job ids name it.
+    incarnation: String,
+    /// This replica's jobs, told to the others at each beat ([`jobs`]).
+    jobs: OnceLock<JobTable>,
+    /// What the last beat told of each job: id → (owner hash, record).
+    published: Mutex<HashMap<String, (String, String)>>,
+    /// The client for requests forwarded to other replicas.
+    http: reqwest::Client,
+    /// The checker of requests other replicas forward here (with an internal secret).
+    verifier: Option<internal::Verifier>,
 }
 
 impl Cluster {
@@ -106,6 +124,19 @@ impl Cluster {
     pub(crate) fn new(settings: ReplicaSettings) -> Result<Arc<Self>, String> {
         let up = Gauge::default();
         let store = Store::new(&settings, up.clone())?;
+        let incarnation = random_token(jobs::INCARNATION_BYTES)
+            .map_err(|e| format!("cannot draw this replica's start id: {e}"))?;
+        // Internal calls go straight to the replica: no proxy from the environment, no
+        // redirect followed.
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("cannot build the client for forwarded requests: {e}"))?;
+        let verifier = settings
+            .internal_secret
+            .as_ref()
+            .map(|(secret, _)| internal::Verifier::new(secret, &settings.id.value));
         Ok(Arc::new(Self {
             settings,
             store,
@@ -115,6 +146,11 @@ impl Cluster {
             up,
             away: Family::default(),
             last_local_warning: Mutex::new(None),
+            incarnation,
+            jobs: OnceLock::new(),
+            published: Mutex::default(),
+            http,
+            verifier,
         }))
     }
 
@@ -165,6 +201,16 @@ impl Cluster {
                 %away,
                 "Redis cannot be reached at start; retrying every second"
             ),
+        }
+        if self.settings.forward_jobs && self.settings.internal_url.is_none() {
+            tracing::warn!(
+                replica = %self.settings.id.value,
+                "replicas.internal_url is not set: the other replicas cannot forward requests for this replica's jobs and tasks to it"
+            );
+        } else if !self.settings.forward_jobs {
+            tracing::info!(
+                "requests for other replicas' jobs and tasks are answered with an error naming the replica (replicas.forward_jobs is off, or no replicas.internal_secret_file is set)"
+            );
         }
         self.spawn_heartbeat(stop);
     }

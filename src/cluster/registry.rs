@@ -41,6 +41,10 @@ pub(crate) struct Replica {
     pub(crate) live: bool,
     /// Milliseconds since its last beat.
     pub(crate) last_beat_ms_ago: u64,
+    /// Which start of it this is (random per start): work ids name it, so a replica that
+    /// restarted under the same id is told apart from the one that ran the work.
+    #[serde(skip)]
+    pub(crate) incarnation: Option<String>,
 }
 
 /// What a replica writes about itself.
@@ -52,6 +56,9 @@ struct Details {
     version: String,
     /// Seconds since the Unix epoch when it started.
     started: u64,
+    /// Which start of it this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    incarnation: Option<String>,
 }
 
 /// What the listing pipeline answers: Redis's time (seconds, microseconds), the ids with their
@@ -78,6 +85,7 @@ impl Cluster {
                 .started
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            incarnation: Some(self.incarnation.clone()),
         })
         .unwrap_or_default();
         let (ids, info) = self.registry_keys();
@@ -126,6 +134,7 @@ impl Cluster {
             loop {
                 if cluster.store.connect().await.is_ok() && cluster.beat().await.is_ok() {
                     cluster.flush().await;
+                    cluster.publish_jobs().await;
                 }
                 tokio::select! {
                     () = tokio::time::sleep(BEAT_INTERVAL) => {}
@@ -161,6 +170,7 @@ impl Cluster {
                     .and_then(|(_, json)| serde_json::from_str::<Details>(json).ok());
                 Replica {
                     internal_url: found.as_ref().and_then(|d| d.internal_url.clone()),
+                    incarnation: found.as_ref().and_then(|d| d.incarnation.clone()),
                     version: found.map(|d| d.version),
                     live: expires >= now,
                     last_beat_ms_ago: (now + ttl).saturating_sub(expires),

@@ -1,7 +1,9 @@
 //! The `[replicas]` settings ([`ReplicaSettings`]): where the shared store is (one Redis URL,
 //! `redis://` or `rediss://` for TLS), its password (from a file or `TOOLPORT_REDIS_PASSWORD`,
 //! never from the URL, never printed), this replica's id and internal address, what calls get
-//! while Redis is away, and the bound on every Redis command.
+//! while Redis is away, the bound on every Redis command, and whether requests for another
+//! replica's job are forwarded to it (with the internal secret replicas sign those calls with,
+//! from a file or `TOOLPORT_INTERNAL_SECRET`, never printed).
 //!
 //! Without `redis_url` there are no settings at all (`None` in the `Config`): nothing connects,
 //! nothing is printed, and every decision is taken in process as on one machine.
@@ -35,6 +37,11 @@ const GENERATED_ID_BYTES: usize = 6;
 const MAX_NAME_LEN: usize = 64;
 /// Where the Redis password is read from when no file is given.
 const PASSWORD_VAR: &str = "TOOLPORT_REDIS_PASSWORD";
+/// Where the internal secret is read from when no file is given.
+const INTERNAL_SECRET_VAR: &str = "TOOLPORT_INTERNAL_SECRET";
+/// The shortest internal secret: it is an HMAC key that anyone who can reach a replica's
+/// internal address may try to guess, so at least 128 bits of a random hex or base64 string.
+const MIN_INTERNAL_SECRET_LEN: usize = 32;
 
 /// The flags of `[replicas]`.
 #[derive(Debug, Clone, Default, Args)]
@@ -58,6 +65,24 @@ pub(crate) struct ReplicaArgs {
     /// How the other replicas reach this one (`http://10.0.0.5:8080`).
     #[arg(long, value_name = "URL", env = "TOOLPORT_INTERNAL_URL", global = true)]
     pub(crate) internal_url: Option<String>,
+    /// A file holding the secret replicas sign their internal calls with (else
+    /// TOOLPORT_INTERNAL_SECRET); the same on every replica.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "TOOLPORT_INTERNAL_SECRET_FILE",
+        global = true
+    )]
+    pub(crate) internal_secret_file: Option<PathBuf>,
+    /// Send a request for another replica's job or task to it (default: when an internal
+    /// secret is set); `false`: answer it with an error that names the replica.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        env = "TOOLPORT_FORWARD_JOBS",
+        global = true
+    )]
+    pub(crate) forward_jobs: Option<bool>,
 }
 
 /// What a call that needs a shared decision gets while Redis cannot be reached.
@@ -123,6 +148,15 @@ pub struct ReplicaSettings {
     pub(crate) redis_timeout: Duration,
     /// The prefix of every key.
     pub(crate) key_prefix: String,
+    /// Whether requests for another replica's job or task are sent to it.
+    pub(crate) forward_jobs: bool,
+    /// The file the internal secret was read from: printed, so a printed config reads it again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    internal_secret_file: Option<PathBuf>,
+    /// The secret replicas sign their internal calls with, and where it came from (never
+    /// printed).
+    #[serde(skip)]
+    pub(crate) internal_secret: Option<(Secret, Source)>,
 }
 
 /// A replica's id, and whether the operator chose it.
@@ -228,6 +262,44 @@ impl ReplicaSettings {
             .map_or(Ok(DEFAULT_KEY_PREFIX.to_owned()), |p| {
                 name("replicas.key_prefix", p)
             })?;
+        let internal_secret = match args
+            .internal_secret_file
+            .as_ref()
+            .or(file.internal_secret_file.as_ref())
+        {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    SettingError::new(
+                        "replicas.internal_secret_file",
+                        format!("cannot read the secret file {}: {e}", path.display()),
+                    )
+                })?;
+                let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+                Some((
+                    internal_secret(&text, "replicas.internal_secret_file")?,
+                    Source::File(path),
+                ))
+            }
+            None => env(INTERNAL_SECRET_VAR)
+                .filter(|v| !v.is_empty())
+                .map(|v| {
+                    internal_secret(&v, INTERNAL_SECRET_VAR)
+                        .map(|s| (s, Source::Env(INTERNAL_SECRET_VAR)))
+                })
+                .transpose()?,
+        };
+        let forward_jobs = match args.forward_jobs.or(file.forward_jobs) {
+            Some(true) if internal_secret.is_none() => {
+                return Err(SettingError::new(
+                    "replicas.forward_jobs",
+                    format!(
+                        "is true but no internal secret is set: replicas authenticate the requests they forward with one; put the same random string (at least {MIN_INTERNAL_SECRET_LEN} characters, e.g. `openssl rand -hex 32`) in replicas.internal_secret_file or {INTERNAL_SECRET_VAR} on every replica"
+                    ),
+                ));
+            }
+            Some(on) => on,
+            None => internal_secret.is_some(),
+        };
         Ok(Some(Self {
             redis_url,
             redis_password_file: password
@@ -239,6 +311,11 @@ impl ReplicaSettings {
             when_redis_away,
             redis_timeout,
             key_prefix,
+            forward_jobs,
+            internal_secret_file: internal_secret
+                .as_ref()
+                .and_then(|(_, source)| source.file().map(std::path::Path::to_path_buf)),
+            internal_secret,
         }))
     }
 
@@ -250,6 +327,12 @@ impl ReplicaSettings {
             notes.extend(source.note(
                 "replicas.redis_password",
                 "replicas.redis_password_file or TOOLPORT_REDIS_PASSWORD",
+            ));
+        }
+        if let Some((_, source)) = &self.internal_secret {
+            notes.extend(source.note(
+                "replicas.internal_secret",
+                "replicas.internal_secret_file or TOOLPORT_INTERNAL_SECRET",
             ));
         }
         if self.id.generated {
@@ -287,6 +370,14 @@ fn refuse_without_url(
         ("replicas.when_redis_away", file.when_redis_away.is_some()),
         ("replicas.redis_timeout", file.redis_timeout.is_some()),
         ("replicas.key_prefix", file.key_prefix.is_some()),
+        (
+            "replicas.forward_jobs",
+            file.forward_jobs.is_some() || args.forward_jobs.is_some(),
+        ),
+        (
+            "replicas.internal_secret_file",
+            file.internal_secret_file.is_some() || args.internal_secret_file.is_some(),
+        ),
     ];
     match given.iter().find(|(_, set)| *set) {
         Some((key, _)) => Err(SettingError::new(
@@ -374,6 +465,20 @@ fn password(text: &str, key: &'static str) -> Result<Secret, SettingError> {
     Ok(Secret::new(trimmed))
 }
 
+/// The internal secret as read: one line, long enough to be an HMAC key worth the name.
+fn internal_secret(text: &str, key: &'static str) -> Result<Secret, SettingError> {
+    let secret = password(text, key)?;
+    if secret.expose().trim().len() < MIN_INTERNAL_SECRET_LEN {
+        return Err(SettingError::new(
+            key,
+            format!(
+                "is shorter than {MIN_INTERNAL_SECRET_LEN} characters: use a random string, e.g. `openssl rand -hex 32`"
+            ),
+        ));
+    }
+    Ok(secret)
+}
+
 /// A replica id or key prefix: a part of Redis keys, so letters, digits, `-`, `_` and `.`.
 fn name(key: &'static str, text: &str) -> Result<String, SettingError> {
     let ok = !text.is_empty()
@@ -457,6 +562,45 @@ mod tests {
             notes.contains(PASSWORD_VAR) && !notes.contains("s3cret"),
             "{notes}"
         );
+    }
+
+    #[test]
+    fn forwarding_follows_the_internal_secret_and_never_prints_it() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let off = load("redis_url = \"redis://h\"", &[]).unwrap().unwrap();
+        assert!(!off.forward_jobs);
+        let on = load(
+            "redis_url = \"redis://h\"",
+            &[(INTERNAL_SECRET_VAR, secret)],
+        )
+        .unwrap()
+        .unwrap();
+        assert!(on.forward_jobs);
+        let printed = toml::to_string(&on).unwrap();
+        assert!(!printed.contains(secret), "{printed}");
+        assert!(printed.contains("forward_jobs = true"), "{printed}");
+        let notes = format!("{:?}", on.notes());
+        assert!(notes.contains(INTERNAL_SECRET_VAR) && !notes.contains(secret));
+        let error = load("redis_url = \"redis://h\"\nforward_jobs = true", &[]).unwrap_err();
+        assert_eq!(error.key, "replicas.forward_jobs");
+        assert!(
+            error.to_string().contains("internal_secret_file"),
+            "{error}"
+        );
+        let error = load(
+            "redis_url = \"redis://h\"",
+            &[(INTERNAL_SECRET_VAR, "short")],
+        )
+        .unwrap_err();
+        assert!(!error.to_string().contains("short\""), "{error}");
+        assert!(error.to_string().contains("openssl rand"), "{error}");
+        let off = load(
+            "redis_url = \"redis://h\"\nforward_jobs = false",
+            &[(INTERNAL_SECRET_VAR, secret)],
+        )
+        .unwrap()
+        .unwrap();
+        assert!(!off.forward_jobs);
     }
 
     #[test]

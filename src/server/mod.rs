@@ -33,6 +33,7 @@ mod changes;
 mod clients;
 mod confirm;
 mod custom;
+pub(crate) mod forwarded;
 mod progress;
 mod prompts;
 mod resources;
@@ -200,13 +201,17 @@ impl ToolportServer {
     }
 
     /// Who the call's jobs belong to: this session, which kills them when it ends. Stateless
-    /// HTTP has no sessions: there jobs belong to the client (its name and version, behind
-    /// the one bearer token) and outlive each request, bounded by their own limits.
+    /// HTTP has no sessions: there jobs belong to the principal the request authenticated as
+    /// and its client (name and version), and outlive each request, bounded by their own
+    /// limits; among replicas, every replica derives the same owner for the same caller.
     fn job_owner(&self, context: &RequestContext<RoleServer>) -> Session {
         if self.transport == "http-stateless" {
             let client = self.client_name(context).unwrap_or_default();
+            let subject = crate::identity::Principal::of(context)
+                .map(|p| p.subject.clone())
+                .unwrap_or_default();
             return Session {
-                id: Arc::from(format!("stateless:{client}")),
+                id: Arc::from(format!("stateless:{subject:?}:{client:?}")),
                 ended: CancellationToken::new(),
             };
         }
@@ -326,7 +331,7 @@ impl ServerHandler for ToolportServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        self.task_status(&request, &context)
+        self.task_status(&request, &context).await
     }
 
     /// SEP-2663 `tasks/update`: refused (toolport's tasks never ask for input).

@@ -13,6 +13,11 @@
 //! - `cancelled` once it was killed (tasks/cancel, job_kill, the end of its session);
 //! - `failed` only when the result cannot be expressed (a JSON-RPC-level failure);
 //! - never `input_required`: `tasks/update` is refused (stdin goes through job_input).
+//!
+//! Among replicas (`[replicas]`) a task id names the replica that runs its job:
+//! `tasks/get` and `tasks/cancel` for another replica's task are forwarded there
+//! ([`crate::cluster::jobs`]); a task whose replica is gone is `failed`, its status message
+//! saying it is lost (never `working`).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -22,6 +27,7 @@ use rmcp::model::{
     CallToolResult, CreateTaskResult, DetailedTask, ErrorCode, JsonObject, Task, TaskPayload,
     TaskStatus,
 };
+use toolport_tools::host::split_work_id;
 
 use rmcp::RoleServer;
 use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
@@ -29,6 +35,7 @@ use rmcp::service::RequestContext;
 use toolport_tools::host::{Background, BackgroundState, BackgroundTable, Session};
 
 use super::ToolportServer;
+use crate::cluster::jobs::{Answer, Forwarded, NotForwarded};
 
 /// How often a client should poll a working task: the pace at which a waiting call reports
 /// progress. A command's state is worth reading about once a second; faster polling only
@@ -37,7 +44,7 @@ const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The work behind task `id` of `session`; another session's task, or one that is gone, is
 /// "not found" (SEP-2663: an unknown task id is -32602 invalid params).
-fn lookup(
+pub(super) fn lookup(
     work: &BackgroundTable,
     session: &Session,
     id: &str,
@@ -56,7 +63,7 @@ pub(super) fn created(job: &dyn Background) -> CreateTaskResult {
 }
 
 /// Where the task stands now, with its result once it has one.
-fn detailed(job: &dyn Background) -> DetailedTask {
+pub(super) fn detailed(job: &dyn Background) -> DetailedTask {
     match job.state() {
         BackgroundState::Running { message } => DetailedTask::new(
             base(job, TaskStatus::Working, message).with_poll_interval_ms(millis(POLL_INTERVAL)),
@@ -94,7 +101,63 @@ fn base(job: &dyn Background, status: TaskStatus, message: String) -> Task {
     .with_ttl_ms(millis(age + job.retention()))
 }
 
+/// Where a task is when another replica runs it.
+enum Remote {
+    /// The other replica's answer.
+    Answer(Answer),
+    /// Lost: its replica is gone (the message says so).
+    Lost(String),
+}
+
+/// A lost task, as `tasks/get` reports it: `failed`, saying why.
+fn lost_task(id: &str, message: &str) -> GetTaskResult {
+    let now = timestamp(SystemTime::now());
+    let mut error = JsonObject::new();
+    error.insert("code".into(), ErrorCode::INTERNAL_ERROR.0.into());
+    error.insert("message".into(), message.into());
+    GetTaskResult::new(DetailedTask::new(
+        Task::new(id.to_owned(), TaskStatus::Failed, now.clone(), now)
+            .with_status_message(message.to_owned()),
+        TaskPayload::Failed { error },
+    ))
+}
+
+/// The JSON-RPC error of another replica's task-level refusal.
+fn remote_error(kind: &str, message: String) -> McpError {
+    if kind == "invalid_params" {
+        McpError::invalid_params(message, None)
+    } else {
+        McpError::internal_error(message, None)
+    }
+}
+
 impl ToolportServer {
+    /// When task `id` is another replica's: send `request` there. `None`: it is this
+    /// server's (or there are no replicas).
+    async fn remote_task(
+        &self,
+        id: &str,
+        request: impl FnOnce(String) -> Forwarded,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Result<Remote, McpError>> {
+        let cluster = self.shared.principal_budgets.cluster()?;
+        let there = split_work_id(id).1?;
+        if there == cluster.work_name() {
+            return None;
+        }
+        let owner = self.job_owner(context).id.to_string();
+        Some(
+            match cluster
+                .forward(there, id, &request(owner), Duration::ZERO)
+                .await
+            {
+                Ok(answer) => Ok(Remote::Answer(answer)),
+                Err(NotForwarded::Lost(message)) => Ok(Remote::Lost(message)),
+                Err(NotForwarded::Refused(message)) => Err(McpError::internal_error(message, None)),
+            },
+        )
+    }
+
     /// The task `id` of the session `context` belongs to.
     fn task(
         &self,
@@ -105,11 +168,32 @@ impl ToolportServer {
     }
 
     /// `tasks/get`: where the work stands, with its result once it ended.
-    pub(super) fn task_status(
+    pub(super) async fn task_status(
         &self,
         request: &GetTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
+        let id = &request.task_id;
+        let forwarded = |owner| Forwarded::TaskGet {
+            owner,
+            task_id: id.clone(),
+        };
+        if let Some(remote) = self.remote_task(id, forwarded, context).await {
+            return match remote? {
+                Remote::Answer(Answer::Result(value)) => {
+                    serde_json::from_value(value).map_err(|e| {
+                        McpError::internal_error(
+                            format!("replica's answer for task {id} cannot be read ({e})"),
+                            None,
+                        )
+                    })
+                }
+                Remote::Answer(Answer::Error { kind, message }) => {
+                    Err(remote_error(&kind, message))
+                }
+                Remote::Lost(message) => Ok(lost_task(id, &message)),
+            };
+        }
         let job = self.task(context, &request.task_id)?;
         Ok(GetTaskResult::new(detailed(&*job)))
     }
@@ -139,6 +223,23 @@ impl ToolportServer {
         request: &CancelTaskParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let id = &request.task_id;
+        let forwarded = |owner| Forwarded::TaskCancel {
+            owner,
+            task_id: id.clone(),
+        };
+        if let Some(remote) = self.remote_task(id, forwarded, context).await {
+            return match remote? {
+                Remote::Answer(Answer::Result(_)) => Ok(()),
+                Remote::Answer(Answer::Error { kind, message }) => {
+                    Err(remote_error(&kind, message))
+                }
+                Remote::Lost(message) => Err(McpError::invalid_params(
+                    format!("task {id} cannot be cancelled: {message}"),
+                    None,
+                )),
+            };
+        }
         let job = self.task(context, &request.task_id)?;
         job.cancel().await;
         Ok(())

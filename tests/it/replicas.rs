@@ -4,6 +4,11 @@
 //! principal's budget of N calls, spent by three clients at once through the balancer, ends
 //! at exactly N; the per-client request rate likewise; Redis stopped → the operator's choice
 //! (refused, at once, and `/readyz` says so), started again → calls resume by themselves.
+//! Jobs and tasks across replicas: a job started through the balancer is followed, fed and
+//! killed through it whichever replica each call lands on (requests for another replica's job
+//! forwarded to it, signed with the internal secret), a task likewise; the replica that runs a
+//! job killed → the others report the job lost, within a bound; with forwarding off, the
+//! error that names the replica.
 //!
 //! `redis-server` and `haproxy` are Debian's packages: `.ci/run` installs them (pinned) and sets
 //! `TOOLPORT_REQUIRE_REDIS=1`, which makes a missing one a failure; locally these tests say so
@@ -19,7 +24,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-use crate::common::http::{INIT, Server, TOKEN, authed, http, start};
+use crate::common::http::{INIT, Server, TOKEN, authed, http, start, start_at};
 use crate::common::redis::{Redis, free_port, redis_server, required_program};
 use crate::common::{Client, TestClient, call, command, err, ok, tempdir, within};
 
@@ -47,8 +52,10 @@ impl Balancer {
                 format!("  server r{i} {address}\n")
             })
             .collect();
+        // A request whose replica refuses the connection (it was killed) goes to another one,
+        // as any deployment would configure it.
         let config = format!(
-            "global\n  maxconn 512\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n\
+            "global\n  maxconn 512\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  retries 3\n  option redispatch 1\n\
              frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
              backend replicas\n  balance roundrobin\n{servers}"
         );
@@ -82,8 +89,12 @@ impl Balancer {
     }
 }
 
-/// Three stateless replicas sharing `redis`, configured with `extra` (TOML after
-/// `[replicas]`; `{replica}` in it is each replica's id), and haproxy in front of them.
+/// The replicas' internal secret (a test value; real ones come from `openssl rand -hex 32`).
+const INTERNAL_SECRET: &str = "test-internal-secret-0123456789abcdef";
+
+/// Three stateless replicas `r1`, `r2`, `r3` sharing `redis`, each with its internal address
+/// and the internal secret, configured with `extra` (TOML after the `[replicas]` keys;
+/// `{replica}` in it is each replica's id), and haproxy in front of them.
 pub(crate) struct Deployment {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -97,21 +108,35 @@ impl Deployment {
     pub(crate) async fn start(redis: &Redis, haproxy: &Path, extra: &str) -> Self {
         let (dir, root) = tempdir();
         std::fs::write(root.join("hello.txt"), "hi from a replica\n").unwrap();
+        // Outside the root: no tool reads it.
+        let secret = dir.path().join("internal.secret");
+        std::fs::write(&secret, format!("{INTERNAL_SECRET}\n")).unwrap();
         let (mut replicas, mut configs) = (Vec::new(), Vec::new());
         for id in ["r1", "r2", "r3"] {
+            // Chosen first: the replica announces it as its internal address.
+            let address = format!("127.0.0.1:{}", free_port());
             let config = root.join(format!("{id}.toml"));
             std::fs::write(
                 &config,
                 // Info lines: a test reads from each replica's log which one took a step.
                 format!(
-                    "log_level = \"info\"\n[replicas]\nredis_url = \"{}\"\nid = \"{id}\"\nredis_timeout = \"300ms\"\n{}",
+                    "log_level = \"info\"\n[replicas]\nredis_url = \"{}\"\nid = \"{id}\"\nredis_timeout = \"300ms\"\ninternal_url = \"http://{address}\"\ninternal_secret_file = {:?}\n{}",
                     redis.url(),
+                    secret.to_str().unwrap(),
                     extra.replace("{replica}", id)
                 ),
             )
             .unwrap();
             let config = config.to_str().unwrap().to_owned();
-            replicas.push(start(&root, &["--stateless", "--config", &config], Some(TOKEN)).await);
+            replicas.push(
+                start_at(
+                    &root,
+                    &address,
+                    &["--stateless", "--config", &config],
+                    Some(TOKEN),
+                )
+                .await,
+            );
             configs.push(config);
         }
         let balancer = Balancer::start(haproxy, &replicas.iter().collect::<Vec<_>>()).await;
@@ -147,6 +172,49 @@ impl Deployment {
             .await
             .expect("initialize through the balancer")
     }
+}
+
+/// The index among `r1`, `r2`, `r3` of the replica a job or task id names (`job_3@r2~…`).
+fn runner(id: &str) -> usize {
+    let (_, there) = id.rsplit_once('@').expect("an id that names its replica");
+    let replica = there.split('~').next().unwrap();
+    ["r1", "r2", "r3"]
+        .iter()
+        .position(|r| *r == replica)
+        .unwrap_or_else(|| panic!("{id} names no replica of the deployment"))
+}
+
+/// How many calls of `tool` each replica took from clients (its `/metrics`).
+async fn calls_taken(deployment: &Deployment, tool: &str) -> Vec<u64> {
+    let mut counts = Vec::new();
+    for server in &deployment.replicas {
+        let metrics = within(authed(http().get(format!("{}/metrics", server.url))).send())
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let prefix = format!("toolport_tool_calls_total{{tool=\"{tool}\"");
+        counts.push(
+            metrics
+                .lines()
+                .filter(|line| line.starts_with(&prefix))
+                .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+                .sum(),
+        );
+    }
+    counts
+}
+
+/// Shell commands allowed (the jobs here are small scripts).
+const SHELLS: &str = "[exec]\nallow_shells = true\n";
+
+fn sh(script: &str, extra: Value) -> Value {
+    let mut args = json!({"command": "sh", "args": ["-c", script], "background": true});
+    if let (Some(a), Value::Object(e)) = (args.as_object_mut(), extra) {
+        a.extend(e);
+    }
+    args
 }
 
 /// `/readyz` of one replica: status code and body.
@@ -447,4 +515,379 @@ async fn config_shows_the_store_but_never_its_password() {
         "{stderr}"
     );
     assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
+/// Ready replicas with shells allowed, `extra` added.
+async fn job_deployment(redis: &Redis, haproxy: &Path, extra: &str) -> Deployment {
+    let deployment = Deployment::start(redis, haproxy, &format!("{extra}{SHELLS}")).await;
+    for server in &deployment.replicas {
+        ready_becomes(server, 200).await;
+    }
+    deployment
+}
+
+#[tokio::test]
+async fn a_job_started_through_the_balancer_is_followed_through_any_replica() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let redis = Redis::start(redis_server).await;
+    let deployment = job_deployment(&redis, &haproxy, "").await;
+    let client = deployment.client().await;
+    let started = ok(&call(
+        &client,
+        "execute_command",
+        sh(
+            "for i in 1 2 3 4 5 6; do echo line$i; sleep 0.3; done",
+            json!({}),
+        ),
+    )
+    .await);
+    let job = started["job_id"].as_str().unwrap().to_owned();
+    let home = runner(&job);
+    // Followed to its end through the balancer: each call lands on the next replica.
+    let (mut stdout, mut offset, mut calls) = (String::new(), 0, 0);
+    let last = within(async {
+        loop {
+            calls += 1;
+            let r = ok(&call(
+                &client,
+                "job_output",
+                json!({"job_id": job, "stdout_offset": offset, "wait": 5}),
+            )
+            .await);
+            stdout.push_str(r["stdout"].as_str().unwrap());
+            offset = r["stdout_offset"].as_u64().unwrap();
+            if r["running"] == json!(false) && r["more"] == json!(false) {
+                return r;
+            }
+        }
+    })
+    .await;
+    assert_eq!(stdout, "line1\nline2\nline3\nline4\nline5\nline6\n");
+    assert_eq!(last["return_code"], json!(0), "{last}");
+    // Twice more, so the calls have gone round the three replicas at least once.
+    for _ in 0..2 {
+        let r = ok(&call(
+            &client,
+            "job_output",
+            json!({"job_id": job, "stdout_offset": offset}),
+        )
+        .await);
+        assert_eq!(r["running"], json!(false), "{r}");
+        assert_eq!(r["stdout"], json!(""), "{r}");
+    }
+    let taken = calls_taken(&deployment, "job_output").await;
+    assert_eq!(taken.iter().sum::<u64>(), calls + 2, "{taken:?}");
+    assert!(
+        taken.iter().filter(|n| **n > 0).count() >= 2,
+        "the job_output calls did not land on different replicas: {taken:?}"
+    );
+    assert!(
+        taken.iter().enumerate().any(|(i, n)| i != home && *n > 0),
+        "no call landed on a replica other than the job's own (r{}): {taken:?}",
+        home + 1
+    );
+    // job_list through any replica lists it (its own replica's now, the others' as of its
+    // replica's last beat).
+    for _ in 0..3 {
+        let listed = ok(&call(&client, "job_list", json!({})).await);
+        let ids: Vec<&str> = listed["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["job_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [job.as_str()], "{listed}");
+    }
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn job_input_and_job_kill_reach_the_job_through_any_replica() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let redis = Redis::start(redis_server).await;
+    let deployment = job_deployment(&redis, &haproxy, "").await;
+    let client = deployment.client().await;
+    let started = ok(&call(
+        &client,
+        "execute_command",
+        json!({"command": "cat", "background": true, "stdin_open": true}),
+    )
+    .await);
+    let job = started["job_id"].as_str().unwrap().to_owned();
+    // Three lines, one call each: round robin sends them to each replica in turn.
+    for n in 1..=3 {
+        let r = ok(&call(
+            &client,
+            "job_input",
+            json!({"job_id": job, "text": format!("ping {n}\n")}),
+        )
+        .await);
+        assert_eq!(r["written"], json!(7), "{r}");
+    }
+    let taken = calls_taken(&deployment, "job_input").await;
+    assert_eq!(taken, [1, 1, 1], "job_input did not go round the replicas");
+    let mut stdout = String::new();
+    within(async {
+        while stdout != "ping 1\nping 2\nping 3\n" {
+            let r = ok(&call(
+                &client,
+                "job_output",
+                json!({"job_id": job, "stdout_offset": stdout.len(), "wait": 5}),
+            )
+            .await);
+            stdout.push_str(r["stdout"].as_str().unwrap());
+        }
+    })
+    .await;
+    let killed = ok(&call(&client, "job_kill", json!({"job_id": job})).await);
+    assert_eq!(killed["killed"], json!(true), "{killed}");
+    assert_eq!(killed["running"], json!(false), "{killed}");
+    for _ in 0..3 {
+        let r = ok(&call(
+            &client,
+            "job_output",
+            json!({"job_id": job, "stdout_offset": stdout.len()}),
+        )
+        .await);
+        assert_eq!(
+            (r["running"].clone(), r["killed"].clone()),
+            (json!(false), json!(true)),
+            "{r}"
+        );
+    }
+    within(client.cancel()).await.unwrap();
+}
+
+/// A call to a replica's internal path signed with `secret`, as another replica makes it.
+async fn internal_call(server: &Server, secret: &str, to: &str, body: &Value) -> reqwest::Response {
+    use base64::Engine as _;
+    let body = body.to_string();
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        .to_string();
+    let nonce = format!("{:x}", rand_nonce());
+    let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, secret.as_bytes());
+    let message = format!("toolport-internal-v1\n{time}\n{nonce}\n{to}\n{body}");
+    let tag = aws_lc_rs::hmac::sign(&key, message.as_bytes());
+    within(
+        http()
+            .post(format!("{}/internal/jobs", server.url))
+            .header("content-type", "application/json")
+            .header(
+                "x-toolport-signature",
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(tag.as_ref()),
+            )
+            .header("x-toolport-time", time)
+            .header("x-toolport-nonce", nonce)
+            .header("x-toolport-to", to)
+            .body(body)
+            .send(),
+    )
+    .await
+    .unwrap()
+}
+
+/// A nonce for [`internal_call`]: the time in nanoseconds is unique enough within one test.
+fn rand_nonce() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+#[tokio::test]
+async fn only_the_jobs_owner_reaches_it_and_the_internal_path_takes_no_client_token() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let redis = Redis::start(redis_server).await;
+    let deployment = job_deployment(&redis, &haproxy, "").await;
+    let client = deployment.client().await;
+    let started = ok(&call(&client, "execute_command", sh("sleep 30", json!({}))).await);
+    let job = started["job_id"].as_str().unwrap().to_owned();
+    let index = runner(&job);
+    let home = &deployment.replicas[index];
+    let replica = format!("r{}", index + 1);
+    let kill = |owner: &str| json!({"op": "tool", "owner": owner, "tool": "job_kill", "arguments": {"job_id": job}});
+    // The client's token is no key to the internal path.
+    let unsigned = within(
+        authed(http().post(format!("{}/internal/jobs", home.url)))
+            .header("content-type", "application/json")
+            .body(kill("x").to_string())
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(unsigned.status(), 401);
+    // Another secret: refused.
+    let forged = internal_call(
+        home,
+        "another-secret-0123456789abcdef0123",
+        &replica,
+        &kill("x"),
+    )
+    .await;
+    assert_eq!(forged.status(), 401);
+    // Signed, for another owner: that owner has no such job.
+    let answer: Value = within(
+        internal_call(
+            home,
+            INTERNAL_SECRET,
+            &replica,
+            &kill("stateless:\"someone-else\":\"\""),
+        )
+        .await
+        .json(),
+    )
+    .await
+    .unwrap();
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no job"), "{answer}");
+    // Still running for its owner, through any replica.
+    for _ in 0..3 {
+        let r = ok(&call(&client, "job_output", json!({"job_id": job})).await);
+        assert_eq!(r["running"], json!(true), "{r}");
+    }
+    ok(&call(&client, "job_kill", json!({"job_id": job})).await);
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_killed_replicas_job_is_reported_lost_through_the_others() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let redis = Redis::start(redis_server).await;
+    let mut deployment = job_deployment(&redis, &haproxy, "").await;
+    let client = deployment.client().await;
+    let started = ok(&call(
+        &client,
+        "execute_command",
+        sh("echo started; sleep 60", json!({})),
+    )
+    .await);
+    let job = started["job_id"].as_str().unwrap().to_owned();
+    // Its output, read once through its replica's record (published at the next beat).
+    within(async {
+        loop {
+            let r = ok(&call(&client, "job_output", json!({"job_id": job, "wait": 5})).await);
+            if r["stdout"] == json!("started\n") || r["stdout_offset"] == json!(8) {
+                return;
+            }
+        }
+    })
+    .await;
+    let home = runner(&job);
+    // Its replica's beat has published the output size (a beat a second): three listings in
+    // a row, one through each replica, show it.
+    within(async {
+        let mut in_a_row = 0;
+        while in_a_row < 3 {
+            let listed = ok(&call(&client, "job_list", json!({})).await);
+            if listed["jobs"][0]["stdout_bytes"] == json!(8) {
+                in_a_row += 1;
+            } else {
+                in_a_row = 0;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    })
+    .await;
+    let killed_at = Instant::now();
+    within(deployment.replicas[home].child.kill())
+        .await
+        .unwrap();
+    // Through the balancer (which sends the dead replica's share to the others), the job is
+    // lost within its replica's time to live (5 s) and a beat: never running meanwhile.
+    let message = within(async {
+        loop {
+            let r = call(&client, "job_output", json!({"job_id": job})).await;
+            if r.is_error == Some(true) {
+                let message = err(&r);
+                if message.contains(" is lost: ") {
+                    return message;
+                }
+                assert!(message.contains("cannot be reached now"), "{message}");
+            } else {
+                panic!("a dead replica's job answered: {:?}", r.structured_content);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(10),
+        "reported lost only after {:?}",
+        killed_at.elapsed()
+    );
+    assert!(
+        message.contains(&format!("replica r{}, stopped", home + 1))
+            && message.contains("stdout_offset 8, stderr_offset 0"),
+        "{message}"
+    );
+    // job_list through the survivors: lost, not running, with its last known sizes.
+    for _ in 0..2 {
+        let listed = ok(&call(&client, "job_list", json!({})).await);
+        let entry = &listed["jobs"][0];
+        assert_eq!(entry["job_id"], json!(job), "{listed}");
+        assert_eq!(entry["running"], json!(false), "{listed}");
+        assert!(
+            entry["lost"].as_str().unwrap().contains("stopped"),
+            "{listed}"
+        );
+    }
+    let killed = err(&call(&client, "job_kill", json!({"job_id": job})).await);
+    assert!(killed.contains("lost"), "{killed}");
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn without_forwarding_another_replicas_job_gets_an_error_that_names_it() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let redis = Redis::start(redis_server).await;
+    let deployment = job_deployment(&redis, &haproxy, "forward_jobs = false\n").await;
+    let client = deployment.client().await;
+    let started = ok(&call(&client, "execute_command", sh("sleep 30", json!({}))).await);
+    let job = started["job_id"].as_str().unwrap().to_owned();
+    let home = runner(&job);
+    let (mut answered, mut refused) = (0, 0);
+    for _ in 0..3 {
+        let r = call(&client, "job_output", json!({"job_id": job})).await;
+        if r.is_error == Some(true) {
+            let message = err(&r);
+            assert!(
+                message.contains(&format!("runs on replica r{}", home + 1))
+                    && message.contains("replicas.forward_jobs = false"),
+                "{message}"
+            );
+            refused += 1;
+        } else {
+            assert_eq!(ok(&r)["running"], json!(true));
+            answered += 1;
+        }
+    }
+    assert_eq!(
+        (answered, refused),
+        (1, 2),
+        "round robin over three replicas"
+    );
+    // Its own replica still ends it (round robin comes back to it).
+    within(async {
+        loop {
+            let r = call(&client, "job_kill", json!({"job_id": job})).await;
+            if r.is_error != Some(true) {
+                return;
+            }
+        }
+    })
+    .await;
+    within(client.cancel()).await.unwrap();
 }

@@ -130,3 +130,57 @@ impl BackgroundWork for NoWork {
 pub(crate) fn no_work(id: &str) -> ToolError {
     ToolError::NotFound(format!("no job {id:?}: this server runs no commands"))
 }
+
+/// The separator between a piece of work's own id and the server that runs it, in the ids of
+/// servers that run as replicas (`job_3@r2~1a2b3c4d`). Not a character of a replica's name
+/// (letters, digits, `-`, `_`, `.`), nor of a work's own id.
+pub const SERVER_SEPARATOR: char = '@';
+
+/// A work id's parts: its own id and, for a replica's work, the server that runs it (`None`
+/// for a server of its own).
+pub fn split_work_id(id: &str) -> (&str, Option<&str>) {
+    match id.rsplit_once(SERVER_SEPARATOR) {
+        Some((own, server)) if !own.is_empty() && !server.is_empty() => (own, Some(server)),
+        _ => (id, None),
+    }
+}
+
+/// Where work that another server of the same deployment runs is reached: replicas sharing a
+/// store behind a load balancer (the server's `[replicas]`). With one attached, work ids name
+/// the server that runs them ([`SERVER_SEPARATOR`]), and a request for work that another one
+/// runs goes there (or says why it cannot: forwarding is off, that server is gone and its work
+/// lost).
+#[async_trait]
+pub trait Elsewhere: Send + Sync + Debug {
+    /// This server's name in work ids (what follows [`SERVER_SEPARATOR`]).
+    fn here(&self) -> &str;
+
+    /// Call `tool` with `args` for `owner` on the server named `there` (the part of a work id
+    /// after [`SERVER_SEPARATOR`]), and return its result's structured value; or why it
+    /// cannot be done, as the error the call answers with.
+    async fn forward(
+        &self,
+        there: &str,
+        owner: &Session,
+        tool: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, ToolError>;
+
+    /// What the other servers last reported of `owner`'s work: one object per piece of work
+    /// (the fields its listing has, and `lost` when its server is gone).
+    async fn listed_elsewhere(&self, owner: &Session) -> Result<Vec<serde_json::Value>, String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_work_id_names_its_server_after_the_last_separator() {
+        assert_eq!(split_work_id("job_3"), ("job_3", None));
+        assert_eq!(split_work_id("job_3@r2~1a2b"), ("job_3", Some("r2~1a2b")));
+        assert_eq!(split_work_id("job_3@"), ("job_3@", None));
+        assert_eq!(split_work_id("@r2"), ("@r2", None));
+        assert_eq!(split_work_id("a@b@r2"), ("a@b", Some("r2")));
+    }
+}

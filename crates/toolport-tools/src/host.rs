@@ -14,7 +14,8 @@
 //!   tools, then the operator's selection), its [`reload`], [`builtin_tools`], and
 //!   [`ToolIndex`] (a search over it);
 //! - a call as the server runs it: [`Session`], [`Payload`], [`Elicitor`], [`CallFacts`];
-//! - work a call left running: [`BackgroundTable`];
+//! - work a call left running: [`BackgroundTable`]; among replicas, [`Elsewhere`] and the
+//!   job table's [`JobSnapshot`]s;
 //! - other MCP servers as tools: [`Upstreams`];
 //! - settings: [`config`] (the file and the tools' flags), each feature's `*Settings`, and
 //!   what the server's own sections share ([`settings`], [`secret`]);
@@ -39,8 +40,13 @@ pub use crate::tool::{
 };
 pub use crate::workspace::client_root_path;
 
-// Work a call left running.
-pub use crate::background::{Background, BackgroundState, BackgroundTable, OutputStream};
+// Work a call left running, and replicas' work (ids that name their replica, the job tools
+// sent there, what a replica tells the others of its jobs).
+pub use crate::background::{
+    Background, BackgroundState, BackgroundTable, Elsewhere, OutputStream, SERVER_SEPARATOR,
+    split_work_id,
+};
+pub use crate::tools::exec::{FORWARDED_TOOLS, JobSnapshot, JobTable};
 
 // Other MCP servers.
 pub use crate::upstreams::{

@@ -12,6 +12,8 @@
 //!   [`HttpSettings`];
 //! - [`oauth`]: `[http.oauth]`, toolport as an OAuth 2.1 resource server: access tokens
 //!   checked for the gate, the RFC 9728 metadata (outside the gate), the 401/403 challenges;
+//! - [`internal`]: `/internal/jobs`, where other replicas forward requests for this one's
+//!   jobs and tasks (outside the gate: signed with the replicas' internal secret);
 //! - [`ready`]: `/readyz` (outside the gate: whether this replica can take calls, which with
 //!   `[replicas]` depends on Redis) and `/replicas` (behind it: the replica registry);
 //! - here: [`router`] (the endpoints behind the gate, `/healthz` and `/readyz` outside it,
@@ -21,6 +23,7 @@
 //! from this file. `tests.rs` drives [`router`] in process, one gate rule at a time.
 
 pub(crate) mod gate;
+mod internal;
 pub(crate) mod oauth;
 mod ready;
 mod refusal;
@@ -238,6 +241,7 @@ pub(crate) fn router(
     let mcp = streamable::routes(shared.clone(), settings, slots.clone(), &stop);
     let metrics = shared.metrics.clone();
     let cluster = shared.principal_budgets.cluster().cloned();
+    let internal = internal::routes(shared.clone(), settings.max_body_bytes);
     let legacy = sse::routes(sse::SseState {
         shared,
         sessions: Arc::default(),
@@ -283,4 +287,5 @@ pub(crate) fn router(
     router
         .route("/healthz", get(healthz))
         .merge(ready::readyz_route(cluster))
+        .merge(internal)
 }

@@ -45,7 +45,17 @@ impl Server {
 /// Start the server for `root` with `args` after `serve --http 127.0.0.1:0`; `token` goes in
 /// TOOLPORT_TOKEN. Returns once it prints the address it listens on.
 pub(crate) async fn start(root: &Path, args: &[&str], token: Option<&str>) -> Server {
-    let mut all = vec!["serve", "--http", "127.0.0.1:0"];
+    start_at(root, "127.0.0.1:0", args, token).await
+}
+
+/// [`start`] on `address` (a port chosen beforehand, when others must know it first).
+pub(crate) async fn start_at(
+    root: &Path,
+    address: &str,
+    args: &[&str],
+    token: Option<&str>,
+) -> Server {
+    let mut all = vec!["serve", "--http", address];
     all.extend_from_slice(args);
     let mut cmd = command(root, &all);
     if let Some(token) = token {

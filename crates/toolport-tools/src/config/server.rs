@@ -194,4 +194,9 @@ pub struct FileReplicas {
     pub redis_timeout: Option<DurationValue>,
     /// The prefix of every key toolport writes.
     pub key_prefix: Option<String>,
+    /// Whether a request for another replica's job or task is sent to it (default: when an
+    /// internal secret is set).
+    pub forward_jobs: Option<bool>,
+    /// A file holding the secret replicas sign their internal calls with.
+    pub internal_secret_file: Option<PathBuf>,
 }

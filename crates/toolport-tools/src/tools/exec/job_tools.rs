@@ -1,12 +1,19 @@
 //! The job tools: `job_output`, `job_input`, `job_kill` and `job_list`, for commands that
 //! outlived their `execute_command` call ([`super::jobs`]). Each reaches only the caller's own
 //! jobs.
+//!
+//! Among replicas a job's id names the replica that runs it: `job_output`, `job_input` and
+//! `job_kill` for another replica's job are sent there whole ([`Elsewhere::forward`], the
+//! same arguments, its result read back into this tool's output), and `job_list` adds what
+//! the other replicas last reported of the caller's jobs, a job whose replica is gone marked
+//! `lost`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -15,16 +22,21 @@ use super::jobs::Job;
 use super::os::signal_name;
 use super::process::{Which, progress_ticker};
 use super::runner::Executor;
+use crate::background::Elsewhere;
 use crate::schema::JsonObject;
 use crate::settings::human_bytes;
 use crate::tool::{Annotations, ToolContext, ToolError};
 use crate::typed::{ToolSpec, TypedTool};
 
+/// The job tools a replica sends to the replica that runs the job (the others may run them
+/// for a replica that asks, and nothing else).
+pub const FORWARDED_TOOLS: &[&str] = &["job_output", "job_input", "job_kill"];
+
 /// Tags every job tool carries.
 const TAGS: &[&str] = &["command", "job", "process", "system"];
 
 /// A job's state, as every job tool reports it.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct JobState {
     /// The job.
     pub(crate) job_id: String,
@@ -57,6 +69,10 @@ pub(crate) struct JobState {
     /// When the output files stopped short (a full disk, the size cap), why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) output_note: Option<String>,
+    /// Set when the job is lost: the server (replica) that ran it stopped, so it runs no more
+    /// and its output cannot be read; says why, with its last known output sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) lost: Option<String>,
 }
 
 fn state(job: &Job) -> JobState {
@@ -87,11 +103,14 @@ fn state(job: &Job) -> JobState {
         stdout_file: stdout_file.map(|p| p.display().to_string()),
         stderr_file: stderr_file.map(|p| p.display().to_string()),
         output_note: out_note.or(err_note),
+        lost: None,
     }
 }
 
 fn render_state(s: &JobState) -> String {
-    let status = if s.running {
+    let status = if let Some(lost) = &s.lost {
+        format!("lost ({lost})")
+    } else if s.running {
         format!("running for {} s", s.duration_ms / 1000)
     } else if s.timed_out {
         format!("killed at its time limit after {} ms", s.duration_ms)
@@ -117,6 +136,44 @@ fn render_state(s: &JobState) -> String {
 /// One line on a job: its command, running or how it ended, its output sizes.
 pub(super) fn describe(job: &Job) -> String {
     render_state(&state(job))
+}
+
+/// A job's state as another replica is told it (its listing's fields).
+pub(super) fn state_value(job: &Job) -> serde_json::Value {
+    serde_json::to_value(state(job)).unwrap_or_default()
+}
+
+/// Send this call to the replica that runs job `id`, when another one does: `None` when the
+/// job is this server's (or no other replica exists). The answer is the other replica's
+/// result read back into this tool's output, or why it could not be had.
+async fn forwarded<P: Serialize, T: DeserializeOwned>(
+    tools: &JobTools,
+    tool: &str,
+    id: &str,
+    params: &P,
+    ctx: &ToolContext,
+) -> Option<Result<T, ToolError>> {
+    let (there, elsewhere) = tools.executor.jobs().elsewhere_for(id)?;
+    Some(forward(&*elsewhere, &there, tool, params, ctx).await)
+}
+
+async fn forward<P: Serialize, T: DeserializeOwned>(
+    elsewhere: &dyn Elsewhere,
+    there: &str,
+    tool: &str,
+    params: &P,
+    ctx: &ToolContext,
+) -> Result<T, ToolError> {
+    let args = match serde_json::to_value(params) {
+        Ok(serde_json::Value::Object(args)) => args,
+        _ => JsonObject::new(),
+    };
+    let value = elsewhere.forward(there, &ctx.session, tool, args).await?;
+    serde_json::from_value(value).map_err(|e| {
+        ToolError::ExecutionFailed(format!(
+            "replica {there} answered {tool} with a result this replica cannot read ({e}); are both the same toolport version?"
+        ))
+    })
 }
 
 /// The job tools share the executor (its jobs and settings).
@@ -152,7 +209,7 @@ const fn read_only() -> Annotations {
 pub(crate) struct JobOutput(JobTools);
 
 /// Arguments of `job_output`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OutputParams {
     /// The job, from execute_command's `job_id`.
@@ -171,7 +228,7 @@ pub(crate) struct OutputParams {
 }
 
 /// What `job_output` returns.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct OutputResult {
     #[serde(flatten)]
     state: JobState,
@@ -233,6 +290,9 @@ impl TypedTool for JobOutput {
                 "wait {} is above the server's maximum of {cap} seconds; give at most {cap} and call again",
                 p.wait
             )));
+        }
+        if let Some(answer) = forwarded(&self.0, "job_output", &p.job_id, &p, ctx).await {
+            return answer;
         }
         let job = executor.jobs().get(&ctx.session, &p.job_id)?;
         // The answer links the job's output resources, as execute_command's did.
@@ -364,7 +424,7 @@ async fn wait_for_news(
 pub(crate) struct JobInput(JobTools);
 
 /// Arguments of `job_input`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct InputParams {
     /// The job, from execute_command's `job_id` (started with stdin_open: true).
@@ -378,7 +438,7 @@ pub(crate) struct InputParams {
 }
 
 /// What `job_input` returns.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct InputResult {
     #[serde(flatten)]
     state: JobState,
@@ -417,6 +477,9 @@ impl TypedTool for JobInput {
                 "nothing to do: give `text` to write, or close: true to end the input".into(),
             ));
         }
+        if let Some(answer) = forwarded(&self.0, "job_input", &p.job_id, &p, ctx).await {
+            return answer;
+        }
         let job = self.0.executor.jobs().get(&ctx.session, &p.job_id)?;
         if !job.running() {
             return Err(ToolError::InvalidArguments(format!(
@@ -452,7 +515,7 @@ impl TypedTool for JobInput {
 pub(crate) struct JobKill(JobTools);
 
 /// Arguments of `job_kill`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct KillParams {
     /// The job to end.
@@ -483,6 +546,9 @@ impl TypedTool for JobKill {
     }
 
     async fn run(&self, p: KillParams, ctx: &ToolContext) -> Result<JobState, ToolError> {
+        if let Some(answer) = forwarded(&self.0, "job_kill", &p.job_id, &p, ctx).await {
+            return answer;
+        }
         let job = self.0.executor.jobs().get(&ctx.session, &p.job_id)?;
         job.live.kill();
         job.live.ended().await;
@@ -505,10 +571,14 @@ pub(crate) struct JobList(JobTools);
 pub(crate) struct ListParams {}
 
 /// What `job_list` returns.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct ListResult {
-    /// This session's jobs, oldest first.
+    /// This session's jobs, oldest first (among replicas: this replica's, then the other
+    /// replicas' as they last reported them, a job whose replica is gone marked `lost`).
     jobs: Vec<JobState>,
+    /// When the other replicas' jobs could not be listed, why (this replica's are listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 #[async_trait]
@@ -534,26 +604,32 @@ impl TypedTool for JobList {
     }
 
     async fn run(&self, _p: ListParams, ctx: &ToolContext) -> Result<ListResult, ToolError> {
-        Ok(ListResult {
-            jobs: self
-                .0
-                .executor
-                .jobs()
-                .list(&ctx.session)
-                .iter()
-                .map(|job| state(job))
-                .collect(),
-        })
+        let jobs = self.0.executor.jobs();
+        let mut listed: Vec<JobState> = jobs.list(&ctx.session).iter().map(|j| state(j)).collect();
+        let mut note = None;
+        if let Some(elsewhere) = jobs.elsewhere() {
+            match elsewhere.listed_elsewhere(&ctx.session).await {
+                Ok(others) => listed.extend(
+                    others
+                        .into_iter()
+                        .filter_map(|value| serde_json::from_value::<JobState>(value).ok()),
+                ),
+                Err(why) => {
+                    note = Some(format!(
+                        "only this replica's jobs are listed: the other replicas' cannot be read now ({why})"
+                    ));
+                }
+            }
+        }
+        Ok(ListResult { jobs: listed, note })
     }
 
     fn render(&self, r: &ListResult) -> String {
-        if r.jobs.is_empty() {
-            return "no jobs in this session".into();
+        let mut lines: Vec<String> = r.jobs.iter().map(render_state).collect();
+        if lines.is_empty() {
+            lines.push("no jobs in this session".into());
         }
-        r.jobs
-            .iter()
-            .map(render_state)
-            .collect::<Vec<_>>()
-            .join("\n")
+        lines.extend(r.note.clone());
+        lines.join("\n")
     }
 }

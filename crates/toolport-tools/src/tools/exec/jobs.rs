@@ -23,6 +23,9 @@
 //!   the head and tail kept in memory. The server removes the directory when it stops; on Unix
 //!   the watchdog also does when the server is killed (on Windows a killed server leaves it
 //!   behind, with nothing running).
+//! - Among replicas (the server's `[replicas]`, which attaches an [`Elsewhere`]), a job's id
+//!   names the replica that runs it (`job_3@r2~1a2b3c4d`); the job tools send a request for
+//!   another replica's job there ([`Jobs::elsewhere_for`]). Without one, ids are `job_N`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -32,6 +35,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::process::Live;
 use super::settings::ExecSettings;
+use crate::background::{Elsewhere, SERVER_SEPARATOR, split_work_id};
 use crate::tool::{Session, ToolError};
 
 /// One job.
@@ -54,6 +58,11 @@ pub(crate) struct Job {
 }
 
 impl Job {
+    /// The session it belongs to.
+    pub(crate) fn owner(&self) -> &Arc<str> {
+        &self.owner
+    }
+
     /// Whether it still runs.
     pub(crate) fn running(&self) -> bool {
         self.live.end().is_none()
@@ -97,6 +106,8 @@ pub(crate) struct Jobs {
     next: AtomicU64,
     /// The private directory for output files, made on first need.
     dir: OnceLock<Result<PathBuf, String>>,
+    /// The other replicas, when this server is one of them.
+    elsewhere: OnceLock<Arc<dyn Elsewhere>>,
 }
 
 /// The server's job table as the server itself reaches it (MCP tasks are jobs); opaque
@@ -123,7 +134,32 @@ impl Jobs {
             table: Mutex::default(),
             next: AtomicU64::new(1),
             dir: OnceLock::new(),
+            elsewhere: OnceLock::new(),
         }
+    }
+
+    /// Make this server one of several replicas: job ids name it from now on, and requests for
+    /// another replica's job go through `elsewhere`. Once, before the first job (a second
+    /// call is ignored).
+    pub(crate) fn attach(&self, elsewhere: Arc<dyn Elsewhere>) {
+        let _ = self.elsewhere.set(elsewhere);
+    }
+
+    /// Where job `id` runs when another replica runs it: that replica's name and the way
+    /// there. `None`: here (or nowhere: the lookup says "not found").
+    pub(crate) fn elsewhere_for(&self, id: &str) -> Option<(String, Arc<dyn Elsewhere>)> {
+        let elsewhere = self.elsewhere.get()?;
+        match split_work_id(id) {
+            (_, Some(server)) if server != elsewhere.here() => {
+                Some((server.to_owned(), elsewhere.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The other replicas, when this server is one.
+    pub(crate) fn elsewhere(&self) -> Option<&Arc<dyn Elsewhere>> {
+        self.elsewhere.get()
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {
@@ -201,7 +237,11 @@ impl Jobs {
 
     /// A fresh job id.
     pub(crate) fn next_id(&self) -> String {
-        format!("job_{}", self.next.fetch_add(1, Ordering::Relaxed))
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        match self.elsewhere.get() {
+            Some(elsewhere) => format!("job_{n}{SERVER_SEPARATOR}{}", elsewhere.here()),
+            None => format!("job_{n}"),
+        }
     }
 
     /// Whether another job may run (`exec.max_jobs` bounds running jobs only).
@@ -319,6 +359,13 @@ impl Jobs {
                 )))
             }
         }
+    }
+
+    /// Every job, oldest first (what this replica tells the others).
+    pub(crate) fn all(&self) -> Vec<Arc<Job>> {
+        let mut jobs: Vec<Arc<Job>> = self.with_table(|table| table.values().cloned().collect());
+        jobs.sort_by_key(|j| j.started);
+        jobs
     }
 
     /// The jobs of `session`, oldest first.

@@ -50,13 +50,15 @@ mod tasks;
 
 pub(crate) use env::check_variable;
 pub use env::child_env;
+pub use job_tools::FORWARDED_TOOLS;
 pub(crate) use job_tools::job_tools;
-pub(crate) use jobs::JobTable;
+pub use jobs::JobTable;
 pub(crate) use request::CommandRequest;
 pub(crate) use runner::{ExecResult, Executor};
 pub(crate) use settings::ExecArgs;
 pub use settings::ExecSettings;
 pub(crate) use settings::FileExec;
+pub use tasks::JobSnapshot;
 
 /// The tool's name.
 pub const NAME: &str = "execute_command";

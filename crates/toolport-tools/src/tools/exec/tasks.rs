@@ -12,8 +12,50 @@ use async_trait::async_trait;
 use super::jobs::{Job, JobTable};
 use super::process::Which;
 use super::{job_tools, render, runner};
-use crate::background::{Background, BackgroundState, BackgroundWork, OutputStart, OutputStream};
+use crate::background::{
+    Background, BackgroundState, BackgroundWork, Elsewhere, OutputStart, OutputStream,
+};
 use crate::tool::{Session, ToolError, ToolOutput};
+
+/// One job as this replica tells the others (the server's `[replicas]`): whose it is and its
+/// state as `job_list` shows it.
+#[derive(Debug, Clone)]
+pub struct JobSnapshot {
+    /// Its id (naming this replica).
+    pub id: String,
+    /// The session (owner) it belongs to.
+    pub owner: Arc<str>,
+    /// Whether it still runs.
+    pub running: bool,
+    /// Its state: the fields of a `job_list` entry.
+    pub state: serde_json::Value,
+}
+
+impl JobTable {
+    /// Make this server one of several replicas ([`Elsewhere`]): job ids name it, and the
+    /// job tools send requests for other replicas' jobs there. Call it before serving.
+    pub fn attach(&self, elsewhere: Arc<dyn Elsewhere>) {
+        if let Some(jobs) = &self.0 {
+            jobs.attach(elsewhere);
+        }
+    }
+
+    /// Every job and its state now, oldest first: what this replica tells the others.
+    pub fn snapshot(&self) -> Vec<JobSnapshot> {
+        let Some(jobs) = &self.0 else {
+            return Vec::new();
+        };
+        jobs.all()
+            .iter()
+            .map(|job| JobSnapshot {
+                id: job.id.clone(),
+                owner: job.owner().clone(),
+                running: job.running(),
+                state: job_tools::state_value(job),
+            })
+            .collect()
+    }
+}
 
 impl BackgroundWork for JobTable {
     /// The job `id` of `owner` (the same rule as the job tools: another session's job is
