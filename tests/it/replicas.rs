@@ -26,7 +26,7 @@ use tokio::process::{Child, Command};
 
 use crate::common::http::{INIT, Server, TOKEN, authed, http, start, start_at};
 use crate::common::redis::{Redis, free_port, redis_server, required_program};
-use crate::common::{Client, TestClient, call, command, err, ok, tempdir, within};
+use crate::common::{Client, TasksClient, TestClient, call, command, err, ok, tempdir, within};
 
 /// The parts every test here needs, or `None` (skipped).
 pub(crate) fn parts() -> Option<(PathBuf, PathBuf)> {
@@ -479,15 +479,16 @@ async fn redis_away_with_local_decisions_keeps_serving() {
     within(client.cancel()).await.unwrap();
 }
 
-/// `toolport config` prints the store with the password's source, never the password; a
-/// password in the URL is refused without being echoed. (No Redis needed.)
+/// `toolport config` prints the store with the password's and the internal secret's source,
+/// never either; a password in the URL is refused without being echoed. (No Redis needed.)
 #[tokio::test]
 async fn config_shows_the_store_but_never_its_password() {
     let (_d, root) = tempdir();
     let mut cmd = command(&root, &["config"]);
     cmd.env("TOOLPORT_REDIS_URL", "rediss://cache.internal:6380/1")
         .env("TOOLPORT_REDIS_PASSWORD", "hunter2-secret")
-        .env("TOOLPORT_REPLICA_ID", "r7");
+        .env("TOOLPORT_REPLICA_ID", "r7")
+        .env("TOOLPORT_INTERNAL_SECRET", INTERNAL_SECRET);
     let out = within(cmd.output()).await.unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
@@ -500,10 +501,13 @@ async fn config_shows_the_store_but_never_its_password() {
         r#"id = "r7""#,
         r#"when_redis_away = "refuse""#,
         "set from TOOLPORT_REDIS_PASSWORD (a secret: never printed)",
+        "forward_jobs = true",
+        "set from TOOLPORT_INTERNAL_SECRET (a secret: never printed)",
     ] {
         assert!(stdout.contains(expected), "{expected} in:\n{stdout}");
     }
     assert!(!stdout.contains("hunter2") && !stderr.contains("hunter2"));
+    assert!(!stdout.contains(INTERNAL_SECRET) && !stderr.contains(INTERNAL_SECRET));
 
     let mut cmd = command(&root, &["config"]);
     cmd.env("TOOLPORT_REDIS_URL", "redis://me:hunter2-secret@cache:6379");
@@ -889,5 +893,118 @@ async fn without_forwarding_another_replicas_job_gets_an_error_that_names_it() {
         }
     })
     .await;
+    within(client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_task_started_through_the_balancer_is_followed_and_cancelled_through_any_replica() {
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, ProtocolVersion,
+        TaskPayload, TaskStatus,
+    };
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let redis = Redis::start(redis_server).await;
+    let mut deployment = job_deployment(&redis, &haproxy, "").await;
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", deployment.balancer.url))
+            .auth_header(TOKEN),
+    );
+    let client = within(TasksClient.serve_with_lifecycle(
+        transport,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    ))
+    .await
+    .expect("discover through the balancer");
+    let start = |script: &str| {
+        CallToolRequestParams::new("execute_command")
+            .with_arguments(sh(script, json!({})).as_object().cloned().unwrap())
+    };
+    let get = |id: String| {
+        let peer = client.peer().clone();
+        async move {
+            within(peer.get_task(GetTaskParams::new(id)))
+                .await
+                .map(|r| r.task)
+        }
+    };
+    let CallToolResponse::Task(created) =
+        within(client.call_tool_once(start("echo start; sleep 1; echo done")))
+            .await
+            .unwrap()
+    else {
+        panic!("expected a task");
+    };
+    let id = created.task.task_id.clone();
+    runner(&id);
+    // Followed to its end: each tasks/get lands on the next replica.
+    let done = within(async {
+        loop {
+            let task = get(id.clone()).await.unwrap();
+            if task.status().is_terminal() {
+                return task;
+            }
+            assert_eq!(task.status(), TaskStatus::Working);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    assert_eq!(done.status(), TaskStatus::Completed, "{done:?}");
+    // Three in a row, one through each replica: the same result.
+    for _ in 0..3 {
+        let again = get(id.clone()).await.unwrap();
+        let TaskPayload::Completed { result } = again.payload else {
+            panic!("not completed through every replica: {again:?}");
+        };
+        assert_eq!(
+            result["structuredContent"]["stdout"],
+            json!("start\ndone\n")
+        );
+    }
+    // Another, cancelled through the balancer (whichever replica that lands on).
+    let CallToolResponse::Task(created) = within(client.call_tool_once(start("sleep 30")))
+        .await
+        .unwrap()
+    else {
+        panic!("expected a task");
+    };
+    let id = created.task.task_id.clone();
+    within(client.peer().cancel_task(CancelTaskParams::new(id.clone())))
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            get(id.clone()).await.unwrap().status(),
+            TaskStatus::Cancelled
+        );
+    }
+    // Its replica killed: the task is failed, saying it is lost, through the others.
+    within(deployment.replicas[runner(&id)].child.kill())
+        .await
+        .unwrap();
+    let lost = within(async {
+        loop {
+            match get(id.clone()).await {
+                Ok(task) if task.status() == TaskStatus::Failed => return task,
+                Ok(task) => assert_eq!(task.status(), TaskStatus::Cancelled, "{task:?}"),
+                // Forwarded to the dead replica before its heartbeat expired.
+                Err(error) => assert!(
+                    error.to_string().contains("cannot be reached now"),
+                    "{error}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    let message = lost.task.status_message.clone().unwrap_or_default();
+    assert!(
+        message.contains("is lost") && message.contains("stopped"),
+        "{message}"
+    );
     within(client.cancel()).await.unwrap();
 }

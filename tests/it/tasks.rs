@@ -7,35 +7,19 @@ use std::path::Path;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    ClientConfig, CreateTaskResult, DetailedTask, ErrorCode, GetTaskParams, Implementation,
-    ProtocolVersion, ResultType, TaskPayload, TaskStatus,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
+    DetailedTask, ErrorCode, GetTaskParams, ProtocolVersion, ResultType, TaskPayload, TaskStatus,
 };
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{
-    ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceError, ServiceExt,
-};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::common::process::{alive, eventually, pids};
 use crate::common::*;
 
 const SHELLS: &str = "[exec]\nallow_shells = true\n";
-
-/// A client that declares the tasks extension.
-#[derive(Clone, Default)]
-struct TasksClient;
-
-impl ClientHandler for TasksClient {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_tasks().build(),
-            Implementation::new("toolport-tests-tasks", "0.0.1"),
-        )
-    }
-}
 
 type TasksPeer = RunningService<RoleClient, TasksClient>;
 

@@ -132,6 +132,20 @@ pub(crate) fn isolate(cmd: &mut Command, dir: &Path) {
         .current_dir(dir);
 }
 
+/// A client that declares the tasks extension (in `initialize`, or on 2026-07-28 in every
+/// request's `_meta`).
+#[derive(Clone, Default)]
+pub(crate) struct TasksClient;
+
+impl ClientHandler for TasksClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_tasks().build(),
+            Implementation::new("toolport-tests-tasks", "0.0.1"),
+        )
+    }
+}
+
 /// A test client: declares roots only when given some, and forwards progress notifications
 /// to a channel the test can await.
 #[derive(Clone)]
