@@ -60,13 +60,16 @@ pub(crate) enum Forwarded {
     TaskGet { owner: String, task_id: String },
     /// `tasks/cancel`.
     TaskCancel { owner: String, task_id: String },
+    /// `resources/read` of a job's output (`toolport://jobs/ID/stdout`).
+    Resource { owner: String, uri: String },
 }
 
 /// The answer to a [`Forwarded`] request.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Answer {
-    /// A tool's structured result, a task's state (`null` for a cancel).
+    /// A tool's structured result, a task's state (`null` for a cancel), a resource's
+    /// contents.
     Result(Value),
     /// The request failed: a tool error's kind ([`ToolError::kind`]) or `invalid_params` /
     /// `internal_error` for a task, and the message the caller answers with.
@@ -419,7 +422,8 @@ impl Cluster {
         let owner = match request {
             Forwarded::Tool { owner, .. }
             | Forwarded::TaskGet { owner, .. }
-            | Forwarded::TaskCancel { owner, .. } => owner,
+            | Forwarded::TaskCancel { owner, .. }
+            | Forwarded::Resource { owner, .. } => owner,
         };
         let (url, replica) = self.route(there, id, owner).await?;
         let Some((secret, _)) = &self.settings.internal_secret else {

@@ -2,8 +2,8 @@
 //! tool's call or a task's, for a job this replica runs, on behalf of the owner the other
 //! replica authenticated (the transport checked the call's signature first).
 //!
-//! Only the job tools that reach one job ([`FORWARDED_TOOLS`]) and `tasks/get` /
-//! `tasks/cancel` are run, and only for a job id that names this replica's start: a forwarded
+//! Only the job tools that reach one job ([`FORWARDED_TOOLS`]), `tasks/get` /
+//! `tasks/cancel` and the read of a job's output resource are run, and only for a job id that names this replica's start: a forwarded
 //! request never travels on. The call is not counted against budgets nor audited here: the
 //! replica the client called did both, once. The tool's structured result goes back whole
 //! (the first replica renders it for its client).
@@ -17,7 +17,7 @@ use toolport_tools::host::{FORWARDED_TOOLS, Payload, Session, split_work_id};
 use toolport_tools::{ExecuteError, ToolContext, ToolError};
 
 use super::Shared;
-use super::tasks;
+use super::{resources, tasks};
 use crate::cluster::jobs::{Answer, Forwarded, tool_answer};
 
 /// The answer to `request`, run here as `here` (this replica's name in work ids).
@@ -50,6 +50,22 @@ pub(crate) async fn answer(shared: &Arc<Shared>, here: &str, request: Forwarded)
                 Err(error) => task_error("invalid_params", error.message.to_string()),
             },
         },
+        Forwarded::Resource { owner, uri } => {
+            let id = resources::job_of(&uri).unwrap_or_default();
+            if let Some(refusal) = not_here(here, id) {
+                return refusal;
+            }
+            match resources::job_output_for(&shared.jobs, &owner_session(owner), &uri) {
+                Ok(result) => match serde_json::to_value(result) {
+                    Ok(value) => Answer::Result(value),
+                    Err(e) => task_error(
+                        "internal_error",
+                        format!("cannot serialise the resource: {e}"),
+                    ),
+                },
+                Err(error) => task_error("resource_not_found", error.message.to_string()),
+            }
+        }
     }
 }
 

@@ -373,6 +373,9 @@ impl ServerHandler for ToolportServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        if let Some(remote) = self.read_remote_job_output(&request.uri, &context).await {
+            return remote.map(Into::into);
+        }
         self.read_resource_uri(&request.uri, &context)
             .map(Into::into)
     }

@@ -101,8 +101,8 @@ fn base(job: &dyn Background, status: TaskStatus, message: String) -> Task {
     .with_ttl_ms(millis(age + job.retention()))
 }
 
-/// Where a task is when another replica runs it.
-enum Remote {
+/// Where work is when another replica runs it.
+pub(super) enum Remote {
     /// The other replica's answer.
     Answer(Answer),
     /// Lost: its replica is gone (the message says so).
@@ -132,9 +132,9 @@ fn remote_error(kind: &str, message: String) -> McpError {
 }
 
 impl ToolportServer {
-    /// When task `id` is another replica's: send `request` there. `None`: it is this
-    /// server's (or there are no replicas).
-    async fn remote_task(
+    /// When work `id` (a job, a task) is another replica's: send `request` there. `None`: it
+    /// is this server's (or there are no replicas).
+    pub(super) async fn forward_work(
         &self,
         id: &str,
         request: impl FnOnce(String) -> Forwarded,
@@ -178,7 +178,7 @@ impl ToolportServer {
             owner,
             task_id: id.clone(),
         };
-        if let Some(remote) = self.remote_task(id, forwarded, context).await {
+        if let Some(remote) = self.forward_work(id, forwarded, context).await {
             return match remote? {
                 Remote::Answer(Answer::Result(value)) => {
                     serde_json::from_value(value).map_err(|e| {
@@ -228,7 +228,7 @@ impl ToolportServer {
             owner,
             task_id: id.clone(),
         };
-        if let Some(remote) = self.remote_task(id, forwarded, context).await {
+        if let Some(remote) = self.forward_work(id, forwarded, context).await {
             return match remote? {
                 Remote::Answer(Answer::Result(_)) => Ok(()),
                 Remote::Answer(Answer::Error { kind, message }) => {

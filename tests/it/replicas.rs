@@ -592,6 +592,22 @@ async fn a_job_started_through_the_balancer_is_followed_through_any_replica() {
         "no call landed on a replica other than the job's own (r{}): {taken:?}",
         home + 1
     );
+    // Its output resource, linked from the start's result, reads the same through each.
+    for _ in 0..3 {
+        let read = within(
+            client.read_resource(rmcp::model::ReadResourceRequestParams::new(format!(
+                "toolport://jobs/{job}/stdout"
+            ))),
+        )
+        .await
+        .unwrap();
+        match &read.contents[0] {
+            rmcp::model::ResourceContents::TextResourceContents { text, .. } => {
+                assert_eq!(text, "line1\nline2\nline3\nline4\nline5\nline6\n");
+            }
+            other => panic!("not text: {other:?}"),
+        }
+    }
     // job_list through any replica lists it (its own replica's now, the others' as of its
     // replica's last beat).
     for _ in 0..3 {
