@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,10 @@ pub(super) const INCARNATION_BYTES: usize = 4;
 /// The bound on a forwarded request beyond what the request itself may wait (`job_output`'s
 /// `wait`): a job_kill waits for the command's grace and its processes' end, a few seconds.
 const FORWARD_MARGIN: Duration = Duration::from_secs(15);
+/// How often a record that did not change is written again: well within its expiry
+/// ([`FORGET_AFTER`]), so a finished job kept longer than that (`exec.job_retention` goes to
+/// 24 h) stays listed by the other replicas.
+const REWRITE_AFTER: Duration = Duration::from_secs(FORGET_AFTER.as_secs() / 2);
 /// Bytes of an owner's SHA-256 kept in keys and records: 128 bits tell owners apart.
 const OWNER_HASH_BYTES: usize = 16;
 
@@ -223,12 +227,14 @@ impl Cluster {
     }
 
     /// Tell the others where this replica's jobs stand (the heartbeat, once a second): write
-    /// the records that changed, take out those of jobs that are gone.
+    /// the records that changed (or were last written [`REWRITE_AFTER`] ago, so a job kept
+    /// long after its end does not outlive its record), take out those of jobs that are gone.
     pub(super) async fn publish_jobs(&self) {
         let Some(jobs) = self.jobs.get() else {
             return;
         };
-        let now: HashMap<String, (String, String)> = jobs
+        let now = Instant::now();
+        let current: HashMap<String, (String, String)> = jobs
             .snapshot()
             .into_iter()
             .map(|job| {
@@ -246,15 +252,19 @@ impl Cluster {
                 .published
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let writes: Vec<(String, String, String)> = now
+            let writes: Vec<(String, String, String)> = current
                 .iter()
-                .filter(|(id, entry)| published.get(*id) != Some(entry))
+                .filter(|(id, (hash, record))| {
+                    published.get(*id).is_none_or(|(h, r, at)| {
+                        h != hash || r != record || now.duration_since(*at) >= REWRITE_AFTER
+                    })
+                })
                 .map(|(id, (hash, record))| (id.clone(), hash.clone(), record.clone()))
                 .collect();
             let gone: Vec<(String, String)> = published
                 .iter()
-                .filter(|(id, _)| !now.contains_key(*id))
-                .map(|(id, (hash, _))| (id.clone(), hash.clone()))
+                .filter(|(id, _)| !current.contains_key(*id))
+                .map(|(id, (hash, _, _))| (id.clone(), hash.clone()))
                 .collect();
             (writes, gone)
         };
@@ -290,10 +300,14 @@ impl Cluster {
             })
             .await;
         if sent.is_ok() {
-            *self
+            let mut published = self
                 .published
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = now;
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            published.retain(|id, _| current.contains_key(id));
+            for (id, hash, record) in writes {
+                published.insert(id, (hash, record, now));
+            }
         }
     }
 

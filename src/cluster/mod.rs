@@ -111,8 +111,8 @@ pub(crate) struct Cluster {
     incarnation: String,
     /// This replica's jobs, told to the others at each beat ([`jobs`]).
     jobs: OnceLock<JobTable>,
-    /// What the last beat told of each job: id → (owner hash, record).
-    published: Mutex<HashMap<String, (String, String)>>,
+    /// What the beats told of each job: id → (owner hash, record, when written).
+    published: Mutex<HashMap<String, (String, String, std::time::Instant)>>,
     /// The client for requests forwarded to other replicas.
     http: reqwest::Client,
     /// The checker of requests other replicas forward here (with an internal secret).
