@@ -425,6 +425,53 @@ mod tests {
         job
     }
 
+    /// Another replica, for the id rules: it forwards nothing.
+    #[derive(Debug)]
+    struct Replica(&'static str);
+
+    #[async_trait::async_trait]
+    impl Elsewhere for Replica {
+        fn here(&self) -> &str {
+            self.0
+        }
+
+        async fn forward(
+            &self,
+            _there: &str,
+            _owner: &Session,
+            _tool: &str,
+            _args: serde_json::Map<String, serde_json::Value>,
+        ) -> Result<serde_json::Value, ToolError> {
+            Err(ToolError::Unavailable("not in this test".into()))
+        }
+
+        async fn listed_elsewhere(
+            &self,
+            _owner: &Session,
+        ) -> Result<Vec<serde_json::Value>, String> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// Alone, ids are `job_N` and every id is looked up here; among replicas they name this
+    /// replica's start, and only another replica's id goes elsewhere.
+    #[test]
+    fn job_ids_name_their_replica_only_among_replicas() {
+        let alone = Jobs::new(&ExecSettings::default());
+        assert_eq!(alone.next_id(), "job_1");
+        assert!(alone.elsewhere_for("job_1@r2~bb").is_none());
+        let replica = Jobs::new(&ExecSettings::default());
+        replica.attach(Arc::new(Replica("r1~aa")));
+        assert_eq!(replica.next_id(), "job_1@r1~aa");
+        assert!(replica.elsewhere_for("job_1@r1~aa").is_none());
+        assert!(replica.elsewhere_for("job_1").is_none());
+        let (there, _) = replica.elsewhere_for("job_7@r2~bb").unwrap();
+        assert_eq!(there, "r2~bb");
+        // An earlier start of this replica is another server too (its jobs are lost).
+        let (there, _) = replica.elsewhere_for("job_7@r1~00").unwrap();
+        assert_eq!(there, "r1~00");
+    }
+
     /// Eviction is never seen half-done: a job evicted while a job tool holds it stays whole
     /// for that holder (its output reads back in full), a new lookup says "not found", and its
     /// files go when the holder lets go.

@@ -50,6 +50,7 @@ mod tasks;
 
 pub(crate) use env::check_variable;
 pub use env::child_env;
+#[cfg(feature = "host")]
 pub use job_tools::FORWARDED_TOOLS;
 pub(crate) use job_tools::job_tools;
 pub use jobs::JobTable;
@@ -58,6 +59,7 @@ pub(crate) use runner::{ExecResult, Executor};
 pub(crate) use settings::ExecArgs;
 pub use settings::ExecSettings;
 pub(crate) use settings::FileExec;
+#[cfg(feature = "host")]
 pub use tasks::JobSnapshot;
 
 /// The tool's name.
