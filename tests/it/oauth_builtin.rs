@@ -36,6 +36,7 @@ use tokio::process::Command;
 
 use crate::common::http::{ACCEPT, INIT, Server, start};
 use crate::common::process::eventually;
+use crate::common::python::{sdk_python, sdk_script};
 use crate::common::{command, config_file, tempdir, within};
 
 /// The redirect URI the test client registers (nothing listens: the test reads the
@@ -697,47 +698,21 @@ async fn a_restart_keeps_the_key_and_the_grants() {
     }
 }
 
-/// The frameworks venv's python (with the MCP SDK), or `None` (the test does not run) when
-/// it is not there and CI does not require it.
-fn sdk_python() -> Option<PathBuf> {
-    let python = std::env::var_os("TOOLPORT_FRAMEWORKS_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/python"));
-    let has_sdk = python.is_file()
-        && std::process::Command::new(&python)
-            .args(["-c", "import mcp.client.auth"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if has_sdk {
-        return Some(python);
-    }
-    assert!(
-        std::env::var_os("TOOLPORT_REQUIRE_OAUTH_CLIENTS").is_none(),
-        "the MCP Python SDK is missing ({} has no mcp): .ci/run installs it into .ci/venv",
-        python.display()
-    );
-    eprintln!("not run: no python with the MCP SDK at .ci/venv (see this file's docs)");
-    None
-}
-
 #[tokio::test]
 async fn the_python_sdk_connects_is_approved_calls_and_refreshes() {
-    let Some(python) = sdk_python() else { return };
+    let Some(python) = sdk_python("TOOLPORT_REQUIRE_OAUTH_CLIENTS") else {
+        return;
+    };
     let setup = Setup::new("");
     let server = setup.serve().await;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/oauth/sdk_client.py");
-    let mut child = Command::new(python)
-        .arg(script)
-        .arg(format!("{}/mcp", server.url))
-        .arg("hello.txt")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let url = format!("{}/mcp", server.url);
+    let mut child = sdk_script(
+        &python,
+        ".ci/oauth/sdk_client.py",
+        [url.as_str(), "hello.txt"],
+    )
+    .spawn()
+    .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut said = Vec::new();

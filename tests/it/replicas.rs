@@ -22,9 +22,13 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::common::http::{INIT, Server, TOKEN, authed, http, start, start_at};
+use crate::common::http::{
+    ACCEPT, INIT, Server, TOKEN, authed, http, legacy_session_at, post_message, start, start_at,
+};
+use crate::common::python::{sdk_python, sdk_script};
 use crate::common::redis::{Redis, free_port, redis_server, required_program};
 use crate::common::{Client, TasksClient, TestClient, call, command, err, ok, tempdir, within};
 
@@ -33,31 +37,72 @@ pub(crate) fn parts() -> Option<(PathBuf, PathBuf)> {
     Some((redis_server()?, required_program("haproxy", "/usr/sbin")?))
 }
 
-/// haproxy in front of `backends`, round robin, on a free loopback port.
+/// haproxy in front of `backends` (each named by its replica's id), on a free loopback port.
 pub(crate) struct Balancer {
     _child: Child,
     pub(crate) url: String,
     _dir: tempfile::TempDir,
 }
 
+/// How haproxy spreads requests over the replicas.
+enum Rules {
+    /// Round robin, nothing else (stateless replicas).
+    RoundRobin,
+    /// The documented backend (docs/deploy/haproxy.cfg): round robin, a session's requests to
+    /// the replica its id names, the client's address in `X-Forwarded-For`.
+    Documented,
+}
+
+/// Every line of the `backend` section of docs/deploy/haproxy.cfg but its `server` lines and
+/// comments: the rules the docs give, run here in front of the tests' replicas.
+fn documented_backend() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/deploy/haproxy.cfg");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut inside = false;
+    let mut backend = String::new();
+    for line in text.lines() {
+        let rule = line.trim();
+        if rule.is_empty() || rule.starts_with('#') {
+            continue;
+        }
+        if !line.starts_with(' ') {
+            inside = rule.starts_with("backend ");
+        } else if inside && !rule.starts_with("server ") {
+            // The docs' servers are found through Docker's DNS; these are on loopback.
+            let rule = rule.replace(" resolvers docker", "");
+            backend.push_str(&format!("  {rule}\n"));
+        }
+    }
+    assert!(
+        backend.contains("use-server"),
+        "{}: {backend}",
+        path.display()
+    );
+    backend
+}
+
 impl Balancer {
-    async fn start(program: &Path, backends: &[&Server]) -> Self {
+    async fn start(program: &Path, backends: &[(&str, &Server)], rules: Rules) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let servers: String = backends
             .iter()
-            .enumerate()
-            .map(|(i, s)| {
+            .map(|(id, s)| {
                 let address = s.url.trim_start_matches("http://");
-                format!("  server r{i} {address}\n")
+                // Checked often: a replica stopped by a test is out of the rotation at once.
+                format!("  server {id} {address} check inter 300ms fall 1 rise 1\n")
             })
             .collect();
         // A request whose replica refuses the connection (it was killed) goes to another one,
         // as any deployment would configure it.
+        let backend = match rules {
+            Rules::RoundRobin => "  balance roundrobin\n".to_owned(),
+            Rules::Documented => documented_backend(),
+        };
         let config = format!(
             "global\n  maxconn 512\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  retries 3\n  option redispatch 1\n\
              frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
-             backend replicas\n  balance roundrobin\n{servers}"
+             backend replicas\n{backend}{servers}"
         );
         let path = dir.path().join("haproxy.cfg");
         std::fs::write(&path, config).unwrap();
@@ -89,10 +134,13 @@ impl Balancer {
     }
 }
 
+/// The replicas' ids (haproxy's server names).
+const IDS: [&str; 3] = ["r1", "r2", "r3"];
+
 /// The replicas' internal secret (a test value; real ones come from `openssl rand -hex 32`).
 const INTERNAL_SECRET: &str = "test-internal-secret-0123456789abcdef";
 
-/// Three stateless replicas `r1`, `r2`, `r3` sharing `redis`, each with its internal address
+/// Three replicas `r1`, `r2`, `r3` (haproxy's server names: [`IDS`]) sharing `redis`, each with its internal address
 /// and the internal secret, configured with `extra` (TOML after the `[replicas]` keys;
 /// `{replica}` in it is each replica's id), and haproxy in front of them.
 pub(crate) struct Deployment {
@@ -101,18 +149,33 @@ pub(crate) struct Deployment {
     pub(crate) replicas: Vec<Server>,
     /// Each replica's config file.
     pub(crate) configs: Vec<String>,
+    /// The flags every replica is served with (beside its config).
+    args: Vec<String>,
     pub(crate) balancer: Balancer,
 }
 
 impl Deployment {
+    /// Stateless replicas, round robin.
     pub(crate) async fn start(redis: &Redis, haproxy: &Path, extra: &str) -> Self {
+        Self::start_with(redis, haproxy, extra, &["--stateless"], Rules::RoundRobin).await
+    }
+
+    /// Replicas served with `args`, behind haproxy with `rules`.
+    async fn start_with(
+        redis: &Redis,
+        haproxy: &Path,
+        extra: &str,
+        args: &[&str],
+        rules: Rules,
+    ) -> Self {
         let (dir, root) = tempdir();
         std::fs::write(root.join("hello.txt"), "hi from a replica\n").unwrap();
         // Outside the root: no tool reads it.
         let secret = dir.path().join("internal.secret");
         std::fs::write(&secret, format!("{INTERNAL_SECRET}\n")).unwrap();
         let (mut replicas, mut configs) = (Vec::new(), Vec::new());
-        for id in ["r1", "r2", "r3"] {
+        let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+        for id in IDS {
             // Chosen first: the replica announces it as its internal address.
             let address = format!("127.0.0.1:{}", free_port());
             let config = root.join(format!("{id}.toml"));
@@ -128,23 +191,19 @@ impl Deployment {
             )
             .unwrap();
             let config = config.to_str().unwrap().to_owned();
-            replicas.push(
-                start_at(
-                    &root,
-                    &address,
-                    &["--stateless", "--config", &config],
-                    Some(TOKEN),
-                )
-                .await,
-            );
+            let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+            all.extend(["--config", &config]);
+            replicas.push(start_at(&root, &address, &all, Some(TOKEN)).await);
             configs.push(config);
         }
-        let balancer = Balancer::start(haproxy, &replicas.iter().collect::<Vec<_>>()).await;
+        let backends: Vec<_> = IDS.into_iter().zip(&replicas).collect();
+        let balancer = Balancer::start(haproxy, &backends, rules).await;
         Self {
             _dir: dir,
             root,
             replicas,
             configs,
+            args,
             balancer,
         }
     }
@@ -153,13 +212,9 @@ impl Deployment {
     /// port: reach it at `replicas[i].url` (the balancer still names the old one).
     pub(crate) async fn restart(&mut self, i: usize) {
         within(self.replicas[i].child.kill()).await.unwrap();
-        let config = self.configs[i].clone();
-        self.replicas[i] = start(
-            &self.root,
-            &["--stateless", "--config", &config],
-            Some(TOKEN),
-        )
-        .await;
+        let mut all: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        all.extend(["--config", &self.configs[i]]);
+        self.replicas[i] = start(&self.root, &all, Some(TOKEN)).await;
     }
 
     /// rmcp's Streamable HTTP client through the balancer.
@@ -224,6 +279,14 @@ async fn readyz(server: &Server) -> (u16, Value) {
         .unwrap();
     let status = response.status().as_u16();
     (status, within(response.json()).await.unwrap())
+}
+
+/// `/metrics` of one replica.
+async fn metrics(server: &Server) -> String {
+    let response = within(authed(http().get(format!("{}/metrics", server.url))).send())
+        .await
+        .unwrap();
+    within(response.text()).await.unwrap()
 }
 
 /// Wait (bounded) until `/readyz` of `server` answers `status`.
@@ -299,12 +362,7 @@ async fn one_budget_holds_across_three_replicas_behind_a_balancer() {
     }
     // Every replica served some of them: the budget really was one across them.
     for server in &deployment.replicas {
-        let metrics = within(authed(http().get(format!("{}/metrics", server.url))).send())
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = metrics(server).await;
         assert!(metrics.contains("toolport_shared_store_up 1"), "{metrics}");
         assert!(
             metrics.contains(r#"tool="read_file""#),
@@ -1023,4 +1081,254 @@ async fn a_task_started_through_the_balancer_is_followed_and_cancelled_through_a
         "{message}"
     );
     within(client.cancel()).await.unwrap();
+}
+
+// ---------------------------------------------------------------- sessions of older clients
+
+/// The `initialize` of a 2025-11-25 client (sessions: `Mcp-Session-Id`).
+const INIT_2025_11_25: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// A `tools/call` of read_file on hello.txt, with request id `id`.
+fn read_hello(id: u32) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "read_file", "arguments": {"path": "hello.txt"}}})
+    .to_string()
+}
+
+/// A POST of `body` to `{url}/mcp` with the token, on `session` when given.
+async fn post_mcp_at(url: &str, session: Option<&str>, body: &str) -> reqwest::Response {
+    let mut request = authed(http().post(format!("{url}/mcp")))
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .body(body.to_owned());
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    within(request.send()).await.unwrap()
+}
+
+/// Open a session through `url` (initialize, then initialized) and return its id.
+async fn open_session(url: &str) -> String {
+    let response = post_mcp_at(url, None, INIT_2025_11_25).await;
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let answer = within(response.text()).await.unwrap();
+    assert!(
+        answer.contains(r#""protocolVersion":"2025-11-25""#),
+        "{answer}"
+    );
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let response = post_mcp_at(url, Some(&session), initialized).await;
+    assert_eq!(response.status(), 202);
+    session
+}
+
+/// The replica a session id names (the part before `~`).
+fn owner(session: &str) -> &str {
+    session
+        .split_once('~')
+        .unwrap_or_else(|| panic!("{session:?} names no replica"))
+        .0
+}
+
+/// rmcp's client through the balancer; `recover`: its re-initialization on a 404 (on by
+/// default; off, a request that reached another replica than its session's fails its call).
+async fn session_client(url: &str, recover: bool) -> Client {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"))
+            .auth_header(TOKEN)
+            .reinit_on_expired_session(recover),
+    );
+    within(TestClient::default().serve(transport))
+        .await
+        .expect("initialize through the balancer")
+}
+
+/// Stateful replicas (sessions, as a 2025-11-25 client uses them) behind the documented
+/// haproxy backend.
+async fn stateful_deployment(redis: &Redis, haproxy: &Path) -> Deployment {
+    let deployment = Deployment::start_with(redis, haproxy, "", &[], Rules::Documented).await;
+    for server in &deployment.replicas {
+        ready_becomes(server, 200).await;
+    }
+    deployment
+}
+
+#[tokio::test]
+async fn older_clients_sessions_follow_their_id_to_their_replica() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let redis = Redis::start(redis_server).await;
+    let deployment = stateful_deployment(&redis, &haproxy).await;
+    let url = deployment.balancer.url.as_str();
+
+    // Three sessions opened one after another: round robin puts one on each replica, and each
+    // id names its own.
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(open_session(url).await);
+    }
+    let mut owners: Vec<&str> = sessions.iter().map(|s| owner(s)).collect();
+    owners.sort_unstable();
+    assert_eq!(owners, IDS, "{sessions:?}");
+    // Calls on each, interleaved: every one reaches its session's replica (another would
+    // answer 404).
+    for round in 0..4 {
+        for session in &sessions {
+            let response = post_mcp_at(url, Some(session), &read_hello(10 + round)).await;
+            assert_eq!(response.status(), 200, "{session}");
+            let answer = within(response.text()).await.unwrap();
+            assert!(answer.contains("hi from a replica"), "{answer}");
+        }
+    }
+
+    // rmcp's client (its handshake, its GET stream, its DELETE at the end), without its
+    // recovery: three clients at once, many calls each, none misrouted.
+    let clients = [
+        session_client(url, false).await,
+        session_client(url, false).await,
+        session_client(url, false).await,
+    ];
+    futures::future::join_all(clients.iter().map(|client| async move {
+        for _ in 0..8 {
+            let result = call(client, "read_file", json!({"path": "hello.txt"})).await;
+            assert_eq!(ok(&result)["content"], json!("hi from a replica\n"));
+        }
+    }))
+    .await;
+    for client in clients {
+        within(client.cancel()).await.unwrap();
+    }
+
+    // Legacy SSE: the stream and the posts meet on one replica by the sessionId parameter.
+    let (mut reader, endpoint) = legacy_session_at(url).await;
+    let (_, id) = endpoint.split_once("sessionId=").unwrap();
+    assert!(IDS.contains(&owner(id)), "{endpoint}");
+    for round in 0..4 {
+        assert_eq!(
+            post_message(&endpoint, &read_hello(20 + round))
+                .await
+                .status(),
+            202
+        );
+        let answer = reader.message().await;
+        assert_eq!(answer["id"], json!(20 + round), "{answer}");
+        assert_eq!(
+            answer["result"]["structuredContent"]["content"],
+            json!("hi from a replica\n"),
+            "{answer}"
+        );
+    }
+
+    // A replica asked for another's session answers 404 (on which a client starts a new
+    // session), naming both.
+    let (index, other) = IDS
+        .iter()
+        .enumerate()
+        .find(|(_, r)| **r != owner(&sessions[0]))
+        .unwrap();
+    let response = post_mcp_at(
+        &deployment.replicas[index].url,
+        Some(&sessions[0]),
+        &read_hello(30),
+    )
+    .await;
+    assert_eq!(response.status(), 404);
+    let body: Value = within(response.json()).await.unwrap();
+    assert_eq!(body["error"]["code"], json!(-32001), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    for named in [owner(&sessions[0]), other, "start a new session"] {
+        assert!(message.contains(named), "{named} in {message}");
+    }
+    let legacy = endpoint.replace(url, &deployment.replicas[index].url);
+    if owner(id) != *other {
+        let response = post_message(&legacy, &read_hello(31)).await;
+        assert_eq!(response.status(), 404);
+        let body: Value = within(response.json()).await.unwrap();
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(other),
+            "{body}"
+        );
+    }
+    // The replica logged it for the operator.
+    assert!(
+        deployment.replicas[index]
+            .stderr()
+            .contains("another replica's session"),
+        "{}",
+        deployment.replicas[index].stderr()
+    );
+}
+
+#[tokio::test]
+async fn a_client_whose_replica_is_gone_starts_a_new_session_on_another() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    let redis = Redis::start(redis_server).await;
+    let mut deployment = stateful_deployment(&redis, &haproxy).await;
+    let url = deployment.balancer.url.clone();
+
+    // rmcp's client, as users get it (recovery on).
+    let client = session_client(&url, true).await;
+    ok(&call(&client, "read_file", json!({"path": "hello.txt"})).await);
+    // Its replica is the one that served the call.
+    let mut served = Vec::new();
+    for server in &deployment.replicas {
+        served.push(metrics(server).await.contains(r#"tool="read_file""#));
+    }
+    let holder = served.iter().position(|s| *s).unwrap();
+    assert_eq!(served.iter().filter(|s| **s).count(), 1, "{served:?}");
+    within(deployment.replicas[holder].child.kill())
+        .await
+        .unwrap();
+    // The next calls reach another replica (haproxy redispatches), which answers 404; the
+    // client opens a new session there and repeats the call.
+    for _ in 0..3 {
+        let result = call(&client, "read_file", json!({"path": "hello.txt"})).await;
+        assert_eq!(ok(&result)["content"], json!("hi from a replica\n"));
+    }
+    within(client.cancel()).await.unwrap();
+
+    // The MCP Python SDK: the call on the lost session fails ("Session terminated", its answer
+    // to a 404) and a new session works.
+    let Some(python) = sdk_python("TOOLPORT_REQUIRE_REDIS") else {
+        return;
+    };
+    let args = [
+        format!("{url}/mcp").into(),
+        deployment.root.join("hello.txt").into_os_string(),
+    ];
+    let mut child = sdk_script(&python, ".ci/replicas/sdk_session.py", args)
+        .env("TOOLPORT_TOKEN", TOKEN)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || -> Value {
+        let line = within(lines.next_line()).await.unwrap().expect("a line");
+        serde_json::from_str(&line).unwrap()
+    };
+    let first = next().await;
+    assert_eq!(first["texts"][0], json!("hi from a replica\n"), "{first}");
+    let session = first["session"].as_str().unwrap().to_owned();
+    let holder = IDS.iter().position(|id| *id == owner(&session)).unwrap();
+    within(deployment.replicas[holder].child.kill())
+        .await
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    within(stdin.write_all(b"go\n")).await.unwrap();
+    let lost = next().await;
+    assert_eq!(lost["terminated"], json!("Session terminated"), "{lost}");
+    let again = next().await;
+    let new_session = again["session"].as_str().unwrap();
+    assert_ne!(owner(new_session), owner(&session), "{again}");
+    assert_eq!(again["texts"][0], json!("hi from a replica\n"), "{again}");
+    let status = within(child.wait()).await.unwrap();
+    assert!(status.success(), "{status}");
 }

@@ -49,7 +49,7 @@ use toolport_tools::host::secret::{Secret, random_token};
 
 use self::gate::Gate;
 use self::oauth::OAuth;
-use self::sessions::SessionSlots;
+use self::sessions::{SessionIds, SessionSlots};
 use self::settings::{AuthMode, GENERATED_TOKEN_BYTES, HttpSettings};
 use crate::server::Shared;
 
@@ -238,14 +238,17 @@ pub(crate) fn router(
 ) -> Router {
     // One cap for both transports.
     let slots = SessionSlots::new(settings.max_sessions);
-    let mcp = streamable::routes(shared.clone(), settings, slots.clone(), &stop);
-    let metrics = shared.metrics.clone();
     let cluster = shared.principal_budgets.cluster().cloned();
+    // With replicas, a session id names this one (a balancer routes on it).
+    let ids = SessionIds::new(cluster.as_deref().map(|c| c.id()));
+    let mcp = streamable::routes(shared.clone(), settings, slots.clone(), ids.clone(), &stop);
+    let metrics = shared.metrics.clone();
     let internal = internal::routes(shared.clone(), settings.max_body_bytes);
     let legacy = sse::routes(sse::SseState {
         shared,
         sessions: Arc::default(),
         slots,
+        ids,
         idle: settings.session_idle_timeout,
         keep_alive: settings.sse_keep_alive,
         max_body_bytes: settings.max_body_bytes,

@@ -9,7 +9,8 @@
 //!   keep-alives (`[http] sse_keep_alive`, 15 s by default) stop proxies from closing a quiet
 //!   stream.
 //! - `POST /message?sessionId=ID` hands one JSON-RPC message to the session and answers 202;
-//!   the response travels on the SSE stream. Unknown session → 404; a body that is not a
+//!   the response travels on the SSE stream. Unknown session → 404 (naming the replica that
+//!   holds it when its id names another: `sessions.rs`); a body that is not a
 //!   JSON-RPC message → 400; over the cap → 413.
 //! - The session ends when the SSE stream closes (the client went away: its calls are
 //!   cancelled, running commands killed), when the client sends nothing for the idle timeout,
@@ -36,19 +37,15 @@ use serde::Deserialize;
 use tokio::sync::{RwLock, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::{CancellationToken, PollSender};
-use toolport_tools::host::secret::random_token;
 
 use super::refusal::{REFUSED, UNKNOWN_SESSION, refusal};
-use super::sessions::{SessionSlots, Slot, read_body, sessions_full};
+use super::sessions::{SessionIds, SessionSlots, Slot, read_body, sessions_full};
 use crate::server::{Shared, ToolportServer};
 use crate::transport::serve_until_stopped;
 
 /// Messages queued per direction and session. Small: a POST waits (backpressure) rather
 /// than letting a client grow the server's memory.
 const QUEUE: usize = 64;
-/// Random bytes in a session id (hex-encoded): unguessable, so one client cannot post into
-/// another's session even with the token.
-const SESSION_ID_BYTES: usize = 16;
 
 /// The live sessions: id → the sender into that session's server.
 #[derive(Debug, Default)]
@@ -84,6 +81,8 @@ pub(crate) struct SseState {
     pub(crate) sessions: Arc<Sessions>,
     /// The session cap, shared with Streamable HTTP.
     pub(crate) slots: Arc<SessionSlots>,
+    /// How sessions are named (their replica), as on Streamable HTTP.
+    pub(crate) ids: SessionIds,
     /// Idle expiry.
     pub(crate) idle: Duration,
     /// Keep-alive comment interval.
@@ -132,15 +131,9 @@ async fn connect(State(state): State<SseState>) -> Response {
     let Some(slot) = state.slots.try_take() else {
         return sessions_full(state.slots.max());
     };
-    let id = match random_token(SESSION_ID_BYTES) {
+    let id = match state.ids.mint() {
         Ok(id) => id,
-        Err(error) => {
-            return refusal(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                REFUSED,
-                format!("cannot create a session id: {error}"),
-            );
-        }
+        Err(error) => return refusal(StatusCode::INTERNAL_SERVER_ERROR, REFUSED, error),
     };
     let (to_server, from_client) = mpsc::channel::<ClientJsonRpcMessage>(QUEUE);
     let (to_client, from_server) = mpsc::channel::<ServerJsonRpcMessage>(QUEUE);
@@ -212,7 +205,10 @@ async fn message(
         .get(&query.session_id)
         .cloned()
     else {
-        return unknown_session();
+        return state
+            .ids
+            .foreign(&query.session_id)
+            .unwrap_or_else(unknown_session);
     };
     let (parts, body) = request.into_parts();
     let bytes = match read_body(body, state.max_body_bytes).await {

@@ -19,6 +19,10 @@
 //!   Agents SDK and Pydantic AI) logs as a warning, "Session termination failed: 202", at the
 //!   end of every session; it expects 200 or 204, as the TypeScript SDK accepts too.
 //!
+//! - **another replica's session** (with `[replicas]`, a session id names its replica:
+//!   [`super::sessions`]) is answered `404` by [`track`] before rmcp looks it up, with a
+//!   message that names both replicas; rmcp's own 404 covers an unknown session of this one.
+//!
 //! [`track`] reads the POST body once (bounded by the body cap) to learn the request's
 //! id and method, and hands the same bytes on.
 
@@ -42,7 +46,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::sessions::{CappedSessions, SessionSlots, read_body, sessions_full};
+use super::sessions::{CappedSessions, SessionIds, SessionSlots, read_body, sessions_full};
 use super::settings::HttpSettings;
 use crate::server::{Shared, ToolportServer};
 
@@ -58,6 +62,7 @@ pub(crate) fn routes(
     shared: Arc<Shared>,
     settings: &HttpSettings,
     slots: Arc<SessionSlots>,
+    ids: SessionIds,
     stop: &CancellationToken,
 ) -> Router {
     let mut manager = LocalSessionManager::default();
@@ -68,7 +73,7 @@ pub(crate) fn routes(
     // and open each SSE answer with a priming event that invites a reconnect.
     manager.session_config.completed_cache_ttl = Duration::ZERO;
     manager.session_config.sse_retry = None;
-    let manager = Arc::new(CappedSessions::new(manager, slots));
+    let manager = Arc::new(CappedSessions::new(manager, slots, ids));
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(!settings.stateless)
         // Plain JSON answers when a stateless call sends nothing before its result.
@@ -121,6 +126,14 @@ struct Probe {
 }
 
 async fn track(State(tracker): State<Arc<Tracker>>, request: Request, next: Next) -> Response {
+    if let Some(refusal) = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|id| tracker.manager.ids().foreign(id))
+    {
+        return refusal;
+    }
     if request.method() == Method::DELETE {
         return session_ended(next.run(request).await);
     }

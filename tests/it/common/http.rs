@@ -186,7 +186,12 @@ impl SseReader {
 
 /// Open a legacy session: returns the reader and the absolute message endpoint.
 pub(crate) async fn open_sse(server: &Server) -> (SseReader, String) {
-    let response = within(authed(http().get(format!("{}/sse", server.url))).send())
+    open_sse_at(&server.url).await
+}
+
+/// [`open_sse`] at `url` (a server's, or a load balancer's in front of several).
+pub(crate) async fn open_sse_at(url: &str) -> (SseReader, String) {
+    let response = within(authed(http().get(format!("{url}/sse"))).send())
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
@@ -200,7 +205,7 @@ pub(crate) async fn open_sse(server: &Server) -> (SseReader, String) {
     let (name, endpoint) = reader.next().await;
     assert_eq!(name, "endpoint");
     assert!(endpoint.starts_with("/message?sessionId="), "{endpoint}");
-    (reader, format!("{}{endpoint}", server.url))
+    (reader, format!("{url}{endpoint}"))
 }
 
 pub(crate) async fn post_message(endpoint: &str, body: &str) -> reqwest::Response {
@@ -211,7 +216,12 @@ pub(crate) async fn post_message(endpoint: &str, body: &str) -> reqwest::Respons
 
 /// Open and initialize a legacy session.
 pub(crate) async fn legacy_session(server: &Server) -> (SseReader, String) {
-    let (mut reader, endpoint) = open_sse(server).await;
+    legacy_session_at(&server.url).await
+}
+
+/// [`legacy_session`] at `url`.
+pub(crate) async fn legacy_session_at(url: &str) -> (SseReader, String) {
+    let (mut reader, endpoint) = open_sse_at(url).await;
     let init = INIT.replace("2025-06-18", "2024-11-05");
     assert_eq!(post_message(&endpoint, &init).await.status(), 202);
     let answer = reader.message().await;

@@ -13,6 +13,7 @@
 pub(crate) mod config;
 pub(crate) mod http;
 pub(crate) mod process;
+pub(crate) mod python;
 pub(crate) mod raw;
 pub(crate) mod redis;
 pub(crate) mod reference;
