@@ -125,6 +125,33 @@ async fn streamable_http_serves_2026_07_28_stateless_requests() {
     }
 }
 
+/// An L7 load balancer routes a 2026-07-28 request on its `Mcp-Method` / `Mcp-Name` headers
+/// (SEP-2243) without reading the body; the server checks they say what the body says, so a
+/// request cannot be routed as one call and run as another (rmcp's check, kept on).
+#[tokio::test]
+async fn mcp_method_and_name_headers_are_accepted_and_must_match_the_body() {
+    let (_d, root) = workspace();
+    for args in [&[][..], &["--stateless"][..]] {
+        let server = start(&root, args, Some(TOKEN)).await;
+        let call = call_2026(1, "read_file", &json!({"path": "hello.txt"}));
+        let response = post_2026(&server.url, &call, "tools/call", Some("read_file")).await;
+        assert_eq!(response.status(), 200, "{args:?}");
+        let answer = within(response.text()).await.unwrap();
+        assert!(answer.contains("hi over http"), "{answer}");
+        for (method, name, reason) in [
+            ("tools/call", Some("write_file"), "Mcp-Name"),
+            ("tools/list", Some("read_file"), "Mcp-Method"),
+            ("tools/call", None, "missing required Mcp-Name"),
+        ] {
+            let response = post_2026(&server.url, &call, method, name).await;
+            assert_eq!(response.status(), 400, "{method} {name:?}");
+            let body: Value = within(response.json()).await.unwrap();
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(reason), "{reason} in {body}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn legacy_sse_flow_answers_on_the_stream() {
     let (_d, root) = workspace();

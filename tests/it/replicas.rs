@@ -26,7 +26,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::common::http::{
-    ACCEPT, INIT, Server, TOKEN, authed, http, legacy_session_at, post_message, start, start_at,
+    ACCEPT, INIT, Server, TOKEN, authed, call_2026, http, legacy_session_at, post_2026,
+    post_message, start, start_at,
 };
 use crate::common::python::{sdk_python, sdk_script};
 use crate::common::redis::{Redis, free_port, redis_server, required_program};
@@ -1224,6 +1225,17 @@ async fn older_clients_sessions_follow_their_id_to_their_replica() {
             json!("hi from a replica\n"),
             "{answer}"
         );
+    }
+
+    // A 2026-07-28 client needs no affinity: any replica answers, stateful or not, and its
+    // Mcp-Method / Mcp-Name headers are there for the balancer to route on.
+    for id in 40..43 {
+        let call = call_2026(id, "read_file", &json!({"path": "hello.txt"}));
+        let response = post_2026(url, &call, "tools/call", Some("read_file")).await;
+        assert_eq!(response.status(), 200);
+        assert!(response.headers().get("mcp-session-id").is_none());
+        let answer = within(response.text()).await.unwrap();
+        assert!(answer.contains("hi from a replica"), "{answer}");
     }
 
     // A replica asked for another's session answers 404 (on which a client starts a new

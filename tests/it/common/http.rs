@@ -113,6 +113,37 @@ pub(crate) async fn mcp_client(server: &Server, token: &str, client: TestClient)
         .expect("initialize over HTTP")
 }
 
+/// A 2026-07-28 `tools/call` of `tool` with `args` and request id `id`: no session, the
+/// version, client and capabilities in its `_meta`.
+pub(crate) fn call_2026(id: u32, tool: &str, args: &Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": tool, "arguments": args, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string()
+}
+
+/// A POST of a 2026-07-28 request to `{url}/mcp` with the token and its routing headers
+/// (SEP-2243): `Mcp-Method` and, when given, `Mcp-Name`.
+pub(crate) async fn post_2026(
+    url: &str,
+    body: &str,
+    method: &str,
+    name: Option<&str>,
+) -> reqwest::Response {
+    let mut request = authed(http().post(format!("{url}/mcp")))
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .body(body.to_owned());
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    within(request.send()).await.unwrap()
+}
+
 pub(crate) fn http() -> reqwest::Client {
     reqwest::Client::new()
 }
