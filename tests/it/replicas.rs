@@ -1344,3 +1344,58 @@ async fn a_client_whose_replica_is_gone_starts_a_new_session_on_another() {
     let status = within(child.wait()).await.unwrap();
     assert!(status.success(), "{status}");
 }
+
+// ---------------------------------------------------------------- the client behind the balancer
+
+#[tokio::test]
+async fn behind_a_trusted_balancer_each_client_has_its_own_rate() {
+    let Some((redis_server, haproxy)) = parts() else {
+        return;
+    };
+    const RATE: usize = 4;
+    let redis = Redis::start(redis_server).await;
+    // haproxy reaches the replicas from 127.0.0.1 and names each client in X-Forwarded-For
+    // (`option forwardfor` in the documented backend); the clients come from 127.0.0.2.. .
+    let deployment = Deployment::start_with(
+        &redis,
+        &haproxy,
+        &format!("[http]\nmax_requests_per_minute = {RATE}\ntrusted_proxies = [\"127.0.0.1\"]\n"),
+        &["--stateless"],
+        Rules::Documented,
+    )
+    .await;
+    for server in &deployment.replicas {
+        ready_becomes(server, 200).await;
+    }
+    let url = format!("{}/mcp", deployment.balancer.url);
+    // `count` initialize requests from `source`, with `extra` headers: their statuses.
+    let send = async |source: &str, count: usize, extra: &[(&str, &str)]| {
+        let client = reqwest::Client::builder()
+            .local_address(Some(source.parse().unwrap()))
+            .build()
+            .unwrap();
+        let mut statuses = Vec::new();
+        for _ in 0..count {
+            let mut request = authed(client.post(&url))
+                .header("content-type", "application/json")
+                .header("accept", ACCEPT)
+                .body(INIT);
+            for (name, value) in extra {
+                request = request.header(*name, *value);
+            }
+            statuses.push(within(request.send()).await.unwrap().status().as_u16());
+        }
+        statuses
+    };
+    // One client spends its rate (across the three replicas: one count in Redis).
+    let first = send("127.0.0.2", RATE + 2, &[]).await;
+    assert_eq!(first, [200, 200, 200, 200, 429, 429], "{first:?}");
+    // Another has its own.
+    assert_eq!(send("127.0.0.3", RATE, &[]).await, [200; RATE]);
+    // A client that names a spent one as itself is still itself: what it wrote is left of
+    // the address haproxy appends.
+    let forged = [("x-forwarded-for", "127.0.0.2")];
+    assert_eq!(send("127.0.0.4", RATE, &forged).await, [200; RATE]);
+    let forged = send("127.0.0.4", 1, &[("x-forwarded-for", "127.0.0.5")]).await;
+    assert_eq!(forged, [429], "a new name does not buy a new rate");
+}

@@ -21,7 +21,9 @@
 //!    [`super::sessions::read_body`] elsewhere).
 //! 5. The per-client request rate (`[http] max_requests_per_minute`, off by default) → 429
 //!    with `Retry-After`. A client is its peer address: there is one token, so every client
-//!    that passed 3 holds the same one, and the address is what tells them apart. Counted
+//!    that passed 3 holds the same one, and the address is what tells them apart. Behind a
+//!    proxy in `[http] trusted_proxies`, it is the address the proxy names in
+//!    `X-Forwarded-For` ([`super::forwarded`]), which the client cannot choose. Counted
 //!    after the token check, so requests without the token cannot use up a client's rate.
 //!    With `[replicas]` the rate is one across every replica, decided in Redis
 //!    ([`crate::cluster::Cluster::admit`]); while Redis is away, a request is refused with 503
@@ -54,6 +56,7 @@ use serde::{Serialize, Serializer};
 use subtle::ConstantTimeEq;
 use toolport_tools::host::secret::Secret;
 
+use super::forwarded::TrustedProxies;
 use super::oauth::OAuth;
 use super::oauth::challenge::Challenge;
 use super::oauth::jwt::TokenError;
@@ -79,6 +82,8 @@ pub(crate) struct Gate {
     rate: Option<ClientRate>,
     /// The replicas' shared store: the rate is counted there, when configured.
     cluster: Option<Arc<Cluster>>,
+    /// The proxies whose `X-Forwarded-For` names the client (for the rate).
+    trusted_proxies: TrustedProxies,
 }
 
 /// The per-client request rate: a token bucket per peer address (GCRA, `governor`).
@@ -229,7 +234,14 @@ impl Gate {
                 limiter: RateLimiter::keyed(Quota::per_minute(per_minute)),
             }),
             cluster: None,
+            trusted_proxies: TrustedProxies::default(),
         }
+    }
+
+    /// Key the rate by the client a trusted proxy names ([`TrustedProxies::client`]).
+    pub(crate) fn with_trusted_proxies(mut self, proxies: TrustedProxies) -> Self {
+        self.trusted_proxies = proxies;
+        self
     }
 
     /// Count the request rate in the replicas' shared store.
@@ -427,8 +439,9 @@ pub(crate) async fn gate(
     }
     // The operator's rules narrow what it may use, once, here.
     .map(|principal| principal.within(&gate.policy));
+    let client = gate.trusted_proxies.client(peer, request.headers());
     let checked = match gate.check_size(request.headers()) {
-        Ok(()) => gate.check_rate(peer).await,
+        Ok(()) => gate.check_rate(client).await,
         Err(rejection) => Err(rejection),
     };
     if let Err(rejection) = checked {

@@ -6,7 +6,9 @@
 //!   sessions by default, stateless with `--stateless`; 2026-07-28 requests are always
 //!   served statelessly), plus the session cap and disconnect cancellation;
 //! - [`sse`]: `/sse` + `/message`, the legacy 2024-11-05 HTTP+SSE transport;
-//! - [`sessions`]: what both transports share: the session cap, the bounded body reader;
+//! - [`sessions`]: what both transports share: the session cap, the session ids (which name
+//!   their replica), the bounded body reader;
+//! - [`forwarded`]: `[http] trusted_proxies`, and the client a trusted proxy names;
 //! - [`refusal`]: the JSON-RPC error body of every answer the HTTP layer gives itself;
 //! - [`settings`]: the `--http` flags and the `[http]` section, validated into
 //!   [`HttpSettings`];
@@ -22,6 +24,7 @@
 //! The transports import from `gate`, `sessions`, `refusal` and `settings`, never from each other or
 //! from this file. `tests.rs` drives [`router`] in process, one gate rule at a time.
 
+pub(crate) mod forwarded;
 pub(crate) mod gate;
 mod internal;
 pub(crate) mod oauth;

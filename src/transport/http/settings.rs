@@ -28,6 +28,7 @@ use toolport_tools::host::settings::{
     Note, SettingError, check_range, duration_setting, serialize_duration,
 };
 
+use super::forwarded::TrustedProxies;
 use super::gate::{Gate, OriginRule, normalize_host};
 use super::oauth::OAuth;
 use super::oauth::settings::{OAuthArgs, OAuthSettings};
@@ -121,6 +122,12 @@ pub(crate) struct HttpArgs {
     #[arg(long = "allowed-origin", value_name = "ORIGIN", global = true)]
     pub(crate) allowed_origins: Vec<String>,
 
+    /// With --http: believe X-Forwarded-For (the client's address, for the per-client rate)
+    /// and X-Forwarded-Proto/Host (the OAuth resource URL) from this address or CIDR block
+    /// (repeatable): the load balancer, reverse proxy or tunnel in front of toolport.
+    #[arg(long = "trusted-proxy", value_name = "ADDR", global = true)]
+    pub(crate) trusted_proxies: Vec<String>,
+
     /// `[http.oauth]`: OAuth access tokens.
     #[command(flatten)]
     pub(crate) oauth: OAuthArgs,
@@ -167,8 +174,11 @@ pub struct HttpSettings {
     pub(crate) session_idle_timeout: Duration,
     /// Interval of keep-alive comments on SSE streams (both transports).
     pub(crate) sse_keep_alive: Duration,
-    /// Requests per minute one client (peer address) may send; `None`: no limit.
+    /// Requests per minute one client (peer address, or the address a trusted proxy names)
+    /// may send; `None`: no limit.
     pub(crate) max_requests_per_minute: Option<NonZeroU32>,
+    /// Peers whose `X-Forwarded-*` headers are believed.
+    pub(crate) trusted_proxies: TrustedProxies,
     /// OAuth access tokens (`[http.oauth]`), beside the static token when one is set.
     pub(crate) oauth: Option<OAuthSettings>,
     /// The policy per principal (`[http.principals]`).
@@ -196,6 +206,7 @@ impl Serialize for HttpSettings {
             sse_keep_alive: Duration,
             #[serde(skip_serializing_if = "Option::is_none")]
             max_requests_per_minute: Option<NonZeroU32>,
+            trusted_proxies: &'a TrustedProxies,
             #[serde(skip_serializing_if = "Option::is_none")]
             oauth: Option<&'a OAuthSettings>,
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -221,6 +232,7 @@ impl Serialize for HttpSettings {
             session_idle_timeout: self.session_idle_timeout,
             sse_keep_alive: self.sse_keep_alive,
             max_requests_per_minute: self.max_requests_per_minute,
+            trusted_proxies: &self.trusted_proxies,
             oauth: self.oauth.as_ref(),
             principals: self.principals.source(),
         }
@@ -241,6 +253,7 @@ impl Default for HttpSettings {
             session_idle_timeout: DEFAULT_SESSION_IDLE,
             sse_keep_alive: DEFAULT_SSE_KEEP_ALIVE,
             max_requests_per_minute: None,
+            trusted_proxies: TrustedProxies::default(),
             oauth: None,
             principals: Arc::default(),
         }
@@ -322,6 +335,7 @@ impl HttpSettings {
             self.max_body_bytes,
             self.max_requests_per_minute,
         )
+        .with_trusted_proxies(self.trusted_proxies.clone())
     }
 
     /// Layer file < environment/flags (clap has already merged the environment into `args`)
@@ -366,6 +380,23 @@ impl HttpSettings {
         };
         let no_auth = args.no_auth || file.no_auth.unwrap_or(false);
         s.oauth = OAuthSettings::load(&args.oauth, file.oauth.as_ref())?;
+        // One list of trusted proxies for every forwarded header: the flags, or else both
+        // keys (`[http.oauth] trusted_proxies` was its first home).
+        s.trusted_proxies = if args.trusted_proxies.is_empty() {
+            let own = TrustedProxies::parse(
+                "http.trusted_proxies",
+                file.trusted_proxies.as_deref().unwrap_or_default(),
+            )?;
+            match &s.oauth {
+                Some(oauth) => own.merged(&oauth.trusted_proxies),
+                None => own,
+            }
+        } else {
+            TrustedProxies::parse("--trusted-proxy", &args.trusted_proxies)?
+        };
+        if let Some(oauth) = &mut s.oauth {
+            oauth.trusted_proxies = s.trusted_proxies.clone();
+        }
         s.principals = Arc::new(Policy::load(file.principals.as_ref(), file_dir)?);
         if no_auth && s.oauth.is_some() {
             return Err(SettingError::new(
@@ -632,5 +663,39 @@ mod tests {
             load("sse_keep_alive = 15").unwrap_err(),
             "invalid setting http.sse_keep_alive: 15 has no unit; write a duration like \"30s\", \"500ms\" or \"5m\""
         );
+    }
+
+    #[test]
+    fn trusted_proxies_are_one_list_from_both_keys_or_the_flags() {
+        let load = |toml_text: &str, flags: &[&str]| {
+            let file: FileHttp = toml::from_str(toml_text).unwrap();
+            let mut a = args("8787");
+            a.trusted_proxies = flags.iter().map(ToString::to_string).collect();
+            HttpSettings::load(&a, &file, Path::new(".")).map_err(|e| e.to_string())
+        };
+        let ip = |text: &str| Some(text.parse().unwrap());
+        let both = "trusted_proxies = [\"10.0.0.0/8\"]\n[oauth]\nissuer = \"https://idp.example\"\ntrusted_proxies = [\"192.0.2.1\"]";
+        let s = load(both, &[]).unwrap();
+        assert!(
+            s.trusted_proxies.trusts(ip("10.1.1.1")) && s.trusted_proxies.trusts(ip("192.0.2.1"))
+        );
+        // OAuth believes X-Forwarded-Proto/Host from the same list.
+        assert_eq!(s.oauth.as_ref().unwrap().trusted_proxies, s.trusted_proxies);
+        let printed = toml::to_string(&s).unwrap();
+        assert!(
+            printed.contains("trusted_proxies = [\"10.0.0.0/8\", \"192.0.2.1/32\"]"),
+            "{printed}"
+        );
+        // The flags replace both.
+        let s = load(both, &["127.0.0.1"]).unwrap();
+        assert!(
+            s.trusted_proxies.trusts(ip("127.0.0.1")) && !s.trusted_proxies.trusts(ip("10.1.1.1"))
+        );
+        assert!(!s.oauth.unwrap().trusts(ip("192.0.2.1")));
+        assert_eq!(
+            load("trusted_proxies = [\"lb\"]", &[]).unwrap_err(),
+            "invalid setting http.trusted_proxies: \"lb\" is not an IP address or a CIDR block such as 10.0.0.0/8"
+        );
+        assert!(load("", &["lb"]).unwrap_err().contains("--trusted-proxy"));
     }
 }

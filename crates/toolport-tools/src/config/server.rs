@@ -40,6 +40,9 @@ pub struct FileHttp {
     pub sse_keep_alive: Option<DurationValue>,
     /// Requests per minute one client may send.
     pub max_requests_per_minute: Option<u32>,
+    /// Peers (addresses or CIDR blocks) whose `X-Forwarded-*` headers are believed: the
+    /// reverse proxy or load balancer in front.
+    pub trusted_proxies: Option<Vec<String>>,
     /// `[http.oauth]`: accept OAuth 2.1 access tokens (the server as a resource server).
     pub oauth: Option<FileOAuth>,
     /// `[http.principals]`: what each authenticated principal may use, by rules.

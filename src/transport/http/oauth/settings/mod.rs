@@ -12,7 +12,9 @@
 //! - introspection needs a client id and its secret (from a file or `TOOLPORT_OAUTH_CLIENT_SECRET`,
 //!   never printed: [`Secret`]);
 //! - `trusted_proxies` are addresses or CIDR blocks (`10.0.0.0/8`); `X-Forwarded-*` from any
-//!   other peer is ignored.
+//!   other peer is ignored. They are kept here as written before `[http] trusted_proxies`
+//!   existed; [`super::super::settings::HttpSettings::load`] merges both lists (and the
+//!   `--trusted-proxy` flags) into the one list every forwarded header is believed from.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -20,7 +22,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use ipnet::IpNet;
 use serde::{Serialize, Serializer};
 use toolport_tools::host::config::FileOAuth;
 use toolport_tools::host::secret::{Secret, Source};
@@ -31,6 +32,7 @@ pub(crate) mod builtin;
 
 use self::builtin::{Approval, BUILTIN, BuiltinSettings};
 use crate::identity::ScopeMap;
+use crate::transport::http::forwarded::TrustedProxies;
 
 /// A duration printed as the other durations are, when there is one.
 fn serialize_optional_duration<S: Serializer>(
@@ -134,11 +136,6 @@ pub(crate) struct OAuthArgs {
     )]
     pub(crate) client_secret: Option<Secret>,
 
-    /// With --oauth-issuer: believe X-Forwarded-Proto/Host from this address or CIDR block
-    /// (repeatable), e.g. the tunnel or reverse proxy in front of toolport.
-    #[arg(long = "trusted-proxy", value_name = "ADDR", global = true)]
-    pub(crate) trusted_proxies: Vec<String>,
-
     /// With --http: `builtin` makes toolport its own OAuth authorization server, for one
     /// person (claude.ai or ChatGPT through a tunnel, with no identity provider).
     #[arg(
@@ -210,8 +207,9 @@ pub(crate) struct OAuthSettings {
     pub(crate) audience: Option<String>,
     /// Scope name -> tool classes.
     pub(crate) scopes: ScopeMap,
-    /// Peers whose `X-Forwarded-*` headers are believed.
-    pub(crate) trusted_proxies: Vec<IpNet>,
+    /// Peers whose `X-Forwarded-*` headers are believed (with `[http] trusted_proxies`, once
+    /// the HTTP settings are loaded).
+    pub(crate) trusted_proxies: TrustedProxies,
     /// Clock skew allowed on `exp` and `nbf`.
     pub(crate) leeway: Duration,
     /// The built-in authorization server, when toolport is its own (then `issuer` is empty:
@@ -330,15 +328,10 @@ impl OAuthSettings {
                 .map_err(|message| SettingError::new("http.oauth.scopes", message))?,
             None => ScopeMap::default(),
         };
-        let proxies = if args.trusted_proxies.is_empty() {
-            file.trusted_proxies.clone().unwrap_or_default()
-        } else {
-            args.trusted_proxies.clone()
-        };
-        let trusted_proxies = proxies
-            .iter()
-            .map(|text| parse_proxy(text))
-            .collect::<Result<Vec<_>, _>>()?;
+        let trusted_proxies = TrustedProxies::parse(
+            "http.oauth.trusted_proxies",
+            file.trusted_proxies.as_deref().unwrap_or_default(),
+        )?;
         let leeway = duration_setting(
             "http.oauth.leeway",
             file.leeway.as_ref(),
@@ -364,7 +357,7 @@ impl OAuthSettings {
 
     /// Whether `peer` is a trusted proxy.
     pub(crate) fn trusts(&self, peer: Option<IpAddr>) -> bool {
-        peer.is_some_and(|ip| self.trusted_proxies.iter().any(|net| net.contains(&ip)))
+        self.trusted_proxies.trusts(peer)
     }
 
     /// What `toolport config` says beyond the keys: where the introspection secret is from.
@@ -450,20 +443,8 @@ fn introspection(
     }))
 }
 
-/// An address (`10.0.0.7`, `::1`) or a CIDR block (`10.0.0.0/8`).
-fn parse_proxy(text: &str) -> Result<IpNet, SettingError> {
-    let text = text.trim();
-    text.parse::<IpNet>()
-        .or_else(|_| text.parse::<IpAddr>().map(IpNet::from))
-        .map_err(|_| {
-            SettingError::new(
-                "http.oauth.trusted_proxies",
-                format!("{text:?} is not an IP address or a CIDR block such as 10.0.0.0/8"),
-            )
-        })
-}
-
-/// `[http.oauth]` as `toolport config` prints it (the secret never; its file as its key).
+/// `[http.oauth]` as `toolport config` prints it (the secret never; its file as its key; the
+/// trusted proxies under `[http]`, where every list of them is merged).
 impl Serialize for OAuthSettings {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
@@ -495,7 +476,6 @@ impl Serialize for OAuthSettings {
             client_secret_file: Option<&'a Path>,
             #[serde(skip_serializing_if = "Option::is_none")]
             audience: Option<&'a str>,
-            trusted_proxies: Vec<String>,
             #[serde(serialize_with = "serialize_duration")]
             leeway: Duration,
             scopes: BTreeMap<&'a str, Vec<String>>,
@@ -518,7 +498,6 @@ impl Serialize for OAuthSettings {
             client_id: introspection.map(|i| i.client_id.as_str()),
             client_secret_file: introspection.and_then(|i| i.source.file()),
             audience: self.audience.as_deref(),
-            trusted_proxies: self.trusted_proxies.iter().map(IpNet::to_string).collect(),
             leeway: self.leeway,
             scopes: self.scopes.table(),
         }
