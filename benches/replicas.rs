@@ -25,19 +25,13 @@ mod common;
 #[path = "../tests/it/common/redis.rs"]
 mod redis;
 
-use std::path::Path;
-use std::process::Stdio;
 use std::time::Instant;
 
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 use crate::common::args::bench_mode;
+use crate::common::http::{Client, client, serve};
 use crate::common::stats::quantile;
 
 /// Measured calls per server and round.
@@ -47,53 +41,8 @@ const CALLS: usize = 2000;
 const WARMUP: usize = 200;
 /// Rounds (each measures both servers, in alternating order).
 const ROUNDS: usize = 4;
-/// The bench's bearer token.
-const TOKEN: &str = "bench-token-0123456789abcdef";
 /// A policy budget that admits every call of the bench, so each call is decided and counted.
 const POLICY: &str = "[http.principals]\n[[http.principals.rules]]\nname = \"team\"\nmatch_all = true\nmax_calls = 1000000000\nmax_calls_per_minute = 60000\n";
-
-/// A running server and its URL.
-struct Server {
-    _child: Child,
-    url: String,
-}
-
-async fn serve(root: &Path, config: &str) -> Server {
-    let path = root.join(format!("{}.toml", config.len()));
-    std::fs::write(&path, config).unwrap();
-    let mut child = Command::new(common::toolport_bin())
-        .args(["--root"])
-        .arg(root)
-        .args(["--config"])
-        .arg(&path)
-        .args(["serve", "--http", "127.0.0.1:0", "--stateless"])
-        .env("TOOLPORT_TOKEN", TOKEN)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next_line().await.unwrap().expect("the server exited");
-        if let Some(rest) = line.strip_prefix("toolport: listening on ") {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Server { _child: child, url }
-}
-
-type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
-
-async fn client(server: &Server) -> Client {
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
-            .auth_header(TOKEN),
-    );
-    ().serve(transport).await.unwrap()
-}
 
 /// `n` calls one after another; each one's time in microseconds.
 async fn calls(client: &Client, n: usize) -> Vec<f64> {
@@ -124,16 +73,18 @@ fn main() {
     runtime.block_on(async {
         let redis = redis::Redis::start(program).await;
         let dir = tempfile::tempdir().unwrap();
-        let local = serve(dir.path(), POLICY).await;
+        let local = serve(dir.path(), "local", POLICY, &["--stateless"]).await;
         let shared = serve(
             dir.path(),
+            "shared",
             &format!(
                 "[replicas]\nredis_url = \"{}\"\nid = \"bench\"\n{POLICY}",
                 redis.url()
             ),
+            &["--stateless"],
         )
         .await;
-        let (local_client, shared_client) = (client(&local).await, client(&shared).await);
+        let (local_client, shared_client) = (client(&local.url).await, client(&shared.url).await);
         calls(&local_client, warmup).await;
         calls(&shared_client, warmup).await;
         let (mut local_times, mut shared_times) = (Vec::new(), Vec::new());

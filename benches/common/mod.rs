@@ -1,7 +1,8 @@
 //! Support shared by the benchmarks: an in-memory MCP session ([`session`]), the one
 //! `median` every report uses ([`stats`]), readers of a process's CPU time and memory
 //! ([`proc`]), the bench binary's command line ([`args`]), the test suite's config helpers
-//! ([`config`]), a raw JSON-RPC client on a server's stdio pipes ([`stdio`]) and [`object`].
+//! ([`config`]), a raw JSON-RPC client on a server's stdio pipes ([`stdio`]), a server over
+//! HTTP and rmcp's client for it ([`http`]) and [`object`].
 
 // Each bench uses a part of this module; what one leaves unused is not dead.
 #![allow(dead_code, unused_imports)]
@@ -11,6 +12,7 @@
 pub(crate) mod args;
 #[path = "../../tests/it/common/config.rs"]
 pub(crate) mod config;
+pub(crate) mod http;
 pub(crate) mod proc;
 pub(crate) mod session;
 pub(crate) mod stats;

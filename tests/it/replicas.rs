@@ -15,7 +15,6 @@
 //! and skip.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
@@ -23,8 +22,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
 
+use crate::common::haproxy::Haproxy;
 use crate::common::http::{
     ACCEPT, INIT, Server, TOKEN, authed, call_2026, http, legacy_session_at, post_2026,
     post_message, start, start_at,
@@ -36,13 +35,6 @@ use crate::common::{Client, TasksClient, TestClient, call, command, err, ok, tem
 /// The parts every test here needs, or `None` (skipped).
 pub(crate) fn parts() -> Option<(PathBuf, PathBuf)> {
     Some((redis_server()?, required_program("haproxy", "/usr/sbin")?))
-}
-
-/// haproxy in front of `backends` (each named by its replica's id), on a free loopback port.
-pub(crate) struct Balancer {
-    _child: Child,
-    pub(crate) url: String,
-    _dir: tempfile::TempDir,
 }
 
 /// How haproxy spreads requests over the replicas.
@@ -82,57 +74,27 @@ fn documented_backend() -> String {
     backend
 }
 
-impl Balancer {
-    async fn start(program: &Path, backends: &[(&str, &Server)], rules: Rules) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let servers: String = backends
-            .iter()
-            .map(|(id, s)| {
-                let address = s.url.trim_start_matches("http://");
-                // Checked often: a replica stopped by a test is out of the rotation at once.
-                format!("  server {id} {address} check inter 300ms fall 1 rise 1\n")
-            })
-            .collect();
+/// haproxy in front of `backends` (each named by its replica's id) with `rules`.
+async fn balancer(program: &Path, backends: &[(&str, &Server)], rules: Rules) -> Haproxy {
+    let servers: String = backends
+        .iter()
+        .map(|(id, s)| {
+            let address = s.url.trim_start_matches("http://");
+            // Checked often: a replica stopped by a test is out of the rotation within a
+            // second (a refused connection fails a check at once; a slow answer on a busy
+            // machine does not, within `timeout check`).
+            format!("  server {id} {address} check inter 300ms fall 2 rise 1\n")
+        })
+        .collect();
+    let rules = match rules {
         // A request whose replica refuses the connection (it was killed) goes to another one,
         // as any deployment would configure it.
-        let backend = match rules {
-            Rules::RoundRobin => "  balance roundrobin\n".to_owned(),
-            Rules::Documented => documented_backend(),
-        };
-        let config = format!(
-            "global\n  maxconn 512\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  retries 3\n  option redispatch 1\n\
-             frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
-             backend replicas\n{backend}{servers}"
-        );
-        let path = dir.path().join("haproxy.cfg");
-        std::fs::write(&path, config).unwrap();
-        let child = Command::new(program)
-            .arg("-db")
-            .arg("-f")
-            .arg(&path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start haproxy");
-        // Listening once a connection is accepted (haproxy prints no ready line).
-        within(async {
-            while tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_err()
-            {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-        Self {
-            _child: child,
-            url: format!("http://127.0.0.1:{port}"),
-            _dir: dir,
+        Rules::RoundRobin => {
+            "  balance roundrobin\n  retries 3\n  option redispatch 1\n".to_owned()
         }
-    }
+        Rules::Documented => documented_backend(),
+    };
+    Haproxy::start(program, &format!("{rules}{servers}")).await
 }
 
 /// The replicas' ids (haproxy's server names).
@@ -152,7 +114,7 @@ pub(crate) struct Deployment {
     pub(crate) configs: Vec<String>,
     /// The flags every replica is served with (beside its config).
     args: Vec<String>,
-    pub(crate) balancer: Balancer,
+    pub(crate) balancer: Haproxy,
 }
 
 impl Deployment {
@@ -198,7 +160,7 @@ impl Deployment {
             configs.push(config);
         }
         let backends: Vec<_> = IDS.into_iter().zip(&replicas).collect();
-        let balancer = Balancer::start(haproxy, &backends, rules).await;
+        let balancer = balancer(haproxy, &backends, rules).await;
         Self {
             _dir: dir,
             root,

@@ -11,6 +11,7 @@
 #![allow(dead_code, deprecated)]
 
 pub(crate) mod config;
+pub(crate) mod haproxy;
 pub(crate) mod http;
 pub(crate) mod process;
 pub(crate) mod python;
