@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 CRATES = [
     (REPO / "crates" / "toolport-tools" / "src",
      {"schema", "settings", "secret", "size", "instructions", "tool", "definition", "typed",
-      "registry", "workspace", "background"},
+      "registry", "workspace", "background", "validator"},
      {"hidden", "tools", "plugins", "toolbox", "upstreams", "config", "host"}),
     (REPO / "src", set(), set()),
 ]

@@ -164,7 +164,7 @@ impl ToolDefinition {
     /// Compile the input schema into the validator every call is checked with (the registry
     /// does this once per tool, at registration).
     pub(crate) fn validator(&self) -> Result<jsonschema::Validator, DefinitionError> {
-        jsonschema::validator_for(&Value::Object(JsonObject::clone(&self.input_schema))).map_err(
+        crate::validator::compile(&Value::Object(JsonObject::clone(&self.input_schema))).map_err(
             |e| DefinitionError::InvalidSchema {
                 name: self.name.clone(),
                 reason: e.to_string(),

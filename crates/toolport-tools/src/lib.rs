@@ -63,6 +63,7 @@ mod toolbox;
 mod tools;
 mod typed;
 mod upstreams;
+mod validator;
 mod workspace;
 
 #[cfg(feature = "host")]

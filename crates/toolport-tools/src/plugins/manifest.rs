@@ -406,7 +406,7 @@ fn check(tool: FileTool, dir: &Path, limits: Limits, file: &Path) -> Result<Tool
 
 /// Compile a schema, naming it in the error.
 fn compile(key: &str, schema: &JsonObject) -> Result<jsonschema::Validator, String> {
-    jsonschema::validator_for(&Value::Object(schema.clone()))
+    crate::validator::compile(&Value::Object(schema.clone()))
         .map_err(|e| format!("{key} is not a valid JSON Schema: {e}"))
 }
 

@@ -1,8 +1,11 @@
 //! The file's sha256 for `read_file` (what the write tools take as `expected_sha256`).
 //!
-//! [`FileHash`] hashes exactly the bytes a pass reads: inline for a small file, on a helper
-//! thread fed a copy of each chunk for a large one, so hashing overlaps decoding instead of
-//! adding to it. [`HashCache`] keeps the digests of the files read last: a file read again
+//! [`FileHash`] hashes exactly the bytes a pass reads, as it reads them, on the reading thread.
+//! (A helper thread fed a copy of each chunk, to overlap hashing with decoding, was measured
+//! and removed: on the static release binary it cut the calls/s of a changed 1 MiB file by
+//! about 40 % on a two-core machine, where a thread per read, the chunk copies and the
+//! hand-offs cost more than the half millisecond of hashing it hid; BENCHMARKS.md, "Lean
+//! again".) [`HashCache`] keeps the digests of the files read last: a file read again
 //! unchanged (same device, inode, size, modification and change times, and changed more than
 //! [`SETTLED`] ago) reuses the digest of its last read instead of being hashed again. When a
 //! kept digest may be used is the pager's rule (`pager::read`): the file's key must be the
@@ -15,15 +18,8 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-use crate::tool::ToolError;
 use crate::tools::fs::text::hex;
 
-/// Files at least this large are hashed on a helper thread while they are decoded
-/// ([`FileHash`]): hashing a megabyte takes about half a millisecond even with the CPU's SHA
-/// instructions, more than a thread costs. Below it the thread is not worth it.
-const PARALLEL_HASH_MIN: u64 = 256 * 1024;
-/// Chunks queued for the hashing thread before the reader waits for it (4 × 64 KiB).
-const HASH_QUEUE_CHUNKS: usize = 4;
 /// How long ago a file must have changed for its digest to be kept: the kernel stamps changes
 /// with a coarse clock (a few milliseconds), so two writes within one tick can leave the same
 /// times on different bytes. A digest taken a second after the last change is of settled
@@ -138,65 +134,31 @@ impl<R: Read> Read for Hashing<'_, R> {
 }
 
 /// The sha256 of exactly the bytes a pass reads (so the hash always matches the text
-/// returned, even if the file changes meanwhile): computed inline, or for a file of
-/// [`PARALLEL_HASH_MIN`] bytes or more on a helper thread fed a copy of each chunk, so hashing
-/// overlaps decoding instead of adding to it.
+/// returned, even if the file changes meanwhile), computed as they are read.
 pub(super) enum FileHash {
     /// The digest of this file's last read ([`HashCache`]): nothing to hash.
     Known(String),
     Inline(Sha256),
-    Helper {
-        chunks: std::sync::mpsc::SyncSender<Vec<u8>>,
-        done: std::thread::JoinHandle<Vec<u8>>,
-    },
 }
 
 impl FileHash {
-    pub(super) fn new(size: u64) -> Self {
-        if size < PARALLEL_HASH_MIN {
-            return Self::Inline(Sha256::new());
-        }
-        let (chunks, queue) = std::sync::mpsc::sync_channel::<Vec<u8>>(HASH_QUEUE_CHUNKS);
-        let spawned = std::thread::Builder::new()
-            .name("read_file-sha256".into())
-            .spawn(move || {
-                let mut hasher = Sha256::new();
-                for chunk in queue {
-                    hasher.update(&chunk);
-                }
-                hasher.finalize().to_vec()
-            });
-        match spawned {
-            Ok(done) => Self::Helper { chunks, done },
-            // No thread to be had: hash inline, as for a small file.
-            Err(_) => Self::Inline(Sha256::new()),
-        }
+    /// A hash of bytes still to be read.
+    pub(super) fn new() -> Self {
+        Self::Inline(Sha256::new())
     }
 
     pub(super) fn update(&mut self, bytes: &[u8]) {
         match self {
             Self::Known(_) => {}
             Self::Inline(hasher) => hasher.update(bytes),
-            Self::Helper { chunks, .. } => {
-                // The helper only stops after `chunks` is dropped, so this cannot fail.
-                let _ = chunks.send(bytes.to_vec());
-            }
         }
     }
 
     /// The hash, as lower-case hex.
-    pub(super) fn finish(self) -> Result<String, ToolError> {
+    pub(super) fn finish(self) -> String {
         match self {
-            Self::Known(digest) => Ok(digest),
-            Self::Inline(hasher) => Ok(hex(&hasher.finalize())),
-            Self::Helper { chunks, done } => {
-                drop(chunks);
-                done.join().map(|digest| hex(&digest)).map_err(|_| {
-                    ToolError::ExecutionFailed(
-                        "hashing the file failed; this is a bug in toolport".into(),
-                    )
-                })
-            }
+            Self::Known(digest) => digest,
+            Self::Inline(hasher) => hex(&hasher.finalize()),
         }
     }
 }
@@ -299,10 +261,10 @@ mod tests {
     }
 
     #[test]
-    fn a_large_file_is_hashed_beside_the_decoding_with_the_same_digest() {
+    fn a_file_read_in_many_chunks_has_the_digest_of_its_bytes() {
         use std::io::Write;
         let text = "0123456789abcdef\n".repeat(20_000);
-        assert!(text.len() as u64 >= PARALLEL_HASH_MIN);
+        assert!(text.len() > 4 * super::super::scan::CHUNK);
         for size in [text.len(), 1000] {
             let bytes = &text.as_bytes()[..size];
             let mut file = tempfile::tempfile().unwrap();

@@ -150,7 +150,7 @@ pub(super) fn read(
         let reused = known.is_some();
         let mut hash = match known.take() {
             Some(digest) => FileHash::Known(digest),
-            None => FileHash::new(size),
+            None => FileHash::new(),
         };
         hash.update(&head[..bom_len]);
         let scanned = {
@@ -195,7 +195,7 @@ pub(super) fn read(
         } else {
             None
         };
-        let sha256 = hash.finish()?;
+        let sha256 = hash.finish();
         if !reused && after == before {
             limits.hashes.put(before, sha256.clone());
         }
@@ -340,7 +340,7 @@ fn read_from_byte(
         return Err(not_a_boundary(display, at));
     }
     // The hash and the line facts: one raw pass.
-    let mut hash = FileHash::Inline(Sha256::new());
+    let mut hash = FileHash::new();
     file.seek(SeekFrom::Start(0)).map_err(io)?;
     std::io::copy(
         &mut Hashing {
@@ -404,6 +404,6 @@ fn read_from_byte(
         next_offset: (next_line <= total_lines).then_some(next_line),
         next_byte_offset,
         size_bytes: f.size,
-        sha256: hash.finish()?,
+        sha256: hash.finish(),
     })
 }
