@@ -10,7 +10,6 @@
 use std::io::{Seek, SeekFrom};
 
 use encoding_rs::{DecoderResult, Encoding, UTF_8, UTF_16BE};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::digest::{FileHash, FileKey, HashCache, Hashing};
