@@ -629,6 +629,15 @@ def start_http(binary: str, root: Path, log: Path) -> tuple[subprocess.Popen, st
     raise SystemExit(f"toolport serve --http did not start:\n{log.read_text(errors='replace')}")
 
 
+def reason(error: BaseException) -> str:
+    """An exception as a failure line: a task group's (anyio's, the MCP SDK's) with the
+    exceptions inside it, which its own message only counts."""
+    if isinstance(error, BaseExceptionGroup):
+        inner = "; ".join(reason(e) for e in error.exceptions)
+        return f"{type(error).__name__}: {error} [{inner}]"
+    return f"{type(error).__name__}: {error}"
+
+
 async def run_search(binary: str, root: Path, config: str) -> int:
     """Each framework finds and calls an upstream tool it was not listed."""
     failures = 0
@@ -639,7 +648,7 @@ async def run_search(binary: str, root: Path, config: str) -> int:
             seen = await asyncio.wait_for(check(server), RUN_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001: reported, then counted
             failures += 1
-            print(f"FAIL: {label}: {type(e).__name__}: {e}", flush=True)
+            print(f"FAIL: {label}: {reason(e)}", flush=True)
             continue
         if SEARCH_ANSWER in seen:
             print(f"ok: {label}: the model sees the sum", flush=True)
@@ -670,7 +679,7 @@ async def run_all(binary: str, base: Path, upstreams: str | None) -> int:
                         seen = await asyncio.wait_for(run(server, case), RUN_TIMEOUT_S)
                     except Exception as e:  # noqa: BLE001: every failure is reported, then counted
                         failures += 1
-                        print(f"FAIL: {label}: {type(e).__name__}: {e}", flush=True)
+                        print(f"FAIL: {label}: {reason(e)}", flush=True)
                         continue
                     if case.payload in seen:
                         print(f"ok: {label}: the model sees {case.what}", flush=True)
@@ -689,7 +698,7 @@ async def run_all(binary: str, base: Path, upstreams: str | None) -> int:
                     print(f"ok: {label}: {seen}", flush=True)
                 except Exception as e:  # noqa: BLE001: reported, then counted
                     failures += 1
-                    print(f"FAIL: {label}: {type(e).__name__}: {e}", flush=True)
+                    print(f"FAIL: {label}: {reason(e)}", flush=True)
     finally:
         http.terminate()
         try:
