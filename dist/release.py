@@ -7,7 +7,7 @@ Desktop bundle (.mcpb), archives, the MCP registry's server.json and checksums.
                                             Linux machine builds (default: linux-x64), with
                                             Cargo.toml's `dist` profile (what users download:
                                             fat LTO) unless --profile says otherwise (CI:
-                                            `release`, the same build without fat LTO)
+                                            `ci`, `release` at opt-level 1: no fat LTO)
     dist/release.py package [--binary PLATFORM=PATH]... [--wheels DIR] [--out DIR]
                                             everything else, from binaries built anywhere
     dist/release.py versions                check that every committed package file carries
