@@ -4,7 +4,9 @@
 //! (`common/stdio.rs`) and the same files in one root.
 //!
 //! Rows (the figure per server is the median over rounds; each round runs every server in an
-//! order that rotates, so load on the machine falls on all of them alike):
+//! order that rotates, so load on the machine falls on all of them alike, and drops each
+//! server's binary from the page cache first, so every one is read from disk alike:
+//! `proc::evict_from_page_cache` says why that changes its resident size):
 //! - cold start: spawn → `initialize` result, p50 of [`STARTS`] spawns;
 //! - idle RSS (`VmRSS`) and its private part (`RssAnon`: the rest is the pages of the binary
 //!   and its libraries, shared and clean): after `initialize` and one `tools/list`;
@@ -12,8 +14,9 @@
 //!   server's peak RSS (VmHWM) after them, before any large read;
 //! - 1 MiB read (a 1 MiB text file): sequential calls/s of an unchanged file (toolport
 //!   reuses the file's sha256 then: `read_file`'s digest cache), and of a file whose change
-//!   time moves before every call (so toolport hashes every read); peak RSS (VmHWM) of a
-//!   fresh server after [`BIG_PIPELINED`] calls with 8 in flight; bytes on the wire per call.
+//!   time moves before every call (so toolport hashes every read); calls/s and peak RSS
+//!   (VmHWM) of a fresh server after [`BIG_PIPELINED`] calls with 8 in flight; bytes on the
+//!   wire per call.
 //!
 //! toolport is the release binary (`CARGO_BIN_EXE_toolport` or `TOOLPORT_BIN`) with
 //! `--read-max-bytes` 4 MiB, so the 1 MiB file is one call, and `--payload text`: the form a
@@ -49,7 +52,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::common::args::bench_mode;
-use crate::common::proc::mem;
+use crate::common::proc::{evict_from_page_cache, mem};
 use crate::common::stats::median;
 use crate::common::stdio::Server;
 use crate::common::toolport_bin;
@@ -62,8 +65,9 @@ const STARTS: usize = 20;
 const SMALL_SEQUENTIAL: usize = 400;
 /// Small reads per round with [`IN_FLIGHT`] outstanding.
 const SMALL_PIPELINED: usize = 4000;
-/// Sequential 1 MiB reads per round.
-const BIG_SEQUENTIAL: usize = 60;
+/// Sequential 1 MiB reads per round: about a third of a second per row and server, long
+/// enough that a scheduling hiccup moves the rate by a few percent (60 moved it by up to 30 %).
+const BIG_SEQUENTIAL: usize = 200;
 /// 1 MiB reads with [`IN_FLIGHT`] outstanding, on a fresh server, before its peak RSS is read.
 const BIG_PIPELINED: usize = 80;
 /// Requests outstanding in the concurrent rows.
@@ -135,6 +139,7 @@ struct Figures {
     small_peak_rss_mb: f64,
     big_calls_per_s: f64,
     big_changed_calls_per_s: f64,
+    big_pipelined_calls_per_s: f64,
     big_peak_rss_mb: f64,
     big_wire_mb: f64,
 }
@@ -187,7 +192,8 @@ fn measure(peer: &Peer, root: &Path, quick: bool) -> Figures {
     let big_changed_rate = scale(BIG_SEQUENTIAL) as f64 / started.elapsed().as_secs_f64();
     drop(server);
     let (mut fresh, _) = peer.start(root);
-    fresh.pipelined(peer.read_tool, &big_args, scale(BIG_PIPELINED), IN_FLIGHT);
+    let big_pipelined_rate =
+        fresh.pipelined(peer.read_tool, &big_args, scale(BIG_PIPELINED), IN_FLIGHT);
     let peak = mem(fresh.pid()).unwrap();
     Figures {
         cold_start_ms: median(&starts),
@@ -198,6 +204,7 @@ fn measure(peer: &Peer, root: &Path, quick: bool) -> Figures {
         small_peak_rss_mb: small_peak.hwm as f64 / 1024.0,
         big_calls_per_s: big_rate,
         big_changed_calls_per_s: big_changed_rate,
+        big_pipelined_calls_per_s: big_pipelined_rate,
         big_peak_rss_mb: peak.hwm as f64 / 1024.0,
         big_wire_mb: median(&wire) / 1e6,
     }
@@ -384,6 +391,12 @@ const ROWS: &[Row] = &[
         decimals: 0,
     },
     Row {
+        label: "1 MiB read, 8 in flight (a fresh server), calls/s",
+        value: |f| f.big_pipelined_calls_per_s,
+        higher_is_better: true,
+        decimals: 0,
+    },
+    Row {
         label: "1 MiB read, 8 in flight: peak RSS, MB",
         value: |f| f.big_peak_rss_mb,
         higher_is_better: false,
@@ -466,6 +479,10 @@ fn main() {
     for round in 0..rounds {
         for k in 0..peers.len() {
             let i = (round + k) % peers.len();
+            // Every binary read from disk at its round's first start: equal page-cache states.
+            if let Err(e) = evict_from_page_cache(&peers[i].program) {
+                println!("{}: its pages stay cached ({e})", peers[i].name);
+            }
             let figures = measure(&peers[i], &root, quick);
             println!("round {}: {}: {figures:?}", round + 1, peers[i].name);
             results[i].push(figures);

@@ -1,6 +1,7 @@
 //! A process's CPU time and memory, read from `/proc` (Linux only, as the benches are).
 
 use std::fmt::Display;
+use std::path::Path;
 
 /// Clock ticks per second in `/proc/<pid>/stat` (USER_HZ: 100 on every mainstream Linux
 /// build; the kernel reports in these units whatever its internal HZ).
@@ -44,4 +45,31 @@ pub(crate) fn mem(pid: impl Display) -> Option<Mem> {
         anon: field("RssAnon:")?,
         hwm: field("VmHWM:")?,
     })
+}
+
+/// Drops a program's pages from the page cache (dirty ones written back first), so the next
+/// process that maps it reads it from disk, as the first start after a boot does.
+///
+/// Why the benches need it: how a file's pages came into the cache changes how much of it a
+/// process maps. On Linux 6.18 with ext4, a binary just written with `write` (by `cp`, an
+/// installer, a download) is cached in large folios, and each page fault in its code maps
+/// more of them: the same toolport binary measured 0.5 MB more resident as a fresh copy than
+/// after its pages were read back from disk (BENCHMARKS.md, "Lean again"). Servers compared
+/// side by side must start from the same state. `path` may be a bare name found on `PATH`
+/// (`node`); an error says what could not be done.
+pub(crate) fn evict_from_page_cache(path: &Path) -> std::io::Result<()> {
+    use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
+    let found = if path.components().count() > 1 {
+        path.to_path_buf()
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|dir| dir.join(path))
+            .find(|candidate| candidate.is_file())
+            .ok_or_else(|| std::io::Error::other(format!("{} not on PATH", path.display())))?
+    };
+    let file = std::fs::File::open(&found)?;
+    // DONTNEED skips dirty pages: write them back first (allowed on a read-only handle).
+    file.sync_all()?;
+    posix_fadvise(&file, 0, 0, PosixFadviseAdvice::POSIX_FADV_DONTNEED)
+        .map_err(std::io::Error::from)
 }

@@ -39,7 +39,7 @@
 //!   lines counted everywhere, the text collected within the byte budget.
 //! - `image.rs`: an image file: the size cap, the decode and the copy sent (from `media/`),
 //!   the base64 for the content block ([`ImageFile`]).
-//! - `digest.rs`: the file's sha256: hashed inline or on a helper thread beside the decoding
+//! - `digest.rs`: the file's sha256, hashed as the bytes are read, on the reading thread
 //!   ([`FileHash`](digest::FileHash)), and the cache of digests of files read unchanged
 //!   ([`HashCache`]).
 
