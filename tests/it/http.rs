@@ -274,6 +274,60 @@ async fn refusals_are_logged_without_tokens() {
     );
 }
 
+/// Over a raw connection: a request's head and as much of its body as given, then the
+/// response head, lower-cased.
+async fn raw_request(server: &Server, head: &str, body: &str) -> (tokio::net::TcpStream, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let address = server.url.trim_start_matches("http://").to_owned();
+    let mut stream = within(tokio::net::TcpStream::connect(&address))
+        .await
+        .unwrap();
+    let request = format!("{head}\r\nHost: {address}\r\n\r\n{body}");
+    within(stream.write_all(request.as_bytes())).await.unwrap();
+    let mut response = Vec::new();
+    let mut byte = [0u8; 1];
+    while !response.ends_with(b"\r\n\r\n") {
+        let n = within(stream.read(&mut byte)).await.unwrap();
+        assert!(
+            n == 1,
+            "the connection closed before the response head: {response:?}"
+        );
+        response.push(byte[0]);
+    }
+    (stream, String::from_utf8_lossy(&response).to_lowercase())
+}
+
+#[tokio::test]
+async fn a_refusal_that_leaves_a_body_unread_closes_the_connection() {
+    // The server does not read the body of a request it refuses, so it cannot reuse the
+    // connection: the refusal says `Connection: close`, or a client that sends its next
+    // request on it (the Python SDK after an OAuth challenge) sees the connection drop.
+    let (_d, root) = workspace();
+    let server = start(&root, &[], Some(TOKEN)).await;
+    let (mut stream, head) = raw_request(
+        &server,
+        "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 64",
+        "{\"jsonrpc\":\"2.0\"",
+    )
+    .await;
+    assert!(head.starts_with("http/1.1 401"), "{head}");
+    assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+    // And the server does close it (after the refusal's body).
+    let mut rest = Vec::new();
+    within(tokio::io::AsyncReadExt::read_to_end(&mut stream, &mut rest))
+        .await
+        .unwrap();
+    // A refused request without a body keeps its connection.
+    let (_stream, head) = raw_request(
+        &server,
+        "GET /mcp HTTP/1.1\r\nAccept: text/event-stream",
+        "",
+    )
+    .await;
+    assert!(head.starts_with("http/1.1 401"), "{head}");
+    assert!(!head.contains("connection: close"), "{head}");
+}
+
 #[tokio::test]
 async fn a_streamed_body_over_the_cap_is_refused() {
     // Without a Content-Length (chunked), the cap applies while reading: by the body reader on

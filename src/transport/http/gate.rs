@@ -411,18 +411,46 @@ enum Credential {
 
 /// The gate, as axum middleware: refusals are answered here and logged (without tokens); a
 /// request that passes carries its [`Principal`] (when authentication is on).
-pub(crate) async fn gate(
-    State(gate): State<Arc<Gate>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+pub(crate) async fn gate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let body_unread = carries_body(request.headers());
+    match admit(&gate, request).await {
+        Ok(request) => next.run(request).await,
+        Err(refusal) => closing_if(body_unread, refusal),
+    }
+}
+
+/// Whether a request comes with a body (a declared length above zero, or a chunked one).
+fn carries_body(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|length| length.as_bytes() != b"0")
+}
+
+/// A refusal of a request whose body the server does not read says `Connection: close`, so
+/// the client opens a new connection for its next request. Without it, hyper drops such a
+/// connection after answering (it cannot reuse one with a body left in it) while the client
+/// may already be sending its next request on it: the MCP Python SDK's first request after
+/// the 401 that starts an OAuth sign-in failed with a read error about one time in five.
+fn closing_if(body_unread: bool, mut refusal: Response) -> Response {
+    if body_unread {
+        refusal
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    refusal
+}
+
+/// The gate's rules for one request: the request to serve (with its [`Principal`]), or the
+/// refusal to answer.
+async fn admit(gate: &Gate, mut request: Request) -> Result<Request, Response> {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip());
     let credential = match gate.credential(request.headers()) {
         Ok(credential) => credential,
-        Err(rejection) => return gate.refuse(rejection, &request, peer),
+        Err(rejection) => return Err(gate.refuse(rejection, &request, peer)),
     };
     let principal = match (credential, &gate.oauth) {
         (Credential::Open, _) => None,
@@ -430,11 +458,11 @@ pub(crate) async fn gate(
         (Credential::AccessToken(token), Some(oauth)) => {
             match oauth.authenticate(&token, request.headers(), peer).await {
                 Ok(principal) => Some(principal),
-                Err(refusal) => return refusal,
+                Err(refusal) => return Err(refusal),
             }
         }
         (Credential::AccessToken(_), None) => {
-            return gate.refuse(Rejection::WrongToken, &request, peer);
+            return Err(gate.refuse(Rejection::WrongToken, &request, peer));
         }
     }
     // The operator's rules narrow what it may use, once, here.
@@ -445,7 +473,7 @@ pub(crate) async fn gate(
         Err(rejection) => Err(rejection),
     };
     if let Err(rejection) = checked {
-        return gate.refuse(rejection, &request, peer);
+        return Err(gate.refuse(rejection, &request, peer));
     }
     if let Some(principal) = principal {
         if let Some(oauth) = &gate.oauth {
@@ -454,12 +482,12 @@ pub(crate) async fn gate(
                 .await
             {
                 Ok(request) => request,
-                Err(refusal) => return refusal,
+                Err(refusal) => return Err(refusal),
             };
         }
         request.extensions_mut().insert(Arc::new(principal));
     }
-    next.run(request).await
+    Ok(request)
 }
 
 /// The rules for the built-in authorization server's endpoints, which are outside the bearer
@@ -484,7 +512,7 @@ pub(crate) async fn open_endpoint(
             reason = ?rejection,
             "refused an HTTP request"
         );
-        return rejection.into_response();
+        return closing_if(carries_body(request.headers()), rejection.into_response());
     }
     next.run(request).await
 }
